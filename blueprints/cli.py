@@ -1,0 +1,49 @@
+"""``twinforge status``: counts per status and the S x R coverage matrix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from blueprints.store import BlueprintStore
+from blueprints.summary import summarize
+from twinforge.console import out_console
+from twinforge.workspace import Workspace
+
+
+def status_command(
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print {counts, coverage, invalid_files} as JSON.")] = False,
+) -> None:
+    """Counts of blueprints per status and the source x risk coverage matrix."""
+    store = BlueprintStore(Workspace.open(workspace))
+    summary = summarize(store)
+    if json_out:
+        out_console.print_json(summary.model_dump_json())
+        return
+    counts = Table(title="blueprints by status")
+    counts.add_column("status")
+    counts.add_column("n", justify="right")
+    for status, n in summary.counts.items():
+        counts.add_row(status, str(n), style=None if n else "dim")
+    counts.add_row("total", str(sum(summary.counts.values())), style="bold")
+    out_console.print(counts)
+    sources = [s.id for s in store.taxonomy.sources]
+    matrix = Table(title="coverage: blueprints per cell (any status)")
+    matrix.add_column("risk")
+    for source in sources:
+        matrix.add_column(source, justify="right")
+    names = {r.id: r.name for r in store.taxonomy.risks}
+    for risk, row in summary.coverage.items():
+        matrix.add_row(f"{risk} {names.get(risk, '')}", *(str(row.get(s, 0)) for s in sources))
+    out_console.print(matrix)
+    for path in summary.invalid_files:
+        out_console.print(f"invalid file (not counted): {path}", style="red", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``status`` to the app."""
+    app.command("status")(status_command)

@@ -1,0 +1,106 @@
+"""A blueprint file: the eight fields plus provenance, review, decisions and flags."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from blueprints.blueprint import Blueprint
+from blueprints.review import Review
+from blueprints.status import Status, check_transition
+
+
+def utcnow() -> datetime:
+    """Current time in UTC, second precision (what the files record)."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+class Provenance(BaseModel):
+    """Where a blueprint came from.
+
+    Attributes:
+        batch: The generation batch id.
+        model: ``provider:model`` of the generator.
+        prompt_version: Version id of the generation prompt (``generate@<hash>``).
+        sources: The incident corpus file the prompt cited.
+        created_at: When it was generated (UTC).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    batch: str
+    model: str
+    prompt_version: str
+    sources: str
+    created_at: datetime
+
+
+class Decision(BaseModel):
+    """One status change, with who, when and why (the audit trail beside git).
+
+    Attributes:
+        action: ``triage`` (reviewer model), ``approve``, ``reject``, ``override`` ...
+        by: Who decided: a person, or ``reviewer:<model>``.
+        at: When (UTC).
+        from_status: Status before.
+        to_status: Status after.
+        reason: Why; required for rejections and overrides.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: str
+    by: str
+    at: datetime
+    from_status: Status
+    to_status: Status
+    reason: str | None = None
+
+
+class Flag(BaseModel):
+    """A warning attached to a blueprint, e.g. a near-duplicate of another.
+
+    Attributes:
+        kind: ``near_duplicate``.
+        of: The other blueprint's id.
+        similarity: 0-100.
+        detail: Human-readable explanation.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["near_duplicate"]
+    of: str
+    similarity: float
+    detail: str
+
+
+class BlueprintRecord(BaseModel):
+    """The content of ``blueprints/<id>.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    schema_version: Literal[1] = 1
+    id: str
+    status: Status = Status.PROPOSED
+    blueprint: Blueprint
+    provenance: Provenance
+    review: Review | None = None
+    decisions: list[Decision] = Field(default_factory=list)
+    flags: list[Flag] = Field(default_factory=list)
+
+    def move(self, target: Status, *, action: str, by: str, reason: str | None = None) -> Decision:
+        """Change status along the lifecycle and record the decision.
+
+        Raises:
+            InvalidTransition: The lifecycle does not allow ``status -> target``.
+        """
+        check_transition(self.id, self.status, target)
+        decision = Decision(
+            action=action, by=by, at=utcnow(), from_status=self.status, to_status=target, reason=reason
+        )
+        self.decisions = [*self.decisions, decision]
+        self.status = target
+        return decision

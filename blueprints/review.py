@@ -1,0 +1,82 @@
+"""The Stage I review: six dimension scores, their total and the triage band."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, StringConstraints, create_model, model_validator
+
+from blueprints.dimensions import Dimensions
+from blueprints.status import Status
+from twinforge.settings import TriageSettings
+
+Score = Literal[1, 2, 3, 4, 5]
+
+
+class DimensionScore(BaseModel):
+    """One dimension's integer score 1-5 and a one-sentence rationale."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    score: Score
+    rationale: Annotated[str, StringConstraints(strip_whitespace=True, min_length=3)]
+
+
+def triage(total: int, thresholds: TriageSettings) -> Status:
+    """Band a review total (Stage I rule, mission.md: >= 24 keep, 18-23 human review, < 18 discard).
+
+    Args:
+        total: Sum of the dimension scores (6-30 with the default six dimensions).
+        thresholds: ``keep`` and ``review_min`` from ``[triage]``.
+
+    Returns:
+        ``KEPT``, ``NEEDS_REVIEW`` or ``DISCARDED``.
+    """
+    if total >= thresholds.keep:
+        return Status.KEPT
+    if total >= thresholds.review_min:
+        return Status.NEEDS_REVIEW
+    return Status.DISCARDED
+
+
+def reply_model(dimensions: Dimensions) -> type[BaseModel]:
+    """The pydantic model a reviewer reply must validate as: one ``DimensionScore`` per dimension.
+
+    Scores are an enum in its JSON schema, so grammar-constrained servers (llama.cpp) must emit
+    1-5; the reply is still validated.
+    """
+    fields: dict[str, Any] = {d: (DimensionScore, ...) for d in dimensions.ids}
+    model: type[BaseModel] = create_model(
+        "ReviewReply", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
+class Review(BaseModel):
+    """A stored review.
+
+    Attributes:
+        scores: Dimension id -> score and rationale.
+        total: Sum of the scores (checked).
+        triage: The band the total fell in when reviewed.
+        model: ``provider:model`` of the reviewer.
+        prompt_version: Version id of the review prompt template.
+        reviewed_at: When (UTC).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    scores: dict[str, DimensionScore]
+    total: int
+    triage: Status
+    model: str
+    prompt_version: str
+    reviewed_at: datetime
+
+    @model_validator(mode="after")
+    def _total_matches(self) -> Review:
+        computed = sum(s.score for s in self.scores.values())
+        if computed != self.total:
+            raise ValueError(f"total {self.total} is not the sum of the scores ({computed})")
+        return self

@@ -1,0 +1,58 @@
+"""The blueprint status lifecycle (architecture.md).
+
+``proposed -> kept | needs_review | discarded -> approved | rejected -> implemented | impl_failed
+-> validated -> calibrated | calibration_failed -> admitted``. Humans may override any Stage I
+decision (mission.md), so kept, needs_review and discarded can each go to approved or rejected,
+and a human decision can be revised.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from blueprints.exceptions import InvalidTransition
+
+
+class Status(StrEnum):
+    """Where a blueprint is in the pipeline."""
+
+    PROPOSED = "proposed"
+    KEPT = "kept"
+    NEEDS_REVIEW = "needs_review"
+    DISCARDED = "discarded"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    IMPLEMENTED = "implemented"
+    IMPL_FAILED = "impl_failed"
+    VALIDATED = "validated"
+    CALIBRATED = "calibrated"
+    CALIBRATION_FAILED = "calibration_failed"
+    ADMITTED = "admitted"
+
+
+S = Status
+TRANSITIONS: dict[Status, frozenset[Status]] = {
+    S.PROPOSED: frozenset({S.KEPT, S.NEEDS_REVIEW, S.DISCARDED}),
+    S.KEPT: frozenset({S.APPROVED, S.REJECTED, S.NEEDS_REVIEW}),
+    S.NEEDS_REVIEW: frozenset({S.APPROVED, S.REJECTED}),
+    S.DISCARDED: frozenset({S.APPROVED, S.REJECTED, S.NEEDS_REVIEW}),
+    S.APPROVED: frozenset({S.REJECTED, S.IMPLEMENTED, S.IMPL_FAILED}),
+    S.REJECTED: frozenset({S.APPROVED}),
+    S.IMPLEMENTED: frozenset({S.VALIDATED, S.IMPL_FAILED}),
+    S.IMPL_FAILED: frozenset({S.APPROVED, S.IMPLEMENTED}),
+    S.VALIDATED: frozenset({S.CALIBRATED, S.CALIBRATION_FAILED}),
+    S.CALIBRATED: frozenset({S.ADMITTED}),
+    S.CALIBRATION_FAILED: frozenset({S.ADMITTED, S.VALIDATED}),
+    S.ADMITTED: frozenset(),
+}
+TRIAGE_STATUSES = (S.KEPT, S.NEEDS_REVIEW, S.DISCARDED)
+
+
+def check_transition(blueprint_id: str, current: Status, target: Status) -> None:
+    """Refuse a status change the lifecycle does not allow.
+
+    Raises:
+        InvalidTransition: ``target`` is not reachable from ``current`` in one step.
+    """
+    if target not in TRANSITIONS[current]:
+        raise InvalidTransition(blueprint_id, current.value, target.value, sorted(TRANSITIONS[current]))

@@ -1,0 +1,127 @@
+"""``BlueprintStore``: the workspace's ``blueprints/<id>.yaml`` files, read and written safely."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from blueprints.exceptions import BlueprintFileError
+from blueprints.record import BlueprintRecord
+from blueprints.status import Status
+from blueprints.taxonomy import Taxonomy, load_taxonomy
+from twinforge.llm import describe_validation_error
+from twinforge.workspace import Workspace
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def dump_record(record: BlueprintRecord) -> str:
+    """Serialise a record as YAML, fields in model order, long text kept readable."""
+    data = record.model_dump(mode="json", exclude_none=True)
+    text: str = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return text
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One scanned file: the record, or the error that kept it from loading."""
+
+    path: Path
+    record: BlueprintRecord | None
+    error: BlueprintFileError | None
+
+
+class BlueprintStore:
+    """Blueprints of one workspace.
+
+    Args:
+        workspace: The workspace.
+        taxonomy: Validates ``taxonomy_id`` (default: the bundled taxonomy).
+    """
+
+    def __init__(self, workspace: Workspace, taxonomy: Taxonomy | None = None) -> None:
+        self.workspace = workspace
+        self.taxonomy = taxonomy or load_taxonomy()
+
+    @property
+    def folder(self) -> Path:
+        """``<workspace>/blueprints``."""
+        return self.workspace.blueprints_dir
+
+    def path(self, blueprint_id: str) -> Path:
+        """File of a blueprint id."""
+        return self.folder / f"{blueprint_id}.yaml"
+
+    def new_id(self, cell: str) -> str:
+        """A fresh id such as ``S2-R3-7f3a9c2e`` (cell first, so ``ls`` groups by cell)."""
+        while True:
+            candidate = f"{cell}-{secrets.token_hex(4)}"
+            if not self.path(candidate).exists():
+                return candidate
+
+    def read(self, path: Path) -> BlueprintRecord:
+        """Load and validate one file.
+
+        Raises:
+            BlueprintFileError: Unreadable, not YAML, or invalid; the errors name the fields.
+        """
+        try:
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+        except OSError as exc:
+            raise BlueprintFileError(path, [f"cannot read: {exc}"]) from exc
+        except yaml.YAMLError as exc:
+            raise BlueprintFileError(path, [f"not valid YAML: {exc}"]) from exc
+        try:
+            record = BlueprintRecord.model_validate(data, context={"taxonomy": self.taxonomy})
+        except ValidationError as exc:
+            raise BlueprintFileError(path, describe_validation_error(exc)) from exc
+        if record.id != path.stem:
+            raise BlueprintFileError(path, [f"id: {record.id!r} does not match the file name {path.stem!r}"])
+        return record
+
+    def load(self, blueprint_id: str) -> BlueprintRecord:
+        """Load a blueprint by id.
+
+        Raises:
+            BlueprintFileError: Missing or invalid.
+        """
+        return self.read(self.path(blueprint_id))
+
+    def scan(self) -> list[Loaded]:
+        """Every ``*.yaml`` in ``blueprints/``, sorted by name; invalid files are returned with their error."""
+        out = []
+        for path in sorted(self.folder.glob("*.yaml")):
+            try:
+                out.append(Loaded(path, self.read(path), None))
+            except BlueprintFileError as exc:
+                out.append(Loaded(path, None, exc))
+        return out
+
+    def records(self, status: Status | None = None) -> list[BlueprintRecord]:
+        """Valid records, optionally only those with ``status``."""
+        return [
+            item.record
+            for item in self.scan()
+            if item.record is not None and (status is None or item.record.status == status)
+        ]
+
+    def save(self, records: Iterable[BlueprintRecord], message: str) -> str:
+        """Write records atomically and commit them together.
+
+        Returns:
+            The commit's hexsha.
+        """
+        rels = []
+        with self.workspace.locked():
+            for record in records:
+                rel = str(self.path(record.id).relative_to(self.workspace.root))
+                self.workspace.write(rel, dump_record(record))
+                rels.append(rel)
+            return self.workspace.commit(message, rels)

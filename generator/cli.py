@@ -1,0 +1,76 @@
+"""``twinforge generate``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from generator.batch import BatchReport
+from generator.run import generate
+from twinforge.console import err_console, out_console, progress
+from twinforge.workspace import Workspace
+
+
+def generate_command(
+    cell: Annotated[str | None, typer.Option(help="Target cell, e.g. S2-R3 (default: the emptiest cell).")] = None,
+    batches: Annotated[int, typer.Option(min=1, help="Batches of 10 blueprints.")] = 1,
+    sources: Annotated[
+        Path | None, typer.Option(help="Incident YAML list (default: the bundled corpus).", exists=True, dir_okay=False)
+    ] = None,
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the batch reports as JSON.")] = False,
+) -> None:
+    """Propose blueprints in batches of 10 with the generator model; one commit per batch."""
+    ws = Workspace.open(workspace)
+    with progress(quiet=json_out) as bar:
+        task = bar.add_task("generating", total=batches)
+
+        def started(number: int, target: str) -> None:
+            bar.update(task, description=f"batch {number}/{batches}: asking for 10 blueprints for {target}")
+
+        def done(batch: BatchReport) -> None:
+            bar.advance(task)
+            if json_out:
+                return
+            tps = batch.completion_tokens / batch.seconds if batch.seconds else 0.0
+            err_console.print(
+                f"{batch.batch_id} {batch.cell}: {len(batch.stored)} stored, {len(batch.flagged)} near-duplicate, "
+                f"{len(batch.failures)} failed; {batch.calls} call(s), {batch.completion_tokens} tokens, "
+                f"{batch.seconds:.0f} s ({tps:.1f} tokens/s)"
+            )
+            for failure in batch.failures:
+                err_console.print(
+                    f"  slot {failure.slot} failed validation: {'; '.join(failure.errors[:3])}",
+                    markup=False, style="yellow",
+                )
+            if batch.failures_file:
+                err_console.print(f"  raw output kept in {batch.failures_file}", markup=False)
+            for note in batch.notes:
+                err_console.print(f"  note: {note}", markup=False)
+
+        report = generate(ws, cell=cell, batches=batches, sources=sources, on_batch_start=started, on_batch_done=done)
+    if json_out:
+        out_console.print_json(
+            json.dumps(
+                [
+                    {
+                        "batch": b.batch_id, "cell": b.cell, "stored": b.stored, "flagged": b.flagged,
+                        "failures": [{"slot": f.slot, "errors": f.errors} for f in b.failures],
+                        "calls": b.calls, "prompt_tokens": b.prompt_tokens,
+                        "completion_tokens": b.completion_tokens, "seconds": round(b.seconds, 2),
+                        "commit": b.commit, "failures_file": b.failures_file, "notes": b.notes,
+                    }
+                    for b in report.batches
+                ]
+            )
+        )
+    if report.stored == 0:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``generate`` to the app."""
+    app.command("generate")(generate_command)

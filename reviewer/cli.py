@@ -1,0 +1,56 @@
+"""``twinforge review``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from blueprints import BlueprintStore, Status
+from reviewer.review import ReviewOutcome, review_pending
+from twinforge.console import err_console, out_console, progress
+from twinforge.workspace import Workspace
+
+
+def review_command(
+    ids: Annotated[list[str] | None, typer.Argument(help="Blueprint ids (default: every proposed blueprint).")] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Reviews in flight (default: [models.reviewer] concurrency).")
+    ] = None,
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the outcomes as JSON.")] = False,
+) -> None:
+    """Score proposed blueprints on the six dimensions and triage them (>= 24 keep, 18-23 review, < 18 discard)."""
+    ws = Workspace.open(workspace)
+    total = len(ids) if ids else len(BlueprintStore(ws).records(Status.PROPOSED))
+    with progress(quiet=json_out) as bar:
+        task = bar.add_task("reviewing", total=total)
+
+        def done(outcome: ReviewOutcome) -> None:
+            bar.advance(task)
+            if json_out:
+                return
+            if outcome.error:
+                err_console.print(f"{outcome.blueprint_id}: review failed: {outcome.error}", markup=False, style="yellow")
+            else:
+                extra = f" ({outcome.note})" if outcome.note else ""
+                err_console.print(
+                    f"{outcome.blueprint_id}: {outcome.total}/30 -> {outcome.status.value}{extra}", markup=False
+                )
+
+        report = review_pending(ws, ids=ids or None, concurrency=concurrency, on_done=done)
+    if json_out:
+        out_console.print_json(json.dumps([asdict(o) for o in report.outcomes], default=str))
+    elif not report.outcomes:
+        err_console.print("nothing to review: no blueprint is proposed")
+    if report.failed:
+        err_console.print(f"{len(report.failed)} review(s) failed; they stay proposed and the next run retries them")
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``review`` to the app."""
+    app.command("review")(review_command)

@@ -1,0 +1,206 @@
+"""Stage I scorer: six-dimension reviews of proposed blueprints, triaged and committed one by one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+from blueprints import (
+    FIELDS,
+    BlueprintRecord,
+    BlueprintStore,
+    Dimensions,
+    DimensionScore,
+    Review,
+    Status,
+    load_dimensions,
+    reply_model,
+    triage,
+    utcnow,
+)
+from twinforge.exceptions import ModelCallError, StructuredOutputError
+from twinforge.llm import ChatModel, make_chat_model, request_object
+from twinforge.prompts import Prompt
+from twinforge.settings import TriageSettings
+from twinforge.workspace import Workspace
+
+
+@dataclass
+class ReviewOutcome:
+    """One blueprint's review result.
+
+    Attributes:
+        blueprint_id: The blueprint.
+        status: Its status afterwards (``proposed`` when the review failed).
+        total: Score total, when reviewed.
+        error: Why the review failed, when it did.
+        seconds: Model time spent.
+        completion_tokens: Tokens generated.
+        note: Extra remark (near-duplicate routed to human review, ...).
+    """
+
+    blueprint_id: str
+    status: Status
+    total: int | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    completion_tokens: int = 0
+    note: str | None = None
+
+
+@dataclass
+class ReviewReport:
+    """All outcomes of one ``review`` call."""
+
+    outcomes: list[ReviewOutcome] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[ReviewOutcome]:
+        """Outcomes whose review failed."""
+        return [o for o in self.outcomes if o.error]
+
+
+def score_blueprint(
+    chat: ChatModel,
+    record: BlueprintRecord,
+    store: BlueprintStore,
+    dimensions: Dimensions,
+    thresholds: TriageSettings,
+    *,
+    retries: int = 2,
+    prompt: Prompt | None = None,
+) -> tuple[Review, float, int]:
+    """Ask the reviewer model for the six scores of one blueprint.
+
+    Returns:
+        The review (total and triage band set; band from the Stage I rule), model seconds and
+        completion tokens.
+
+    Raises:
+        StructuredOutputError: The reply stayed invalid after ``retries`` re-asks.
+        ModelCallError: Transport failure after retries.
+    """
+    prompt = prompt or Prompt("review")
+    bp = record.blueprint
+    source, risk = store.taxonomy.split(bp.taxonomy_id)
+    messages = prompt.render(
+        cell=bp.taxonomy_id,
+        source=source,
+        risk=risk,
+        fields=[(name, getattr(bp, name)) for name in FIELDS],
+        dimensions=dimensions.dimensions,
+        dimension_ids=dimensions.ids,
+    )
+    model = reply_model(dimensions)
+    result = request_object(chat, messages, model, schema_name="review", retries=retries)
+    scores: dict[str, DimensionScore] = {d: getattr(result.value, d) for d in dimensions.ids}
+    total = sum(s.score for s in scores.values())
+    review = Review(
+        scores=scores,
+        total=total,
+        triage=triage(total, thresholds),
+        model=chat.name,
+        prompt_version=prompt.version,
+        reviewed_at=utcnow(),
+    )
+    seconds = sum(c.seconds for c in result.completions)
+    tokens = sum(c.completion_tokens for c in result.completions)
+    return review, seconds, tokens
+
+
+def apply_review(record: BlueprintRecord, review: Review) -> str | None:
+    """Store ``review`` on ``record`` and move it to its triage band.
+
+    A blueprint flagged as a near-duplicate is never silently kept: a ``kept`` band goes to
+    ``needs_review`` instead, with the reason recorded.
+
+    Returns:
+        A note when the band was changed by a flag, else ``None``.
+    """
+    record.review = review
+    target, note = review.triage, None
+    if target is Status.KEPT and any(f.kind == "near_duplicate" for f in record.flags):
+        target = Status.NEEDS_REVIEW
+        note = f"near-duplicate of {record.flags[0].of}: kept band routed to human review"
+    reason = f"total {review.total}" + (f"; {note}" if note else "")
+    record.move(target, action="triage", by=f"reviewer:{review.model}", reason=reason)
+    return note
+
+
+def review_pending(
+    workspace: Workspace,
+    *,
+    chat: ChatModel | None = None,
+    ids: list[str] | None = None,
+    concurrency: int | None = None,
+    on_done: Callable[[ReviewOutcome], None] | None = None,
+) -> ReviewReport:
+    """Review every ``proposed`` blueprint (or just ``ids``), at most ``concurrency`` at once.
+
+    Each finished review is written and committed at once (one commit per blueprint), so a killed
+    run keeps every review it finished and the next run picks up the rest. A failed review leaves
+    the blueprint ``proposed`` and saves the raw reply under ``.twinforge/failures/``.
+
+    Args:
+        workspace: The workspace.
+        chat: Reviewer model (default: built from ``[models.reviewer]``).
+        ids: Only these blueprints (each must be ``proposed``).
+        concurrency: Reviews in flight (default ``[models.reviewer] concurrency``).
+        on_done: Called after each blueprint, in completion order.
+
+    Returns:
+        One outcome per blueprint.
+
+    Raises:
+        BlueprintFileError: An id in ``ids`` has no valid file.
+    """
+    store = BlueprintStore(workspace)
+    settings = workspace.config.models.reviewer
+    chat = chat or make_chat_model(settings, role="reviewer")
+    dimensions = load_dimensions()
+    thresholds = workspace.config.triage
+    if ids is None:
+        pending = store.records(Status.PROPOSED)
+    else:
+        pending = [store.load(i) for i in ids]
+    report = ReviewReport()
+
+    def work(record: BlueprintRecord) -> ReviewOutcome:
+        try:
+            review, seconds, tokens = score_blueprint(
+                chat, record, store, dimensions, thresholds, retries=settings.validation_retries
+            )
+        except (StructuredOutputError, ModelCallError) as exc:
+            raw = exc.raw if isinstance(exc, StructuredOutputError) else ""
+            workspace.write(
+                f".twinforge/failures/review-{record.id}.json",
+                json.dumps({"blueprint": record.id, "error": str(exc), "raw": raw}, indent=2),
+            )
+            return ReviewOutcome(record.id, record.status, error=str(exc))
+        with workspace.locked():
+            current = store.load(record.id)
+            if current.status is not Status.PROPOSED:
+                return ReviewOutcome(
+                    record.id, current.status, note="changed by someone else meanwhile; not overwritten"
+                )
+            note = apply_review(current, review)
+            store.save(
+                [current],
+                f"review: {current.id} scored {review.total}/{dimensions.max_total} -> {current.status.value}\n\n"
+                f"model: {review.model}\nprompt: {review.prompt_version}",
+            )
+        return ReviewOutcome(
+            current.id, current.status, total=review.total, seconds=seconds, completion_tokens=tokens, note=note
+        )
+
+    workers = concurrency or settings.concurrency
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="review") as pool:
+        futures = [pool.submit(work, record) for record in pending]
+        for future in as_completed(futures):
+            outcome = future.result()
+            report.outcomes.append(outcome)
+            if on_done:
+                on_done(outcome)
+    return report

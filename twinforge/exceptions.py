@@ -1,0 +1,60 @@
+"""Errors of the shared core. Each carries the data a user needs to act on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class TwinforgeError(Exception):
+    """Base class of every error twinforge raises on purpose."""
+
+
+class ConfigError(TwinforgeError):
+    """A configuration file or value is invalid.
+
+    Attributes:
+        path: The file that holds the bad value, when there is one.
+        field: Dotted name of the offending field, when known.
+    """
+
+    def __init__(self, message: str, *, path: Path | None = None, field: str | None = None) -> None:
+        where = ", ".join(p for p in (str(path) if path else "", f"field {field}" if field else "") if p)
+        super().__init__(f"{where}: {message}" if where else message)
+        self.path = path
+        self.field = field
+
+
+class WorkspaceError(TwinforgeError):
+    """The workspace is missing, not initialised, or its repository is unusable."""
+
+
+class ModelCallError(TwinforgeError):
+    """A model call failed after the transport's bounded retries (timeout, HTTP error, refusal).
+
+    Attributes:
+        role: The model role that was called (generator, reviewer, ...), when known.
+    """
+
+    def __init__(self, message: str, *, role: str | None = None) -> None:
+        super().__init__(f"[{role}] {message}" if role else message)
+        self.role = role
+
+
+class StructuredOutputError(TwinforgeError):
+    """The model's output stayed invalid after the validation-feedback retries.
+
+    Attributes:
+        errors: One line per validation problem of the last attempt.
+        raw: The last raw model output, kept so no data is lost.
+        attempts: How many calls were made.
+    """
+
+    def __init__(self, message: str, *, errors: list[str], raw: str, attempts: int) -> None:
+        super().__init__(message + ("\n  " + "\n  ".join(errors) if errors else ""))
+        self.errors = errors
+        self.raw = raw
+        self.attempts = attempts
+
+
+class LocalModelError(TwinforgeError):
+    """The embedded local model cannot be assembled, started or reached."""

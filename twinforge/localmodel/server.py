@@ -1,0 +1,217 @@
+"""Start, find and stop the embedded llama.cpp server (``llama-cpp-python[server]``).
+
+The server binds to loopback only. Its state (pid, port, model, log) is a small JSON file in the
+cache, so ``twinforge model status`` can say what runs where from any shell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel
+
+from twinforge.atomic import atomic_write_text
+from twinforge.exceptions import LocalModelError
+from twinforge.localmodel.assemble import Progress, assemble
+from twinforge.localmodel.catalog import LocalModelSpec
+from twinforge.paths import cache_dir
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class ServerInfo(BaseModel):
+    """A started server as recorded in ``<cache>/server/<port>.json``.
+
+    Attributes:
+        pid: Process id of the server.
+        model: Catalog name of the model it serves.
+        model_path: The GGUF file.
+        host: Bind address.
+        port: TCP port.
+        n_ctx: Context window in tokens.
+        started_at: When it was started (UTC).
+        log: Its combined stdout/stderr log file.
+    """
+
+    pid: int
+    model: str
+    model_path: str
+    host: str
+    port: int
+    n_ctx: int
+    started_at: datetime
+    log: str
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-compatible base URL, e.g. ``http://127.0.0.1:8080/v1``."""
+        return f"http://{self.host}:{self.port}/v1"
+
+
+def _state_dir() -> Path:
+    return cache_dir() / "server"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def healthy(base_url: str, timeout_s: float = 2.0) -> bool:
+    """True when an OpenAI-compatible server answers ``GET <base_url>/models`` with 200."""
+    try:
+        return httpx.get(f"{base_url}/models", timeout=timeout_s).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def running_servers() -> list[ServerInfo]:
+    """Servers whose state file names a live process; stale state files are removed."""
+    found = []
+    folder = _state_dir()
+    for state in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            info = ServerInfo.model_validate_json(state.read_text())
+        except ValueError:
+            state.unlink(missing_ok=True)
+            continue
+        if _alive(info.pid):
+            found.append(info)
+        else:
+            state.unlink(missing_ok=True)
+    return found
+
+
+def serve(
+    spec: LocalModelSpec,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    n_ctx: int = 8192,
+    threads: int | None = None,
+    wait_s: float = 300.0,
+    progress: Progress | None = None,
+) -> ServerInfo:
+    """Assemble ``spec`` if needed and start a detached llama.cpp server for it; wait until ready.
+
+    If a server started by twinforge already serves the same model on ``port`` and answers, it is
+    returned as is (idempotent).
+
+    Args:
+        spec: The catalog entry.
+        host: Bind address; must be loopback (twinforge never exposes the model off the machine).
+        port: TCP port.
+        n_ctx: Context window in tokens.
+        threads: CPU threads, ``None`` for all cores.
+        wait_s: Seconds to wait for the server to answer.
+        progress: Assembly progress callback ``(bytes_done, bytes_total)``.
+
+    Returns:
+        The server's recorded state.
+
+    Raises:
+        LocalModelError: ``llama-cpp-python[server]`` missing, a non-loopback host, the port taken by
+            something else, or the server did not come up (the message quotes its log tail).
+    """
+    if host not in LOOPBACK:
+        raise LocalModelError(f"host {host!r} is not loopback; the embedded server binds to 127.0.0.1 only")
+    for info in running_servers():
+        if info.port == port:
+            if info.model == spec.name and healthy(info.base_url):
+                return info
+            raise LocalModelError(
+                f"port {port} is used by a twinforge server for {info.model} (pid {info.pid}); "
+                f"stop it with `twinforge model stop --port {port}`"
+            )
+    if healthy(f"http://{host}:{port}/v1", timeout_s=1.0):
+        raise LocalModelError(f"something else already answers on {host}:{port}; choose another --port")
+    try:
+        import llama_cpp.server  # noqa: F401
+    except ImportError as exc:
+        raise LocalModelError(
+            "llama-cpp-python[server] is not installed; install it with: pip install 'twinforge[local]'"
+        ) from exc
+    path = assemble(spec, progress)
+    folder = _state_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / f"{port}.log"
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(path), "--model_alias", "local",
+        "--host", host, "--port", str(port), "--n_ctx", str(n_ctx), "--verbose", "False",
+    ]
+    if threads:
+        cmd += ["--n_threads", str(threads)]
+    with log.open("ab") as sink:
+        process = subprocess.Popen(
+            cmd, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    info = ServerInfo(
+        pid=process.pid, model=spec.name, model_path=str(path), host=host, port=port, n_ctx=n_ctx,
+        started_at=datetime.now(UTC), log=str(log),
+    )
+    atomic_write_text(folder / f"{port}.json", info.model_dump_json(indent=2))
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            (folder / f"{port}.json").unlink(missing_ok=True)
+            raise LocalModelError(f"llama.cpp server exited with {process.returncode}; log {log}:\n{_tail(log)}")
+        if healthy(info.base_url, timeout_s=1.0):
+            return info
+        time.sleep(0.5)
+    stop(port)
+    raise LocalModelError(f"llama.cpp server did not answer within {wait_s:.0f} s; log {log}:\n{_tail(log)}")
+
+
+def stop(port: int | None = None, timeout_s: float = 20.0) -> list[ServerInfo]:
+    """Stop twinforge's servers (all, or the one on ``port``); returns those stopped."""
+    stopped = []
+    for info in running_servers():
+        if port is not None and info.port != port:
+            continue
+        try:
+            os.killpg(info.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + timeout_s
+        while _alive(info.pid) and time.monotonic() < deadline:
+            _reap(info.pid)
+            time.sleep(0.2)
+        if _alive(info.pid):
+            os.killpg(info.pid, signal.SIGKILL)
+            _reap(info.pid)
+        (_state_dir() / f"{info.port}.json").unlink(missing_ok=True)
+        stopped.append(info)
+    return stopped
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def state_json(infos: list[ServerInfo]) -> str:
+    """The running servers as a JSON array (for ``--json``)."""
+    return json.dumps([{**i.model_dump(mode="json"), "base_url": i.base_url} for i in infos], indent=2)

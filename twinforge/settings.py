@@ -1,0 +1,194 @@
+"""Workspace configuration: ``twinforge.toml``, one pydantic class per section.
+
+The TOML sections map 1:1 onto these classes. Environment variables override the file, e.g.
+``TWINFORGE_MODELS__REVIEWER__BASE_URL=http://127.0.0.1:9000/v1``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from twinforge.exceptions import ConfigError
+
+CONFIG_FILE = "twinforge.toml"
+LOCAL_BASE_URL = "http://127.0.0.1:8080/v1"
+
+Provider = Literal["openai-compatible", "openai", "anthropic", "scripted"]
+StructuredOutput = Literal["json_schema", "json_object"]
+ROLES = ("generator", "reviewer", "implementer", "calibration")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelSettings(_Section):
+    """One model role's endpoint (``[models.<role>]``)."""
+
+    provider: Provider = "openai-compatible"
+    """Client family: ``openai-compatible`` (vLLM, llama.cpp, ...), ``openai``, ``anthropic``, or
+    ``scripted`` (the shipped fake that replays a script file; for tests and demos)."""
+    base_url: str | None = None
+    """API base URL; ``None`` uses the provider's default (for ``openai-compatible``: the embedded
+    server at ``http://127.0.0.1:8080/v1``)."""
+    model: str = "local"
+    """Model name sent with each request."""
+    api_key_env: str = "TWINFORGE_API_KEY"
+    """Name of the environment variable holding the API key; the key itself is never stored."""
+    structured_output: StructuredOutput = "json_schema"
+    """How the JSON schema travels in ``response_format``: ``json_schema`` (OpenAI, vLLM) or
+    ``json_object`` with a ``schema`` key (the llama-cpp-python server, which rejects the former)."""
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    """Sampling temperature."""
+    max_tokens: int = Field(4096, ge=16)
+    """Completion token cap per call. A batch of 10 blueprints needs about 2,800 (architecture.md)."""
+    timeout_s: float = Field(600.0, gt=0)
+    """Seconds before one HTTP request is abandoned (then retried by the SDK)."""
+    http_retries: int = Field(3, ge=0, le=10)
+    """Transport retries with exponential backoff, done by the provider SDK."""
+    validation_retries: int = Field(2, ge=0, le=5)
+    """Re-asks with the validation error fed back before an item is reported failed (issue 2: 2)."""
+    concurrency: int = Field(4, ge=1, le=256)
+    """Requests in flight at once. A llama.cpp server answers one at a time, so 1 suits it."""
+    script: Path | None = None
+    """For ``provider = "scripted"``: YAML list of replies to replay in order."""
+
+    @model_validator(mode="after")
+    def _provider_needs(self) -> ModelSettings:
+        if self.provider == "scripted" and self.script is None:
+            raise ValueError("provider 'scripted' needs a 'script' file")
+        return self
+
+    def endpoint(self) -> str | None:
+        """The base URL requests go to (``None``: the provider SDK's own default)."""
+        if self.base_url is None and self.provider == "openai-compatible":
+            return LOCAL_BASE_URL
+        return self.base_url
+
+
+class ModelsSettings(_Section):
+    """The four model roles (``[models.*]``)."""
+
+    generator: ModelSettings = Field(default_factory=lambda: ModelSettings(max_tokens=6000, temperature=0.8))
+    """Stage I proposer."""
+    reviewer: ModelSettings = Field(default_factory=lambda: ModelSettings(max_tokens=1200, temperature=0.2))
+    """Stage I scorer."""
+    implementer: ModelSettings = Field(default_factory=ModelSettings)
+    """Stage II coding agent."""
+    calibration: ModelSettings = Field(default_factory=ModelSettings)
+    """The weak model calibration runs on."""
+
+
+class TriageSettings(_Section):
+    """Review-total thresholds (``[triage]``). Stage I rule: >= 24 keep, 18-23 review, < 18 discard."""
+
+    keep: int = Field(24, ge=1)
+    """Totals at or above this are kept."""
+    review_min: int = Field(18, ge=1)
+    """Totals from this up to ``keep - 1`` go to human review; below it they are discarded."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TriageSettings:
+        if self.review_min > self.keep:
+            raise ValueError(f"review_min ({self.review_min}) must not exceed keep ({self.keep})")
+        return self
+
+
+class GeneratorSettings(_Section):
+    """Stage I generation (``[generator]``)."""
+
+    near_duplicate_threshold: float = Field(80.0, ge=0, le=100)
+    """Similarity (0-100, rapidfuzz token-set ratio averaged over task and trap) at or above which a
+    new blueprint is flagged as a near-duplicate of a stored one in the same cell."""
+    sources: Path | None = None
+    """Default incident corpus; ``None`` means the bundled ``guidelines/sources/incidents.yaml``."""
+    incidents_per_prompt: int = Field(8, ge=1, le=50)
+    """How many incidents are shown to the generator per batch (prompt length on small models)."""
+
+
+class LocalModelSettings(_Section):
+    """The embedded llama.cpp server (``[local_model]``)."""
+
+    name: str = "qwen2.5-coder-1.5b"
+    """Catalog name of the GGUF model (``twinforge model status`` lists them)."""
+    host: str = "127.0.0.1"
+    """Bind address; loopback only."""
+    port: int = Field(8080, ge=1, le=65535)
+    """TCP port of the server."""
+    n_ctx: int = Field(8192, ge=512)
+    """Context window in tokens: the prompt plus a batch of 10 blueprints need about 6,000."""
+    threads: int | None = None
+    """CPU threads; ``None`` uses every core."""
+
+
+class WorkspaceConfig(BaseSettings):
+    """Everything in ``twinforge.toml``. Load it with :func:`load_config`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="TWINFORGE_", env_nested_delimiter="__", extra="forbid", validate_assignment=True
+    )
+
+    schema_version: Literal[1] = 1
+    """Format version of this file."""
+    models: ModelsSettings = Field(default_factory=ModelsSettings)
+    """Model endpoints per role."""
+    triage: TriageSettings = Field(default_factory=TriageSettings)
+    """Stage I triage thresholds."""
+    generator: GeneratorSettings = Field(default_factory=GeneratorSettings)
+    """Stage I generation options."""
+    local_model: LocalModelSettings = Field(default_factory=LocalModelSettings)
+    """The embedded model server."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment first: it overrides the file's values, which arrive as init kwargs.
+        return (env_settings, init_settings)
+
+
+def load_config(path: Path) -> WorkspaceConfig:
+    """Read and validate a ``twinforge.toml``.
+
+    Args:
+        path: The TOML file.
+
+    Returns:
+        The validated configuration, with ``TWINFORGE_*`` environment overrides applied.
+        Relative ``script`` and ``sources`` paths are resolved against the file's folder.
+
+    Raises:
+        ConfigError: The file is missing, is not TOML, or a field is invalid (the error names the
+            file and the dotted field).
+    """
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError("file not found", path=path) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=path) from exc
+    try:
+        config = WorkspaceConfig(**data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(problems, path=path, field=field) from exc
+    base = path.parent
+    for role in ROLES:
+        settings: ModelSettings = getattr(config.models, role)
+        if settings.script is not None and not settings.script.is_absolute():
+            settings.script = base / settings.script
+    if config.generator.sources is not None and not config.generator.sources.is_absolute():
+        config.generator.sources = base / config.generator.sources
+    return config

@@ -1,0 +1,197 @@
+"""The workspace: a benchmark repository the user owns (architecture.md, "The workspace").
+
+Every state change is written atomically and recorded as one git commit, so ``git log`` is the
+audit trail. Writers in several processes (two reviewers, a review run) serialise on a file lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import getpass
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import git
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from twinforge.atomic import atomic_write_text
+from twinforge.exceptions import WorkspaceError
+from twinforge.settings import CONFIG_FILE, LOCAL_BASE_URL, ROLES, WorkspaceConfig, load_config
+
+GITIGNORE = ".twinforge/\nruns/\n"
+BENCHMARK_STUB = "# The admitted set: pair ids, versions and calibration evidence.\nschema_version: 1\npairs: []\n"
+_ROLE_DEFAULTS = {
+    "generator": {"temperature": 0.8, "max_tokens": 6000},
+    "reviewer": {"temperature": 0.2, "max_tokens": 1200},
+    "implementer": {"temperature": 0.2, "max_tokens": 4096},
+    "calibration": {"temperature": 0.2, "max_tokens": 2048},
+}
+_thread_lock = threading.RLock()
+_held = threading.local()
+
+
+class Workspace:
+    """An initialised twinforge workspace.
+
+    Attributes:
+        root: The repository's top folder (absolute).
+        config: The validated ``twinforge.toml``.
+        repo: The gitpython repository.
+    """
+
+    def __init__(self, root: Path, config: WorkspaceConfig, repo: git.Repo) -> None:
+        self.root = root
+        self.config = config
+        self.repo = repo
+
+    @property
+    def blueprints_dir(self) -> Path:
+        """``blueprints/``: one ``<id>.yaml`` per blueprint."""
+        return self.root / "blueprints"
+
+    @property
+    def tasks_dir(self) -> Path:
+        """``tasks/``: one folder per executable task pair."""
+        return self.root / "tasks"
+
+    @property
+    def state_dir(self) -> Path:
+        """``.twinforge/``: git-ignored local state (records DB, locks, raw failed model output)."""
+        return self.root / ".twinforge"
+
+    @classmethod
+    def init(cls, root: Path, *, port: int = 8080, local_model: str = "qwen2.5-coder-1.5b") -> Workspace:
+        """Create a workspace: git repository, ``twinforge.toml``, folders, first commit.
+
+        Every model role points at the embedded llama.cpp server on ``127.0.0.1:<port>`` with the
+        ``json_object`` structured-output form that server needs.
+
+        Args:
+            root: Folder to create or fill; it must not already hold a ``twinforge.toml``.
+            port: Port of the embedded model server.
+            local_model: Catalog name of the local model recorded in ``[local_model]``.
+
+        Returns:
+            The opened workspace.
+
+        Raises:
+            WorkspaceError: ``root`` already holds a workspace.
+        """
+        root = root.resolve()
+        if (root / CONFIG_FILE).exists():
+            raise WorkspaceError(f"{root} already holds a workspace ({CONFIG_FILE} exists)")
+        root.mkdir(parents=True, exist_ok=True)
+        repo = git.Repo(root) if (root / ".git").exists() else git.Repo.init(root, initial_branch="main")
+        base_url = LOCAL_BASE_URL.replace("8080", str(port))
+        roles = [
+            {
+                "name": name,
+                "provider": "openai-compatible",
+                "base_url": base_url,
+                "model": "local",
+                "structured_output": "json_object",
+                "timeout_s": 900.0,
+                "concurrency": 1,
+                **_ROLE_DEFAULTS[name],
+            }
+            for name in ROLES
+        ]
+        env = Environment(loader=PackageLoader("twinforge", "templates"), undefined=StrictUndefined)
+        text = env.get_template("twinforge.toml.j2").render(roles=roles, port=port, local_model=local_model)
+        atomic_write_text(root / CONFIG_FILE, text)
+        atomic_write_text(root / ".gitignore", GITIGNORE)
+        atomic_write_text(root / "benchmark.yaml", BENCHMARK_STUB)
+        for folder in ("blueprints", "tasks"):
+            (root / folder).mkdir(exist_ok=True)
+            atomic_write_text(root / folder / ".gitkeep", "")
+        workspace = cls(root, load_config(root / CONFIG_FILE), repo)
+        workspace.commit(
+            "init: twinforge workspace",
+            [CONFIG_FILE, ".gitignore", "benchmark.yaml", "blueprints/.gitkeep", "tasks/.gitkeep"],
+        )
+        return workspace
+
+    @classmethod
+    def open(cls, start: Path | None = None) -> Workspace:
+        """Open the workspace holding ``start`` (default: the current folder), searching upwards.
+
+        Raises:
+            WorkspaceError: No ``twinforge.toml`` in ``start`` or above, or no git repository there.
+            ConfigError: The configuration does not validate.
+        """
+        here = (start or Path.cwd()).resolve()
+        for folder in (here, *here.parents):
+            if (folder / CONFIG_FILE).is_file():
+                try:
+                    repo = git.Repo(folder)
+                except git.InvalidGitRepositoryError as exc:
+                    raise WorkspaceError(f"{folder} has {CONFIG_FILE} but is not a git repository") from exc
+                return cls(folder, load_config(folder / CONFIG_FILE), repo)
+        raise WorkspaceError(f"no workspace at or above {here}; create one with `twinforge init DIR`")
+
+    def identity(self) -> str:
+        """Who acts: git ``user.name`` of the repository, else the login name."""
+        reader = self.repo.config_reader()
+        name = reader.get_value("user", "name", default="") if reader.has_section("user") else ""
+        return str(name) or os.environ.get("USER") or getpass.getuser()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the workspace write lock for a read-check-write-commit step.
+
+        Excludes other threads (re-entrant within one thread) and other processes (``flock`` on
+        ``.twinforge/lock``), so two reviewers never interleave a check and a write.
+        """
+        with _thread_lock:
+            depth = getattr(_held, "depth", 0)
+            if depth:
+                _held.depth = depth + 1
+                try:
+                    yield
+                finally:
+                    _held.depth = depth
+                return
+            self.state_dir.mkdir(exist_ok=True)
+            with open(self.state_dir / "lock", "w") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                _held.depth = 1
+                try:
+                    yield
+                finally:
+                    _held.depth = 0
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def write(self, relpath: str, text: str) -> Path:
+        """Atomically write a file inside the workspace; returns its absolute path."""
+        path = self.root / relpath
+        atomic_write_text(path, text)
+        return path
+
+    def commit(self, message: str, paths: Iterable[str]) -> str:
+        """Stage ``paths`` (relative; deleted files are removed from the index) and commit.
+
+        Returns:
+            The new commit's hexsha, or the current HEAD's when nothing changed.
+
+        Raises:
+            WorkspaceError: git refused the commit.
+        """
+        rels = sorted(set(paths))
+        with self.locked():
+            index = self.repo.index
+            present = [p for p in rels if (self.root / p).exists()]
+            gone = [p for p in rels if not (self.root / p).exists()]
+            try:
+                if present:
+                    index.add(present)
+                if gone:
+                    index.remove(gone, ignore_unmatch=True)
+                if self.repo.head.is_valid() and not self.repo.index.diff("HEAD"):
+                    return str(self.repo.head.commit.hexsha)
+                actor = git.Actor(self.identity(), f"{self.identity()}@twinforge.local")
+                return str(index.commit(message, author=actor, committer=actor).hexsha)
+            except git.GitError as exc:
+                raise WorkspaceError(f"git commit failed for {message!r}: {exc}") from exc
