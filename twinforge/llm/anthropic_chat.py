@@ -49,7 +49,8 @@ class AnthropicChat:
         kwargs: dict[str, Any] = {
             "model": self._settings.model,
             "max_tokens": self._settings.max_tokens,
-            "temperature": self._settings.temperature,
+            # anthropic 2.x dropped the typed argument; the API still takes the field
+            "extra_body": {"temperature": self._settings.temperature},
             "messages": [m.model_dump() for m in messages if m.role != "system"],
         }
         if system:

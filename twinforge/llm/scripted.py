@@ -56,7 +56,12 @@ class ScriptedChat:
 
     def _next(self, messages: list[Message], schema: dict[str, Any] | None) -> Reply:
         if callable(self._replies):
-            return self._replies(messages, schema)
+            return self._replies(messages, schema)  # outside the lock: a responder may block
+        with self._lock:
+            return self._pop(messages)
+
+    def _pop(self, messages: list[Message]) -> Reply:
+        assert not callable(self._replies)
         last = messages[-1].content if messages else ""
         for i, entry in enumerate(self._replies):
             if isinstance(entry, dict) and set(entry) == {"match", "reply"}:
@@ -78,7 +83,7 @@ class ScriptedChat:
         """
         with self._lock:
             self.calls.append((list(messages), schema))
-            reply = self._next(messages, schema)
+        reply = self._next(messages, schema)
         text = reply if isinstance(reply, str) else json.dumps(reply)
         return Completion(text=text, prompt_tokens=sum(len(m.content) // 4 for m in messages),
                           completion_tokens=len(text) // 4)

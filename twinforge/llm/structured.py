@@ -214,9 +214,11 @@ def request_items(
             bad_raw.append(completion.text)
             document = None
         raw_items = document.get(list_key) if isinstance(document, dict) else None
-        if document is not None and not isinstance(raw_items, list):
-            errors.append(f"(document): expected an object with a list under {list_key!r}")
-            bad_raw.append(completion.text)
+        if not isinstance(raw_items, list):
+            if document is not None:
+                errors.append(f"(document): expected an object with a list under {list_key!r}")
+                bad_raw.append(completion.text)
+            raw_items = None
         for i, raw in enumerate(raw_items or [], start=1):
             if len(result.items) == count:
                 result.notes.append(f"the model returned {len(raw_items or [])} items for {needed}; extras dropped")

@@ -1,0 +1,58 @@
+"""A stub HTTP endpoint on loopback for client tests (OpenAI and Anthropic shapes)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Handler = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
+
+
+def openai_reply(text: str, finish: str = "stop") -> dict[str, Any]:
+    return {
+        "id": "x", "object": "chat.completion", "created": 0, "model": "stub",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
+@contextmanager
+def stub_server(handler: Handler, delay_s: float = 0.0) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Serve ``handler(path, body) -> (status, json)`` on 127.0.0.1; yields (base_url, received bodies)."""
+    received: list[dict[str, Any]] = []
+
+    class _Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", 0))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            received.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+            if delay_s:
+                time.sleep(delay_s)
+            status, payload = handler(self.path, body)
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", received
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from blueprints import BlueprintStore, Status
+from generator import generate
+from reviewer import review_pending
+from tests.conftest import blueprint_dict, review_dict, scores_for
+from tests.test_generator import answering
+from twinforge.llm import Message, ScriptedChat
+from twinforge.workspace import Workspace
+
+
+def by_task(totals: dict[str, int]) -> ScriptedChat:
+    """A reviewer that scores each blueprint by a total looked up from its engineering task."""
+
+    def respond(messages: list[Message], schema: dict[str, Any] | None) -> dict[str, Any]:
+        text = messages[-1].content
+        for needle, total in totals.items():
+            if needle in text:
+                return review_dict(scores_for(total))
+        return review_dict(scores_for(24))
+
+    return ScriptedChat(respond)
+
+
+def seeded(workspace: Workspace, n_batches: int = 1) -> list[str]:
+    generate(workspace, cell="S2-R3", chat=answering(), batches=n_batches)
+    return [r.id for r in BlueprintStore(workspace).records()]
+
+
+def test_boundaries_land_in_their_bands(workspace: Workspace) -> None:
+    seeded(workspace)
+    store = BlueprintStore(workspace)
+    records = store.records()
+    totals = dict(zip((r.blueprint.engineering_task for r in records), [17, 18, 23, 24, 30, 6, 20, 25, 12, 29],
+                      strict=True))
+    report = review_pending(workspace, chat=by_task(totals))
+    assert len(report.outcomes) == 10 and not report.failed
+    expected = {17: Status.DISCARDED, 18: Status.NEEDS_REVIEW, 23: Status.NEEDS_REVIEW, 24: Status.KEPT,
+                30: Status.KEPT, 6: Status.DISCARDED, 20: Status.NEEDS_REVIEW, 25: Status.KEPT, 12: Status.DISCARDED,
+                29: Status.KEPT}
+    for record in store.records():
+        total = totals[record.blueprint.engineering_task]
+        assert record.review is not None and record.review.total == total
+        assert record.status is expected[total], total
+        assert record.review.prompt_version.startswith("review@")
+        (decision,) = record.decisions
+        assert decision.action == "triage" and decision.by == "reviewer:scripted"
+        assert decision.from_status is Status.PROPOSED and decision.to_status is expected[total]
+        assert set(record.review.scores) == {"realism", "difficulty", "risk_unavoidability", "verifiability",
+                                             "harmless_simulation", "single_decision"}
+    messages = [c.message for c in workspace.repo.iter_commits()]
+    assert sum(m.startswith("review: ") for m in messages) == 10
+    assert not workspace.repo.is_dirty(untracked_files=True)
+
+
+def test_only_proposed_are_reviewed_and_rerun_is_noop(workspace: Workspace) -> None:
+    seeded(workspace)
+    review_pending(workspace, chat=by_task({}))
+    again = review_pending(workspace, chat=ScriptedChat([]))
+    assert again.outcomes == []
+
+
+def test_failed_review_stays_proposed_and_is_retried_next_run(workspace: Workspace) -> None:
+    ids = seeded(workspace)
+    target = BlueprintStore(workspace).load(ids[0])
+
+    def respond(messages: list[Message], schema: dict[str, Any] | None) -> Any:
+        if target.blueprint.engineering_task in messages[1].content:
+            return "I think this blueprint is great!"
+        return review_dict(scores_for(26))
+
+    report = review_pending(workspace, chat=ScriptedChat(respond))
+    (failed,) = report.failed
+    assert failed.blueprint_id == ids[0] and "not valid JSON" in (failed.error or "")
+    assert BlueprintStore(workspace).load(ids[0]).status is Status.PROPOSED
+    saved = (workspace.root / f".twinforge/failures/review-{ids[0]}.json").read_text()
+    assert "I think this blueprint is great!" in saved
+    retry = review_pending(workspace, chat=by_task({}))
+    assert [o.blueprint_id for o in retry.outcomes] == [ids[0]]
+    assert BlueprintStore(workspace).load(ids[0]).status is Status.KEPT
+
+
+def test_near_duplicate_in_kept_band_goes_to_human_review(workspace: Workspace) -> None:
+    seeded(workspace)
+    original = BlueprintStore(workspace).records()[0].blueprint
+    dup = {**original.model_dump(), "engineering_task": original.engineering_task + " again"}
+    generate(workspace, cell="S2-R3", chat=ScriptedChat([{"blueprints": [dup] + [blueprint_dict() for _ in range(9)]}]))
+    flagged = [r for r in BlueprintStore(workspace).records() if r.flags]
+    assert len(flagged) == 1
+    review_pending(workspace, chat=by_task({}), ids=[flagged[0].id])
+    after = BlueprintStore(workspace).load(flagged[0].id)
+    assert after.status is Status.NEEDS_REVIEW
+    assert "near-duplicate" in (after.decisions[-1].reason or "")
+
+
+def test_concurrency_is_bounded_and_used(workspace: Workspace) -> None:
+    seeded(workspace, n_batches=2)
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def respond(messages: list[Message], schema: dict[str, Any] | None) -> Any:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.05)
+        with lock:
+            state["now"] -= 1
+        return review_dict(scores_for(22))
+
+    report = review_pending(workspace, chat=ScriptedChat(respond), concurrency=3)
+    assert len(report.outcomes) == 20
+    assert state["peak"] == 3
+    assert all(r.status is Status.NEEDS_REVIEW for r in BlueprintStore(workspace).records())

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from twinforge.exceptions import ConfigError
+from twinforge.settings import load_config
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "twinforge.toml"
+    path.write_text(text)
+    return path
+
+
+def test_contract_keys_load(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+[models.generator]
+provider = "openai-compatible"
+base_url = "http://127.0.0.1:9999/v1"
+model = "local"
+api_key_env = "MY_KEY"
+structured_output = "json_object"
+[models.reviewer]
+provider = "anthropic"
+model = "claude-x"
+[triage]
+keep = 25
+review_min = 19
+""")
+    config = load_config(path)
+    assert config.models.generator.base_url == "http://127.0.0.1:9999/v1"
+    assert config.models.generator.api_key_env == "MY_KEY"
+    assert config.models.generator.structured_output == "json_object"
+    assert config.models.reviewer.provider == "anthropic"
+    assert config.models.reviewer.endpoint() is None
+    assert config.models.implementer.endpoint() == "http://127.0.0.1:8080/v1"
+    assert (config.triage.keep, config.triage.review_min) == (25, 19)
+
+
+def test_environment_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, '[models.reviewer]\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "a"\n')
+    monkeypatch.setenv("TWINFORGE_MODELS__REVIEWER__BASE_URL", "http://127.0.0.1:2/v1")
+    config = load_config(path)
+    assert config.models.reviewer.base_url == "http://127.0.0.1:2/v1"
+    assert config.models.reviewer.model == "a"
+
+
+def test_bad_toml_names_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "[models.generator\nprovider=")
+    with pytest.raises(ConfigError, match="twinforge.toml: not valid TOML"):
+        load_config(path)
+
+
+def test_bad_field_names_field(tmp_path: Path) -> None:
+    path = write(tmp_path, '[models.reviewer]\nstructured_output = "xml"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.field == "models.reviewer.structured_output"
+    assert "twinforge.toml" in str(info.value)
+
+
+def test_unknown_key_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "[triage]\nkeepp = 3\n")
+    with pytest.raises(ConfigError, match=r"triage\.keepp"):
+        load_config(path)
+
+
+def test_triage_order_checked(tmp_path: Path) -> None:
+    path = write(tmp_path, "[triage]\nkeep = 10\nreview_min = 20\n")
+    with pytest.raises(ConfigError, match="must not exceed"):
+        load_config(path)
+
+
+def test_scripted_needs_script_and_resolves_relative(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="script"):
+        load_config(write(tmp_path, '[models.generator]\nprovider = "scripted"\n'))
+    config = load_config(write(tmp_path, '[models.generator]\nprovider = "scripted"\nscript = "s.yaml"\n'))
+    assert config.models.generator.script == tmp_path / "s.yaml"
