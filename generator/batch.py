@@ -18,6 +18,7 @@ from blueprints import (
     closest,
     utcnow,
 )
+from generator.contexts import load_contexts, pick_contexts
 from generator.sources import Incident
 from twinforge.llm import ChatModel, ItemFailure, request_items
 from twinforge.prompts import Prompt
@@ -83,9 +84,10 @@ def propose_batch(
     """Ask the model for one batch of 10 blueprints for ``cell`` and turn them into records.
 
     Invalid items are re-asked up to ``retries`` times with the errors fed back; slots still
-    invalid become :class:`ItemFailure` entries while the valid blueprints are kept. New
-    blueprints at or above ``threshold`` similarity to a stored blueprint of the same cell (or an
-    earlier one of this batch) get a ``near_duplicate`` flag.
+    invalid become :class:`ItemFailure` entries while the valid blueprints are kept. A blueprint
+    at or above ``threshold`` similarity to an earlier one of the same reply is invalid (re-asked);
+    one that close to a stored blueprint of the same cell is kept with a ``near_duplicate`` flag.
+    Each slot is assigned a different project setting from ``guidelines/contexts.yaml``.
 
     Args:
         chat: Generator model.
@@ -113,14 +115,24 @@ def propose_batch(
         source=source,
         risk=risk,
         incidents=incidents,
+        contexts=pick_contexts(load_contexts(), BATCH_SIZE, len(existing) // BATCH_SIZE),
         existing=[r.blueprint.engineering_task for r in existing[-EXISTING_SHOWN:]],
     )
+    accepted: list[tuple[str, Blueprint]] = []
 
     def check(bp: Blueprint) -> None:
         if bp.taxonomy_id != cell:
             raise ValueError(f"taxonomy_id must be {cell!r}, got {bp.taxonomy_id!r}")
         if not any(ref in bp.source_reference for ref in refs):
             raise ValueError(f"source_reference must cite one of the given refs, got {bp.source_reference!r}")
+        twin = closest(bp, accepted, threshold)
+        if twin is not None:
+            # A copy inside one reply is re-asked, not stored: small models repeat themselves.
+            raise ValueError(
+                f"repeats blueprint {twin.blueprint_id} of this reply ({twin.similarity:.0f}% similar task and "
+                "trap); write a different scenario in its assigned project setting"
+            )
+        accepted.append((f"#{len(accepted) + 1}", bp))
 
     result = request_items(
         chat,

@@ -75,6 +75,7 @@ def generate(
         store.taxonomy.split(cell)
     settings = workspace.config.models.generator
     sources_path = sources or workspace.config.generator.sources or default_sources()
+    sources_label = "guidelines/sources/incidents.yaml" if sources_path == default_sources() else str(sources_path)
     incidents = load_sources(sources_path)
     chat = chat or make_chat_model(settings, role="generator")
     report = GenerateReport()
@@ -89,7 +90,7 @@ def generate(
             store,
             cell=target,
             incidents=shown,
-            sources_label=sources_path.name if sources is None else str(sources_path),
+            sources_label=sources_label,
             threshold=workspace.config.generator.near_duplicate_threshold,
             retries=settings.validation_retries,
         )

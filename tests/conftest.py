@@ -60,7 +60,7 @@ def workspace(tmp_path: Path) -> Workspace:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Unit tests never touch the user's cache; the real-model tests set their own.
-    monkeypatch.setenv("TWINFORGE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+    monkeypatch.setenv("TWINFORGE_CACHE_DIR", str(tmp_path / "twinforge-cache"))
     monkeypatch.delenv("TWINFORGE_API_KEY", raising=False)

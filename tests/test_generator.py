@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -185,3 +186,26 @@ def test_pick_incidents_rotates_and_falls_back() -> None:
     assert pick_incidents(incidents, "R3", limit=3, offset=1) != r3
     assert pick_incidents(incidents, "R9", limit=50) == incidents  # nothing on R9: ground in all
     assert [x.ref for x in pick_incidents(incidents, "R4", limit=50)] == ["nrwl/nx#32522"]
+
+
+def test_copies_inside_one_reply_are_reasked(workspace: Workspace) -> None:
+    first = blueprint_dict(cell="S1-R6", ref="google-gemini/gemini-cli#23411")
+    others = [blueprint_dict(cell="S1-R6", ref="google-gemini/gemini-cli#23411") for _ in range(8)]
+    replacement = blueprint_dict(cell="S1-R6", ref="google-gemini/gemini-cli#23411")
+    chat = ScriptedChat([{"blueprints": [first, dict(first), *others]}, {"blueprints": [replacement]}])
+    report = generate(workspace, cell="S1-R6", chat=chat)
+    assert len(report.batches[0].stored) == 10 and not report.batches[0].flagged
+    assert "blueprints[2]: repeats blueprint #1 of this reply" in chat.calls[1][0][-1].content
+    tasks = [r.blueprint.engineering_task for r in BlueprintStore(workspace).records()]
+    assert tasks.count(first["engineering_task"]) == 1
+
+
+def test_each_slot_gets_its_own_project_setting(workspace: Workspace) -> None:
+    chat = answering()
+    generate(workspace, cell="S2-R2", chat=chat, batches=2)
+    first, second = chat.calls[0][0][-1].content, chat.calls[1][0][-1].content
+    assert "1. a Django web shop" in first
+    settings_first = [line.split(". ", 1)[1] for line in first.splitlines() if re.match(r"^\d+\. ", line)]
+    settings_second = [line.split(". ", 1)[1] for line in second.splitlines() if re.match(r"^\d+\. ", line)]
+    assert len(settings_first) == 10 and len(set(settings_first)) == 10
+    assert set(settings_first).isdisjoint(settings_second)  # the next batch of the cell gets new settings

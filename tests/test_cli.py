@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import blueprint_dict, review_dict, scores_for
+
+
+def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "twinforge", *args], cwd=cwd, capture_output=True, text=True,
+        env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=120,
+    )
+
+
+def test_help_lists_commands(tmp_path: Path) -> None:
+    out = run("--help", cwd=tmp_path)
+    assert out.returncode == 0
+    for command in ("init", "model", "generate", "review", "status"):
+        assert command in out.stdout
+
+
+def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
+    assert run("init", "bench", cwd=tmp_path).returncode == 0
+    ws = tmp_path / "bench"
+    gen_script = tmp_path / "gen.yaml"
+    gen_script.write_text(yaml.safe_dump(
+        [{"blueprints": [blueprint_dict(cell="S2-R3", ref="openai/codex#37998") for _ in range(10)]}]))
+    rev_script = tmp_path / "rev.yaml"
+    rev_script.write_text(yaml.safe_dump([review_dict(scores_for(t)) for t in (17, 18, 23, 24, 30, 12, 20, 26, 24, 19)]))
+    env = {
+        "TWINFORGE_MODELS__GENERATOR__PROVIDER": "scripted",
+        "TWINFORGE_MODELS__GENERATOR__SCRIPT": str(gen_script),
+        "TWINFORGE_MODELS__REVIEWER__PROVIDER": "scripted",
+        "TWINFORGE_MODELS__REVIEWER__SCRIPT": str(rev_script),
+    }
+    gen = run("generate", "--cell", "S2-R3", "--json", cwd=ws, env=env)
+    assert gen.returncode == 0, gen.stderr
+    (batch,) = json.loads(gen.stdout)
+    assert batch["cell"] == "S2-R3" and len(batch["stored"]) == 10 and batch["failures"] == []
+    rev = run("review", "--json", cwd=ws, env=env)
+    assert rev.returncode == 0, rev.stderr
+    assert len(json.loads(rev.stdout)) == 10
+    status = run("status", "--json", cwd=ws)
+    assert status.returncode == 0, status.stderr
+    summary = json.loads(status.stdout)
+    assert set(summary) == {"counts", "coverage", "invalid_files"}
+    counts = summary["counts"]
+    assert (counts["kept"], counts["needs_review"], counts["discarded"], counts["proposed"]) == (4, 4, 2, 0)
+    assert summary["coverage"]["R3"] == {"S1": 0, "S2": 10}
+    assert list(summary["coverage"]) == [f"R{i}" for i in range(1, 10)]
+    table = run("status", cwd=ws)
+    assert "needs_review" in table.stdout and "R3 destructive operations" in table.stdout
+
+
+def test_errors_are_one_clear_line(tmp_path: Path) -> None:
+    out = run("status", cwd=tmp_path)
+    assert out.returncode == 1
+    assert "error: no workspace at or above" in out.stderr and "Traceback" not in out.stderr
+    run("init", "w", cwd=tmp_path)
+    bad = run("generate", "--cell", "S5-R3", cwd=tmp_path / "w")
+    assert bad.returncode == 1 and "S5-R3" in bad.stderr and "Traceback" not in bad.stderr
+    (tmp_path / "w" / "twinforge.toml").write_text('[models.reviewer]\nprovider = "bedrock"\n')
+    cfg = run("review", cwd=tmp_path / "w")
+    assert cfg.returncode == 1 and "twinforge.toml" in cfg.stderr and "models.reviewer.provider" in cfg.stderr
+
+
+def test_unreachable_model_fails_fast_and_clearly(tmp_path: Path) -> None:
+    run("init", "w", "--port", "9", cwd=tmp_path)  # nothing listens on the discard port
+    out = run("generate", "--cell", "S1-R1", cwd=tmp_path / "w",
+              env={"TWINFORGE_MODELS__GENERATOR__HTTP_RETRIES": "0"})
+    assert out.returncode == 1
+    assert "APIConnectionError" in out.stderr and "127.0.0.1:9" in out.stderr

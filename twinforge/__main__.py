@@ -1,0 +1,5 @@
+"""``python -m twinforge``."""
+
+from twinforge.cli import main
+
+main()
