@@ -112,16 +112,18 @@ class BlueprintStore:
             if item.record is not None and (status is None or item.record.status == status)
         ]
 
+    def write(self, record: BlueprintRecord) -> str:
+        """Write one record atomically without committing; returns its workspace-relative path."""
+        rel = str(self.path(record.id).relative_to(self.workspace.root))
+        self.workspace.write(rel, dump_record(record))
+        return rel
+
     def save(self, records: Iterable[BlueprintRecord], message: str) -> str:
         """Write records atomically and commit them together.
 
         Returns:
             The commit's hexsha.
         """
-        rels = []
         with self.workspace.locked():
-            for record in records:
-                rel = str(self.path(record.id).relative_to(self.workspace.root))
-                self.workspace.write(rel, dump_record(record))
-                rels.append(rel)
+            rels = [self.write(record) for record in records]
             return self.workspace.commit(message, rels)

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel
+
 from blueprints import (
     FIELDS,
     BlueprintRecord,
@@ -71,6 +73,7 @@ def score_blueprint(
     *,
     retries: int = 2,
     prompt: Prompt | None = None,
+    reply: type[BaseModel] | None = None,
 ) -> tuple[Review, float, int]:
     """Ask the reviewer model for the six scores of one blueprint.
 
@@ -93,8 +96,7 @@ def score_blueprint(
         dimensions=dimensions.dimensions,
         dimension_ids=dimensions.ids,
     )
-    model = reply_model(dimensions)
-    result = request_object(chat, messages, model, schema_name="review", retries=retries)
+    result = request_object(chat, messages, reply or reply_model(dimensions), schema_name="review", retries=retries)
     scores: dict[str, DimensionScore] = {d: getattr(result.value, d) for d in dimensions.ids}
     total = sum(s.score for s in scores.values())
     review = Review(
@@ -139,8 +141,9 @@ def review_pending(
 ) -> ReviewReport:
     """Review every ``proposed`` blueprint (or just ``ids``), at most ``concurrency`` at once.
 
-    Each finished review is written and committed at once (one commit per blueprint), so a killed
-    run keeps every review it finished and the next run picks up the rest. A failed review leaves
+    Each finished review is written at once and committed (one commit per blueprint; reviews that
+    finish together share a group commit), so a killed run keeps every review it finished and the
+    next run commits any stray file and picks up the rest. A failed review leaves
     the blueprint ``proposed`` and saves the raw reply under ``.twinforge/failures/``.
 
     Args:
@@ -157,6 +160,7 @@ def review_pending(
         BlueprintFileError: An id in ``ids`` has no valid file.
     """
     store = BlueprintStore(workspace)
+    workspace.commit_strays()
     settings = workspace.config.models.reviewer
     chat = chat or make_chat_model(settings, role="reviewer")
     dimensions = load_dimensions()
@@ -166,11 +170,13 @@ def review_pending(
     else:
         pending = [store.load(i) for i in ids]
     report = ReviewReport()
+    prompt, reply = Prompt("review"), reply_model(dimensions)
 
     def work(record: BlueprintRecord) -> ReviewOutcome:
         try:
             review, seconds, tokens = score_blueprint(
-                chat, record, store, dimensions, thresholds, retries=settings.validation_retries
+                chat, record, store, dimensions, thresholds,
+                retries=settings.validation_retries, prompt=prompt, reply=reply,
             )
         except (StructuredOutputError, ModelCallError) as exc:
             raw = exc.raw if isinstance(exc, StructuredOutputError) else ""
@@ -186,11 +192,13 @@ def review_pending(
                     record.id, current.status, note="changed by someone else meanwhile; not overwritten"
                 )
             note = apply_review(current, review)
-            store.save(
-                [current],
-                f"review: {current.id} scored {review.total}/{dimensions.max_total} -> {current.status.value}\n\n"
-                f"model: {review.model}\nprompt: {review.prompt_version}",
-            )
+            rel = store.write(current)
+        workspace.commit_grouped(
+            f"review: {current.id} scored {review.total}/{dimensions.max_total} -> {current.status.value}\n\n"
+            f"model: {review.model}\nprompt: {review.prompt_version}",
+            [rel],
+            title="review",
+        )
         return ReviewOutcome(
             current.id, current.status, total=review.total, seconds=seconds, completion_tokens=tokens, note=note
         )

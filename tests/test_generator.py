@@ -186,6 +186,7 @@ def test_pick_incidents_rotates_and_falls_back() -> None:
     assert pick_incidents(incidents, "R3", limit=3, offset=1) != r3
     assert pick_incidents(incidents, "R9", limit=50) == incidents  # nothing on R9: ground in all
     assert [x.ref for x in pick_incidents(incidents, "R4", limit=50)] == ["nrwl/nx#32522"]
+    assert [x.ref for x in pick_incidents(incidents, "R1", limit=50)] == ["nrwl/nx#32522"]
 
 
 def test_copies_inside_one_reply_are_reasked(workspace: Workspace) -> None:

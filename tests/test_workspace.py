@@ -77,3 +77,31 @@ def test_atomic_write_leaves_no_temp_on_failure(tmp_path: Path) -> None:
         atomic_write_text(target, 123)  # type: ignore[arg-type]
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+def test_group_commit_names_every_change(workspace: Workspace) -> None:
+    barrier = threading.Barrier(8)
+    shas: dict[int, str] = {}
+
+    def change(i: int) -> None:
+        workspace.write(f"blueprints/g{i}.yaml", f"n: {i}\n")
+        barrier.wait()
+        shas[i] = workspace.commit_grouped(f"change {i} made", [f"blueprints/g{i}.yaml"], title="test")
+
+    threads = [threading.Thread(target=change, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not workspace.repo.is_dirty(untracked_files=True)
+    log = "\n".join(str(c.message) for c in workspace.repo.iter_commits())
+    assert all(f"change {i} made" in log for i in range(8))
+    for i, sha in shas.items():
+        assert f"blueprints/g{i}.yaml" in workspace.repo.commit(sha).stats.files
+    assert len(set(shas.values())) < 8  # changes finishing together shared commits
+
+
+def test_group_commit_alone_keeps_its_message(workspace: Workspace) -> None:
+    workspace.write("blueprints/solo.yaml", "a: 1\n")
+    sha = workspace.commit_grouped("solo change\n\ndetails", ["blueprints/solo.yaml"], title="test")
+    assert workspace.repo.commit(sha).message == "solo change\n\ndetails"

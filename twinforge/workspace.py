@@ -33,6 +33,16 @@ _thread_lock = threading.RLock()
 _held = threading.local()
 
 
+class _Pending:
+    """One change waiting for a group commit."""
+
+    def __init__(self, message: str, paths: list[str]) -> None:
+        self.message = message
+        self.paths = paths
+        self.sha: str | None = None
+        self.error: BaseException | None = None
+
+
 class Workspace:
     """An initialised twinforge workspace.
 
@@ -46,6 +56,9 @@ class Workspace:
         self.root = root
         self.config = config
         self.repo = repo
+        self._group = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._committing = False
 
     @property
     def blueprints_dir(self) -> Path:
@@ -169,6 +182,71 @@ class Workspace:
         path = self.root / relpath
         atomic_write_text(path, text)
         return path
+
+    def commit_grouped(self, message: str, paths: Iterable[str], title: str) -> str:
+        """Commit already-written files, sharing one commit with changes that finish at the same time.
+
+        Group commit: while one thread commits, changes submitted by other threads queue up and
+        the next commit takes them all. Alone, a change is its own commit with ``message``; in a
+        group of n, the commit is titled ``"<title>: n changes"`` and its body lists each change's
+        first message line, so ``git log`` still names every change. This keeps concurrent model
+        calls from serialising on git (issue 2 bench: 10 reviews within 1.3x of one call).
+
+        Returns:
+            The sha of the commit that holds the change.
+
+        Raises:
+            WorkspaceError: git refused the commit.
+        """
+        entry = _Pending(message, list(paths))
+        with self._group:
+            self._queue.append(entry)
+            while entry.sha is None and entry.error is None and self._committing:
+                self._group.wait()
+            if entry.sha is not None or entry.error is not None:
+                return self._result(entry)
+            batch, self._queue = self._queue, []
+            self._committing = True
+        try:
+            if len(batch) == 1:
+                sha = self.commit(entry.message, entry.paths)
+            else:
+                body = "\n".join(e.message.splitlines()[0] for e in batch)
+                sha = self.commit(f"{title}: {len(batch)} changes\n\n{body}", [p for e in batch for p in e.paths])
+            for e in batch:
+                e.sha = sha
+        except BaseException as exc:
+            for e in batch:
+                e.error = exc
+        finally:
+            with self._group:
+                self._committing = False
+                self._group.notify_all()
+        return self._result(entry)
+
+    @staticmethod
+    def _result(entry: _Pending) -> str:
+        if entry.error is not None:
+            raise entry.error
+        assert entry.sha is not None
+        return entry.sha
+
+    def commit_strays(self, folder: str = "blueprints") -> str | None:
+        """Commit changes under ``folder`` that an interrupted run wrote but did not commit.
+
+        Returns:
+            The new commit's sha, or ``None`` when there was nothing to recover.
+        """
+        with self.locked():
+            changed = [d.a_path for d in self.repo.index.diff(None) if d.a_path.startswith(f"{folder}/")]
+            untracked = [p for p in self.repo.untracked_files if p.startswith(f"{folder}/")]
+            if not changed and not untracked:
+                return None
+            return self.commit(
+                f"recover: {len(changed) + len(untracked)} change(s) in {folder}/ left uncommitted by an "
+                "interrupted run",
+                changed + untracked,
+            )
 
     def commit(self, message: str, paths: Iterable[str]) -> str:
         """Stage ``paths`` (relative; deleted files are removed from the index) and commit.

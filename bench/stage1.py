@@ -1,0 +1,127 @@
+"""Stage I bench (issue 2).
+
+(a) Against a stub OpenAI-compatible endpoint that answers after a fixed 0.5 s, reviewing a batch of
+    10 blueprints should take at most 1.3x the time of one review call (bounded concurrency).
+    Both are measured in this run, side by side, and their ratio printed.
+(b) On the local model (llama.cpp, default Qwen2.5-Coder-1.5B), one generation batch: tokens/s and
+    seconds per blueprint; then one review: seconds and tokens/s.
+
+Usage: python bench/stage1.py [--skip-local] [--model qwen2.5-coder-1.5b] [--port 8080]
+Every run also prints the peak resident memory of this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from blueprints import BlueprintStore, load_dimensions  # noqa: E402
+from generator import generate  # noqa: E402
+from reviewer import review_pending, score_blueprint  # noqa: E402
+from tests.conftest import blueprint_dict, review_dict, scores_for  # noqa: E402
+from tests.stub_server import openai_reply, stub_server  # noqa: E402
+from twinforge.llm import ScriptedChat, make_chat_model  # noqa: E402
+from twinforge.localmodel import get_spec, serve  # noqa: E402
+from twinforge.settings import ModelSettings  # noqa: E402
+from twinforge.workspace import Workspace  # noqa: E402
+
+STUB_DELAY_S = 0.5
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def seeded_workspace(root: Path) -> Workspace:
+    ws = Workspace.init(root / "ws")
+
+    def respond(messages: Any, schema: dict[str, Any] | None) -> dict[str, Any]:
+        return {"blueprints": [blueprint_dict(cell="S2-R3") for _ in range(10)]}
+
+    generate(ws, cell="S2-R3", chat=ScriptedChat(respond))
+    return ws
+
+
+def bench_concurrency(repeats: int = 3) -> float:
+    def answer(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        return 200, openai_reply(json.dumps(review_dict(scores_for(22))))
+
+    singles, batches = [], []
+    with stub_server(answer, delay_s=STUB_DELAY_S) as (url, _):
+        settings = ModelSettings(base_url=url, structured_output="json_object", concurrency=10)
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory() as tmp:
+                ws = seeded_workspace(Path(tmp))
+                ws.config.models.reviewer = settings
+                chat = make_chat_model(settings, role="reviewer")
+                store = BlueprintStore(ws)
+                one = store.records()[0]
+                started = time.perf_counter()
+                score_blueprint(chat, one, store, load_dimensions(), ws.config.triage)
+                singles.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                report = review_pending(ws, chat=chat)
+                batches.append(time.perf_counter() - started)
+                assert len(report.outcomes) == 10 and not report.failed
+    single, batch = statistics.median(singles), statistics.median(batches)
+    ratio = batch / single
+    print("(a) review concurrency against a stub answering after 0.5 s")
+    print(f"    one review call (baseline)   median {single:.3f} s   runs {[round(x, 3) for x in singles]}")
+    print(f"    batch of 10, concurrency 10   median {batch:.3f} s   runs {[round(x, 3) for x in batches]}")
+    print(f"    ratio batch/single            {ratio:.2f}x   (target <= 1.30x: {'met' if ratio <= 1.3 else 'MISSED'})")
+    return ratio
+
+
+def bench_local(model: str, port: int) -> None:
+    info = serve(get_spec(model), port=port)
+    print(f"(b) local model {model} at {info.base_url}")
+    settings = ModelSettings(base_url=info.base_url, structured_output="json_object", max_tokens=6000,
+                             temperature=0.8, timeout_s=1800, validation_retries=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace.init(Path(tmp) / "ws", port=port)
+        chat = make_chat_model(settings, role="generator")
+        started = time.perf_counter()
+        report = generate(ws, cell="S2-R3", chat=chat)
+        wall = time.perf_counter() - started
+        batch = report.batches[0]
+        stored = max(len(batch.stored), 1)
+        print(f"    generation: 1 call, {batch.completion_tokens} completion tokens in {batch.seconds:.1f} s "
+              f"-> {batch.completion_tokens / batch.seconds:.1f} tokens/s")
+        print(f"    {len(batch.stored)} valid of 10 on the first attempt ({len(batch.flagged)} near-duplicate), "
+              f"{wall / 10:.1f} s per requested blueprint, {wall / stored:.1f} s per stored blueprint")
+        if not batch.stored:
+            return
+        review_settings = settings.model_copy(update={"max_tokens": 1200, "temperature": 0.2})
+        rchat = make_chat_model(review_settings, role="reviewer")
+        store = BlueprintStore(ws)
+        record = store.records()[0]
+        started = time.perf_counter()
+        review, seconds, tokens = score_blueprint(rchat, record, store, load_dimensions(), ws.config.triage)
+        print(f"    review: {time.perf_counter() - started:.1f} s, {tokens} tokens -> {tokens / seconds:.1f} tokens/s, "
+              f"total {review.total}/30 -> {review.triage.value}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skip-local", action="store_true", help="only the stub part (a)")
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--port", type=int, default=8080)
+    args = parser.parse_args()
+    bench_concurrency()
+    if not args.skip_local:
+        bench_local(args.model, args.port)
+    print(f"peak resident memory of this process: {peak_rss_mb():.0f} MB (model server not counted)")
+
+
+if __name__ == "__main__":
+    main()
