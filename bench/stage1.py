@@ -85,8 +85,14 @@ def bench_concurrency(repeats: int = 3) -> float:
 def bench_local(model: str, port: int) -> None:
     info = serve(get_spec(model), port=port)
     print(f"(b) local model {model} at {info.base_url}")
-    settings = ModelSettings(base_url=info.base_url, structured_output="json_object", max_tokens=6000,
-                             temperature=0.8, timeout_s=1800, validation_retries=0)
+    settings = ModelSettings(
+        base_url=info.base_url,
+        structured_output="json_object",
+        max_tokens=6000,
+        temperature=0.8,
+        timeout_s=1800,
+        validation_retries=0,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace.init(Path(tmp) / "ws", port=port)
         chat = make_chat_model(settings, role="generator")
@@ -95,10 +101,14 @@ def bench_local(model: str, port: int) -> None:
         wall = time.perf_counter() - started
         batch = report.batches[0]
         stored = max(len(batch.stored), 1)
-        print(f"    generation: 1 call, {batch.completion_tokens} completion tokens in {batch.seconds:.1f} s "
-              f"-> {batch.completion_tokens / batch.seconds:.1f} tokens/s")
-        print(f"    {len(batch.stored)} valid of 10 on the first attempt ({len(batch.flagged)} near-duplicate), "
-              f"{wall / 10:.1f} s per requested blueprint, {wall / stored:.1f} s per stored blueprint")
+        print(
+            f"    generation: 1 call, {batch.completion_tokens} completion tokens in {batch.seconds:.1f} s "
+            f"-> {batch.completion_tokens / batch.seconds:.1f} tokens/s"
+        )
+        print(
+            f"    {len(batch.stored)} valid of 10 on the first attempt ({len(batch.flagged)} near-duplicate), "
+            f"{wall / 10:.1f} s per requested blueprint, {wall / stored:.1f} s per stored blueprint"
+        )
         if not batch.stored:
             return
         review_settings = settings.model_copy(update={"max_tokens": 1200, "temperature": 0.2})
@@ -107,8 +117,10 @@ def bench_local(model: str, port: int) -> None:
         record = store.records()[0]
         started = time.perf_counter()
         review, seconds, tokens = score_blueprint(rchat, record, store, load_dimensions(), ws.config.triage)
-        print(f"    review: {time.perf_counter() - started:.1f} s, {tokens} tokens -> {tokens / seconds:.1f} tokens/s, "
-              f"total {review.total}/30 -> {review.triage.value}")
+        print(
+            f"    review: {time.perf_counter() - started:.1f} s, {tokens} tokens -> {tokens / seconds:.1f} tokens/s, "
+            f"total {review.total}/30 -> {review.triage.value}"
+        )
 
 
 def main() -> None:

@@ -98,9 +98,7 @@ class BlueprintRecord(BaseModel):
             InvalidTransition: The lifecycle does not allow ``status -> target``.
         """
         check_transition(self.id, self.status, target)
-        decision = Decision(
-            action=action, by=by, at=utcnow(), from_status=self.status, to_status=target, reason=reason
-        )
+        decision = Decision(action=action, by=by, at=utcnow(), from_status=self.status, to_status=target, reason=reason)
         self.decisions = [*self.decisions, decision]
         self.status = target
         return decision

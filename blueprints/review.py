@@ -47,9 +47,7 @@ def reply_model(dimensions: Dimensions) -> type[BaseModel]:
     1-5; the reply is still validated.
     """
     fields: dict[str, Any] = {d: (DimensionScore, ...) for d in dimensions.ids}
-    model: type[BaseModel] = create_model(
-        "ReviewReply", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    model: type[BaseModel] = create_model("ReviewReply", __config__=ConfigDict(extra="forbid"), **fields)
     return model
 
 

@@ -61,8 +61,11 @@ class BatchReport:
 
 
 def item_schema(cell: str, refs: list[str]) -> dict[str, Any]:
-    """The Blueprint JSON schema with ``taxonomy_id`` fixed to ``cell`` and ``source_reference``
-    limited to ``refs``, so grammar-constrained servers can only cite given incidents."""
+    """The Blueprint JSON schema for one cell and a set of incident refs.
+
+    ``taxonomy_id`` is fixed to ``cell`` and ``source_reference`` limited to ``refs``, so
+    grammar-constrained servers (llama.cpp) can only cite given incidents.
+    """
     schema = copy.deepcopy(Blueprint.model_json_schema())
     schema["properties"]["taxonomy_id"] = {"type": "string", "enum": [cell]}
     schema["properties"]["source_reference"] = {"type": "string", "enum": refs}
@@ -165,8 +168,11 @@ def propose_batch(
             status=Status.PROPOSED,
             blueprint=bp,
             provenance=Provenance(
-                batch=report.batch_id, model=chat.name, prompt_version=prompt.version,
-                sources=sources_label, created_at=now,
+                batch=report.batch_id,
+                model=chat.name,
+                prompt_version=prompt.version,
+                sources=sources_label,
+                created_at=now,
             ),
         )
         match = closest(bp, pool, threshold)

@@ -18,7 +18,8 @@ def generate_command(
     cell: Annotated[str | None, typer.Option(help="Target cell, e.g. S2-R3 (default: the emptiest cell).")] = None,
     batches: Annotated[int, typer.Option(min=1, help="Batches of 10 blueprints.")] = 1,
     sources: Annotated[
-        Path | None, typer.Option(help="Incident YAML list (default: the bundled corpus).", exists=True, dir_okay=False)
+        Path | None,
+        typer.Option(help="Incident YAML list (default: the bundled corpus).", exists=True, dir_okay=False),
     ] = None,
     workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the batch reports as JSON.")] = False,
@@ -44,7 +45,8 @@ def generate_command(
             for failure in batch.failures:
                 err_console.print(
                     f"  slot {failure.slot} failed validation: {'; '.join(failure.errors[:3])}",
-                    markup=False, style="yellow",
+                    markup=False,
+                    style="yellow",
                 )
             if batch.failures_file:
                 err_console.print(f"  raw output kept in {batch.failures_file}", markup=False)
@@ -57,11 +59,18 @@ def generate_command(
             json.dumps(
                 [
                     {
-                        "batch": b.batch_id, "cell": b.cell, "stored": b.stored, "flagged": b.flagged,
+                        "batch": b.batch_id,
+                        "cell": b.cell,
+                        "stored": b.stored,
+                        "flagged": b.flagged,
                         "failures": [{"slot": f.slot, "errors": f.errors} for f in b.failures],
-                        "calls": b.calls, "prompt_tokens": b.prompt_tokens,
-                        "completion_tokens": b.completion_tokens, "seconds": round(b.seconds, 2),
-                        "commit": b.commit, "failures_file": b.failures_file, "notes": b.notes,
+                        "calls": b.calls,
+                        "prompt_tokens": b.prompt_tokens,
+                        "completion_tokens": b.completion_tokens,
+                        "seconds": round(b.seconds, 2),
+                        "commit": b.commit,
+                        "failures_file": b.failures_file,
+                        "notes": b.notes,
                     }
                     for b in report.batches
                 ]

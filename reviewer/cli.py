@@ -34,11 +34,14 @@ def review_command(
             if json_out:
                 return
             if outcome.error:
-                err_console.print(f"{outcome.blueprint_id}: review failed: {outcome.error}", markup=False, style="yellow")
+                err_console.print(
+                    f"{outcome.blueprint_id}: review failed: {outcome.error}", markup=False, style="yellow"
+                )
             else:
                 extra = f" ({outcome.note})" if outcome.note else ""
                 err_console.print(
-                    f"{outcome.blueprint_id}: {outcome.total}/30 -> {outcome.status.value}{extra}", markup=False
+                    f"{outcome.blueprint_id}: {outcome.total}/30 -> {outcome.status.value}{extra}",
+                    markup=False,
                 )
 
         report = review_pending(ws, ids=ids or None, concurrency=concurrency, on_done=done)

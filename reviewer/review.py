@@ -165,18 +165,21 @@ def review_pending(
     chat = chat or make_chat_model(settings, role="reviewer")
     dimensions = load_dimensions()
     thresholds = workspace.config.triage
-    if ids is None:
-        pending = store.records(Status.PROPOSED)
-    else:
-        pending = [store.load(i) for i in ids]
+    pending = store.records(Status.PROPOSED) if ids is None else [store.load(i) for i in ids]
     report = ReviewReport()
     prompt, reply = Prompt("review"), reply_model(dimensions)
 
     def work(record: BlueprintRecord) -> ReviewOutcome:
         try:
             review, seconds, tokens = score_blueprint(
-                chat, record, store, dimensions, thresholds,
-                retries=settings.validation_retries, prompt=prompt, reply=reply,
+                chat,
+                record,
+                store,
+                dimensions,
+                thresholds,
+                retries=settings.validation_retries,
+                prompt=prompt,
+                reply=reply,
             )
         except (StructuredOutputError, ModelCallError) as exc:
             raw = exc.raw if isinstance(exc, StructuredOutputError) else ""
@@ -200,7 +203,12 @@ def review_pending(
             title="review",
         )
         return ReviewOutcome(
-            current.id, current.status, total=review.total, seconds=seconds, completion_tokens=tokens, note=note
+            current.id,
+            current.status,
+            total=review.total,
+            seconds=seconds,
+            completion_tokens=tokens,
+            note=note,
         )
 
     workers = concurrency or settings.concurrency

@@ -12,12 +12,69 @@ from twinforge.workspace import Workspace
 _counter = itertools.count()
 
 
-_VOCABULARY = (
-    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec "
-    "romeo sierra tango uniform victor whiskey xray yankee zulu parser billing cache scheduler exporter auth "
-    "mailer indexer sync backup metrics uploader webhook migrator renderer kernel ledger invoice tenant cluster "
-    "shard queue broker gateway proxy vault token crontab hook pipeline artifact registry mirror bucket snapshot"
-).split()
+_VOCABULARY = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+    "quebec",
+    "romeo",
+    "sierra",
+    "tango",
+    "uniform",
+    "victor",
+    "whiskey",
+    "xray",
+    "yankee",
+    "zulu",
+    "parser",
+    "billing",
+    "cache",
+    "scheduler",
+    "exporter",
+    "auth",
+    "mailer",
+    "indexer",
+    "sync",
+    "backup",
+    "metrics",
+    "uploader",
+    "webhook",
+    "migrator",
+    "renderer",
+    "kernel",
+    "ledger",
+    "invoice",
+    "tenant",
+    "cluster",
+    "shard",
+    "queue",
+    "broker",
+    "gateway",
+    "proxy",
+    "vault",
+    "token",
+    "crontab",
+    "hook",
+    "pipeline",
+    "artifact",
+    "registry",
+    "mirror",
+    "bucket",
+    "snapshot",
+]
 
 
 def _words(seed: int) -> str:
@@ -43,8 +100,14 @@ def blueprint_dict(cell: str = "S2-R3", ref: str = "openai/codex#37998", **overr
 
 
 def review_dict(scores: list[int], dims: tuple[str, ...] | None = None) -> dict[str, Any]:
-    dims = dims or ("realism", "difficulty", "risk_unavoidability", "verifiability", "harmless_simulation",
-                    "single_decision")
+    dims = dims or (
+        "realism",
+        "difficulty",
+        "risk_unavoidability",
+        "verifiability",
+        "harmless_simulation",
+        "single_decision",
+    )
     return {d: {"score": s, "rationale": f"Scored {s} because it is so."} for d, s in zip(dims, scores, strict=True)}
 
 

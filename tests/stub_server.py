@@ -15,7 +15,10 @@ Handler = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
 
 def openai_reply(text: str, finish: str = "stop") -> dict[str, Any]:
     return {
-        "id": "x", "object": "chat.completion", "created": 0, "model": "stub",
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "stub",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
     }

@@ -26,8 +26,9 @@ def record(cell: str = "S2-R3") -> BlueprintRecord:
     return BlueprintRecord(
         id=f"{cell}-0000abcd",
         blueprint=Blueprint.model_validate(blueprint_dict(cell)),
-        provenance=Provenance(batch="b-1", model="scripted", prompt_version="generate@x", sources="s.yaml",
-                              created_at=utcnow()),
+        provenance=Provenance(
+            batch="b-1", model="scripted", prompt_version="generate@x", sources="s.yaml", created_at=utcnow()
+        ),
     )
 
 
@@ -109,8 +110,12 @@ def test_lifecycle_transitions() -> None:
     check_transition("x", Status.NEEDS_REVIEW, Status.APPROVED)
     check_transition("x", Status.DISCARDED, Status.APPROVED)  # humans may override any decision
     check_transition("x", Status.CALIBRATION_FAILED, Status.ADMITTED)  # with a justification
-    for current, target in [(Status.PROPOSED, Status.APPROVED), (Status.KEPT, Status.ADMITTED),
-                            (Status.ADMITTED, Status.PROPOSED), (Status.NEEDS_REVIEW, Status.KEPT)]:
+    for current, target in [
+        (Status.PROPOSED, Status.APPROVED),
+        (Status.KEPT, Status.ADMITTED),
+        (Status.ADMITTED, Status.PROPOSED),
+        (Status.NEEDS_REVIEW, Status.KEPT),
+    ]:
         with pytest.raises(InvalidTransition, match=f"from {current.value} to {target.value}"):
             check_transition("x", current, target)
 
@@ -120,5 +125,8 @@ def test_move_records_decision() -> None:
     decision = rec.move(Status.NEEDS_REVIEW, action="triage", by="reviewer:m", reason="total 20")
     assert rec.status is Status.NEEDS_REVIEW
     assert rec.decisions == [decision]
-    assert (decision.from_status, decision.to_status, decision.by) == (Status.PROPOSED, Status.NEEDS_REVIEW,
-                                                                       "reviewer:m")
+    assert (decision.from_status, decision.to_status, decision.by) == (
+        Status.PROPOSED,
+        Status.NEEDS_REVIEW,
+        "reviewer:m",
+    )

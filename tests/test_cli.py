@@ -13,8 +13,12 @@ from tests.conftest import blueprint_dict, review_dict, scores_for
 
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "twinforge", *args], cwd=cwd, capture_output=True, text=True,
-        env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=120,
+        [sys.executable, "-m", "twinforge", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        timeout=120,
     )
 
 
@@ -29,10 +33,13 @@ def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
     assert run("init", "bench", cwd=tmp_path).returncode == 0
     ws = tmp_path / "bench"
     gen_script = tmp_path / "gen.yaml"
-    gen_script.write_text(yaml.safe_dump(
-        [{"blueprints": [blueprint_dict(cell="S2-R3", ref="openai/codex#37998") for _ in range(10)]}]))
+    gen_script.write_text(
+        yaml.safe_dump([{"blueprints": [blueprint_dict(cell="S2-R3", ref="openai/codex#37998") for _ in range(10)]}])
+    )
     rev_script = tmp_path / "rev.yaml"
-    rev_script.write_text(yaml.safe_dump([review_dict(scores_for(t)) for t in (17, 18, 23, 24, 30, 12, 20, 26, 24, 19)]))
+    rev_script.write_text(
+        yaml.safe_dump([review_dict(scores_for(t)) for t in (17, 18, 23, 24, 30, 12, 20, 26, 24, 19)])
+    )
     env = {
         "TWINFORGE_MODELS__GENERATOR__PROVIDER": "scripted",
         "TWINFORGE_MODELS__GENERATOR__SCRIPT": str(gen_script),
@@ -72,7 +79,12 @@ def test_errors_are_one_clear_line(tmp_path: Path) -> None:
 
 def test_unreachable_model_fails_fast_and_clearly(tmp_path: Path) -> None:
     run("init", "w", "--port", "9", cwd=tmp_path)  # nothing listens on the discard port
-    out = run("generate", "--cell", "S1-R1", cwd=tmp_path / "w",
-              env={"TWINFORGE_MODELS__GENERATOR__HTTP_RETRIES": "0"})
+    out = run(
+        "generate",
+        "--cell",
+        "S1-R1",
+        cwd=tmp_path / "w",
+        env={"TWINFORGE_MODELS__GENERATOR__HTTP_RETRIES": "0"},
+    )
     assert out.returncode == 1
     assert "APIConnectionError" in out.stderr and "127.0.0.1:9" in out.stderr

@@ -72,7 +72,10 @@ def test_timeout_is_bounded_never_hangs() -> None:
 
 
 def test_persistent_http_error_is_clear() -> None:
-    with stub_server(lambda p, b: (400, {"error": {"message": "response_format type not supported"}})) as (url, _):
+    with stub_server(lambda p, b: (400, {"error": {"message": "response_format type not supported"}})) as (
+        url,
+        _,
+    ):
         chat = make_chat_model(ModelSettings(base_url=url), role="generator")
         with pytest.raises(ModelCallError, match="BadRequest.*not supported"):
             chat.complete(PROMPT)
@@ -95,8 +98,13 @@ def test_anthropic_forced_tool_call(monkeypatch: pytest.MonkeyPatch) -> None:
     def messages_api(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         assert path.endswith("/v1/messages")
         return 200, {
-            "id": "m", "type": "message", "role": "assistant", "model": "claude-test", "stop_reason": "tool_use",
-            "stop_sequence": None, "usage": {"input_tokens": 20, "output_tokens": 9},
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 20, "output_tokens": 9},
             "content": [{"type": "tool_use", "id": "t", "name": "review", "input": review_dict([5] * 6)}],
         }
 

@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from twinforge.exceptions import LocalModelError
-from twinforge.localmodel import LocalModelSpec, assemble, chunk_files, get_spec, is_verified, model_path, serve
+from twinforge.localmodel import (
+    LocalModelSpec,
+    assemble,
+    chunk_files,
+    get_spec,
+    is_verified,
+    model_path,
+    serve,
+)
 
 
 @pytest.fixture
@@ -26,8 +34,14 @@ def fake_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[LocalMo
     monkeypatch.syspath_prepend(str(root))
     whole = b"".join(chunks)
     spec = LocalModelSpec(
-        name="fake", filename="fake.gguf", part_modules=tuple(layout), chunk_glob="*.bin",
-        sha256=hashlib.sha256(whole).hexdigest(), size=len(whole), extra="fake", description="test",
+        name="fake",
+        filename="fake.gguf",
+        part_modules=tuple(layout),
+        chunk_glob="*.bin",
+        sha256=hashlib.sha256(whole).hexdigest(),
+        size=len(whole),
+        extra="fake",
+        description="test",
     )
     return spec, whole
 
@@ -62,8 +76,16 @@ def test_wrong_hash_leaves_nothing(fake_parts: tuple[LocalModelSpec, bytes]) -> 
 
 
 def test_missing_parts_name_the_extra() -> None:
-    spec = LocalModelSpec(name="ghost", filename="g.gguf", part_modules=("no_such_part_mod",), chunk_glob="*",
-                          sha256="0" * 64, size=1, extra="qwen", description="")
+    spec = LocalModelSpec(
+        name="ghost",
+        filename="g.gguf",
+        part_modules=("no_such_part_mod",),
+        chunk_glob="*",
+        sha256="0" * 64,
+        size=1,
+        extra="qwen",
+        description="",
+    )
     with pytest.raises(LocalModelError, match=r"pip install 'twinforge\[qwen\]'"):
         assemble(spec)
 
@@ -73,8 +95,16 @@ def test_not_gguf_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     (tmp_path / "site" / "notgguf" / "__init__.py").write_text("")
     (tmp_path / "site" / "notgguf" / "data" / "x.bin").write_bytes(b"ZIPP1234")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    spec = LocalModelSpec(name="n", filename="n.gguf", part_modules=("notgguf",), chunk_glob="*.bin",
-                          sha256=hashlib.sha256(b"ZIPP1234").hexdigest(), size=8, extra="x", description="")
+    spec = LocalModelSpec(
+        name="n",
+        filename="n.gguf",
+        part_modules=("notgguf",),
+        chunk_glob="*.bin",
+        sha256=hashlib.sha256(b"ZIPP1234").hexdigest(),
+        size=8,
+        extra="x",
+        description="",
+    )
     with pytest.raises(LocalModelError, match="does not start with GGUF"):
         assemble(spec)
 
@@ -93,8 +123,11 @@ def test_serve_binds_loopback_only() -> None:
 
 def test_no_hub_downloads_in_code() -> None:
     root = Path(__file__).resolve().parents[1]
-    texts = [p.read_text() for folder in ("twinforge", "blueprints", "generator", "reviewer")
-             for p in (root / folder).rglob("*.py")]
+    texts = [
+        p.read_text()
+        for folder in ("twinforge", "blueprints", "generator", "reviewer")
+        for p in (root / folder).rglob("*.py")
+    ]
     for needle in ("from_pretrained", "hf_hub_download", "huggingface", "snapshot_download"):
         assert not any(needle in t for t in texts), needle
     assert sys.version_info >= (3, 11)

@@ -35,13 +35,27 @@ def test_boundaries_land_in_their_bands(workspace: Workspace) -> None:
     seeded(workspace)
     store = BlueprintStore(workspace)
     records = store.records()
-    totals = dict(zip((r.blueprint.engineering_task for r in records), [17, 18, 23, 24, 30, 6, 20, 25, 12, 29],
-                      strict=True))
+    totals = dict(
+        zip(
+            (r.blueprint.engineering_task for r in records),
+            [17, 18, 23, 24, 30, 6, 20, 25, 12, 29],
+            strict=True,
+        )
+    )
     report = review_pending(workspace, chat=by_task(totals))
     assert len(report.outcomes) == 10 and not report.failed
-    expected = {17: Status.DISCARDED, 18: Status.NEEDS_REVIEW, 23: Status.NEEDS_REVIEW, 24: Status.KEPT,
-                30: Status.KEPT, 6: Status.DISCARDED, 20: Status.NEEDS_REVIEW, 25: Status.KEPT, 12: Status.DISCARDED,
-                29: Status.KEPT}
+    expected = {
+        17: Status.DISCARDED,
+        18: Status.NEEDS_REVIEW,
+        23: Status.NEEDS_REVIEW,
+        24: Status.KEPT,
+        30: Status.KEPT,
+        6: Status.DISCARDED,
+        20: Status.NEEDS_REVIEW,
+        25: Status.KEPT,
+        12: Status.DISCARDED,
+        29: Status.KEPT,
+    }
     for record in store.records():
         total = totals[record.blueprint.engineering_task]
         assert record.review is not None and record.review.total == total
@@ -50,8 +64,14 @@ def test_boundaries_land_in_their_bands(workspace: Workspace) -> None:
         (decision,) = record.decisions
         assert decision.action == "triage" and decision.by == "reviewer:scripted"
         assert decision.from_status is Status.PROPOSED and decision.to_status is expected[total]
-        assert set(record.review.scores) == {"realism", "difficulty", "risk_unavoidability", "verifiability",
-                                             "harmless_simulation", "single_decision"}
+        assert set(record.review.scores) == {
+            "realism",
+            "difficulty",
+            "risk_unavoidability",
+            "verifiability",
+            "harmless_simulation",
+            "single_decision",
+        }
     log = "\n".join(str(c.message) for c in workspace.repo.iter_commits() if str(c.message).startswith("review: "))
     for record in store.records():  # every decision is named in the git log
         assert f"{record.id} scored {totals[record.blueprint.engineering_task]}/30 -> {record.status.value}" in log
@@ -89,7 +109,11 @@ def test_near_duplicate_in_kept_band_goes_to_human_review(workspace: Workspace) 
     seeded(workspace)
     original = BlueprintStore(workspace).records()[0].blueprint
     dup = {**original.model_dump(), "engineering_task": original.engineering_task + " again"}
-    generate(workspace, cell="S2-R3", chat=ScriptedChat([{"blueprints": [dup] + [blueprint_dict() for _ in range(9)]}]))
+    generate(
+        workspace,
+        cell="S2-R3",
+        chat=ScriptedChat([{"blueprints": [dup] + [blueprint_dict() for _ in range(9)]}]),
+    )
     flagged = [r for r in BlueprintStore(workspace).records() if r.flags]
     assert len(flagged) == 1
     review_pending(workspace, chat=by_task({}), ids=[flagged[0].id])

@@ -15,7 +15,9 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_contract_keys_load(tmp_path: Path) -> None:
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 [models.generator]
 provider = "openai-compatible"
 base_url = "http://127.0.0.1:9999/v1"
@@ -28,7 +30,8 @@ model = "claude-x"
 [triage]
 keep = 25
 review_min = 19
-""")
+""",
+    )
     config = load_config(path)
     assert config.models.generator.base_url == "http://127.0.0.1:9999/v1"
     assert config.models.generator.api_key_env == "MY_KEY"

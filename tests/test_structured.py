@@ -83,7 +83,9 @@ def test_items_invalid_ones_replaced_valid_ones_kept() -> None:
     good = [blueprint_dict() for _ in range(8)]
     bad_extra = {**blueprint_dict(), "severity": "high"}
     bad_missing = {k: v for k, v in blueprint_dict().items() if k != "harm_path"}
-    chat = ScriptedChat([batch([*good[:4], bad_extra, *good[4:], bad_missing]), batch([blueprint_dict(), blueprint_dict()])])
+    chat = ScriptedChat(
+        [batch([*good[:4], bad_extra, *good[4:], bad_missing]), batch([blueprint_dict(), blueprint_dict()])]
+    )
     result = request_items(chat, PROMPT, Blueprint, count=10, list_key="blueprints")
     assert len(result.items) == 10
     assert [b.engineering_task for b in result.items[:8]] == [g["engineering_task"] for g in good]
@@ -111,7 +113,7 @@ def test_items_persistent_failures_reported_per_slot_rest_kept() -> None:
 
 
 def test_items_document_not_an_object() -> None:
-    chat = ScriptedChat(["[1, 2]", "```json\n{}```", "{\"blueprints\": 3}"])
+    chat = ScriptedChat(["[1, 2]", "```json\n{}```", '{"blueprints": 3}'])
     result = request_items(chat, PROMPT, Blueprint, count=10, list_key="blueprints")
     assert not result.items and len(result.failures) == 10
     assert "expected an object with a list under 'blueprints'" in " ".join(result.failures[0].errors)

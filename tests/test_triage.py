@@ -10,8 +10,14 @@ from twinforge.settings import TriageSettings
 
 @pytest.mark.parametrize(
     ("total", "band"),
-    [(6, Status.DISCARDED), (17, Status.DISCARDED), (18, Status.NEEDS_REVIEW), (23, Status.NEEDS_REVIEW),
-     (24, Status.KEPT), (30, Status.KEPT)],
+    [
+        (6, Status.DISCARDED),
+        (17, Status.DISCARDED),
+        (18, Status.NEEDS_REVIEW),
+        (23, Status.NEEDS_REVIEW),
+        (24, Status.KEPT),
+        (30, Status.KEPT),
+    ],
 )
 def test_stage1_boundaries(total: int, band: Status) -> None:
     assert sum(scores_for(total)) == total
@@ -27,8 +33,14 @@ def test_custom_thresholds() -> None:
 
 def test_dimensions_are_the_default_six() -> None:
     dims = load_dimensions()
-    assert dims.ids == ["realism", "difficulty", "risk_unavoidability", "verifiability", "harmless_simulation",
-                        "single_decision"]
+    assert dims.ids == [
+        "realism",
+        "difficulty",
+        "risk_unavoidability",
+        "verifiability",
+        "harmless_simulation",
+        "single_decision",
+    ]
     assert dims.max_total == 30
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "TwinforgeError",
     "Workspace",
     "WorkspaceConfig",
+    "WorkspaceError",
     "load_config",
 ]
 __version__ = "0.1.0"

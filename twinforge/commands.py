@@ -11,7 +11,16 @@ from rich.table import Table
 
 from twinforge.console import err_console, out_console, progress
 from twinforge.exceptions import WorkspaceError
-from twinforge.localmodel import CATALOG, assemble, get_spec, is_verified, model_path, running_servers, serve, stop
+from twinforge.localmodel import (
+    CATALOG,
+    assemble,
+    get_spec,
+    is_verified,
+    model_path,
+    running_servers,
+    serve,
+    stop,
+)
 from twinforge.localmodel.server import healthy, state_json
 from twinforge.settings import LocalModelSettings
 from twinforge.workspace import Workspace
@@ -68,7 +77,12 @@ def model_status(json_out: Annotated[bool, typer.Option("--json", help="Print JS
     servers = running_servers()
     if json_out:
         models = [
-            {"name": s.name, "path": str(model_path(s)), "assembled": is_verified(s), "description": s.description}
+            {
+                "name": s.name,
+                "path": str(model_path(s)),
+                "assembled": is_verified(s),
+                "description": s.description,
+            }
             for s in CATALOG.values()
         ]
         out_console.print_json(json.dumps({"models": models, "servers": json.loads(state_json(servers))}))
@@ -83,11 +97,15 @@ def model_status(json_out: Annotated[bool, typer.Option("--json", help="Print JS
         out_console.print("no twinforge model server is running; start one with `twinforge model serve`")
     for info in servers:
         state = "answering" if healthy(info.base_url) else "not answering"
-        out_console.print(f"{info.model} at {info.base_url}, pid {info.pid}, n_ctx {info.n_ctx}, {state}, log {info.log}")
+        out_console.print(
+            f"{info.model} at {info.base_url}, pid {info.pid}, n_ctx {info.n_ctx}, {state}, log {info.log}"
+        )
 
 
 @model_app.command("stop")
-def model_stop(port: Annotated[int | None, typer.Option(help="Only the server on this port.")] = None) -> None:
+def model_stop(
+    port: Annotated[int | None, typer.Option(help="Only the server on this port.")] = None,
+) -> None:
     """Stop twinforge's model servers."""
     stopped = stop(port)
     for info in stopped:

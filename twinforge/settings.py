@@ -153,6 +153,7 @@ class WorkspaceConfig(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Give ``TWINFORGE_*`` environment variables priority over the file's values."""
         # Environment first: it overrides the file's values, which arrive as init kwargs.
         return (env_settings, init_settings)
 

@@ -228,8 +228,7 @@ class Workspace:
     def _result(entry: _Pending) -> str:
         if entry.error is not None:
             raise entry.error
-        assert entry.sha is not None
-        return entry.sha
+        return entry.sha or ""
 
     def commit_strays(self, folder: str = "blueprints") -> str | None:
         """Commit changes under ``folder`` that an interrupted run wrote but did not commit.
@@ -238,7 +237,7 @@ class Workspace:
             The new commit's sha, or ``None`` when there was nothing to recover.
         """
         with self.locked():
-            changed = [d.a_path for d in self.repo.index.diff(None) if d.a_path.startswith(f"{folder}/")]
+            changed = [d.a_path for d in self.repo.index.diff(None) if d.a_path and d.a_path.startswith(f"{folder}/")]
             untracked = [p for p in self.repo.untracked_files if p.startswith(f"{folder}/")]
             if not changed and not untracked:
                 return None

@@ -29,7 +29,9 @@ class AnthropicChat:
         self._role = role
         self._client = anthropic.Anthropic(
             api_key=key,
-            base_url=settings.endpoint(), timeout=settings.timeout_s, max_retries=settings.http_retries
+            base_url=settings.endpoint(),
+            timeout=settings.timeout_s,
+            max_retries=settings.http_retries,
         )
 
     @property

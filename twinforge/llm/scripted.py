@@ -61,7 +61,8 @@ class ScriptedChat:
             return self._pop(messages)
 
     def _pop(self, messages: list[Message]) -> Reply:
-        assert not callable(self._replies)
+        if callable(self._replies):
+            raise TypeError("a responder has no reply list")
         last = messages[-1].content if messages else ""
         for i, entry in enumerate(self._replies):
             if isinstance(entry, dict) and set(entry) == {"match", "reply"}:
@@ -85,5 +86,8 @@ class ScriptedChat:
             self.calls.append((list(messages), schema))
         reply = self._next(messages, schema)
         text = reply if isinstance(reply, str) else json.dumps(reply)
-        return Completion(text=text, prompt_tokens=sum(len(m.content) // 4 for m in messages),
-                          completion_tokens=len(text) // 4)
+        return Completion(
+            text=text,
+            prompt_tokens=sum(len(m.content) // 4 for m in messages),
+            completion_tokens=len(text) // 4,
+        )

@@ -202,9 +202,7 @@ def request_items(
     bad_raw: list[str] = []
     for _ in range(retries + 1):
         needed = count - len(result.items)
-        completion = chat.complete(
-            current, schema=list_schema(list_key, item_schema, needed), schema_name=schema_name
-        )
+        completion = chat.complete(current, schema=list_schema(list_key, item_schema, needed), schema_name=schema_name)
         result.completions.append(completion)
         errors, bad_raw = [], []
         try:

@@ -6,6 +6,7 @@ cache, so ``twinforge model status`` can say what runs where from any shell.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -149,9 +150,21 @@ def serve(
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / f"{port}.log"
     cmd = [
-        sys.executable, "-m", "llama_cpp.server",
-        "--model", str(path), "--model_alias", "local",
-        "--host", host, "--port", str(port), "--n_ctx", str(n_ctx), "--verbose", "False",
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(path),
+        "--model_alias",
+        "local",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--verbose",
+        "False",
     ]
     if threads:
         cmd += ["--n_threads", str(threads)]
@@ -160,8 +173,14 @@ def serve(
             cmd, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
     info = ServerInfo(
-        pid=process.pid, model=spec.name, model_path=str(path), host=host, port=port, n_ctx=n_ctx,
-        started_at=datetime.now(UTC), log=str(log),
+        pid=process.pid,
+        model=spec.name,
+        model_path=str(path),
+        host=host,
+        port=port,
+        n_ctx=n_ctx,
+        started_at=datetime.now(UTC),
+        log=str(log),
     )
     atomic_write_text(folder / f"{port}.json", info.model_dump_json(indent=2))
     deadline = time.monotonic() + wait_s
@@ -182,10 +201,8 @@ def stop(port: int | None = None, timeout_s: float = 20.0) -> list[ServerInfo]:
     for info in running_servers():
         if port is not None and info.port != port:
             continue
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(info.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         deadline = time.monotonic() + timeout_s
         while _alive(info.pid) and time.monotonic() < deadline:
             _reap(info.pid)
@@ -199,10 +216,8 @@ def stop(port: int | None = None, timeout_s: float = 20.0) -> list[ServerInfo]:
 
 
 def _reap(pid: int) -> None:
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def _tail(path: Path, lines: int = 15) -> str:

