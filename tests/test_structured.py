@@ -133,3 +133,9 @@ def test_items_extra_check_applies() -> None:
 def test_list_schema_hoists_defs() -> None:
     schema = list_schema("xs", Reply.model_json_schema(), 3)
     assert "$defs" in schema and "$defs" not in schema["properties"]["xs"]["items"]
+
+
+def test_raw_newlines_inside_strings_are_tolerated() -> None:
+    text = json.dumps(review_dict([4] * 6)).replace("Scored 4", "Scored\n4")
+    result = request_object(ScriptedChat([text]), PROMPT, Reply)
+    assert result.value.realism.rationale == "Scored\n4 because it is so."  # type: ignore[attr-defined]

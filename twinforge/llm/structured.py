@@ -1,5 +1,8 @@
 """Structured output: ask for JSON of a pydantic model's schema, validate, re-ask with the errors.
 
+Replies are parsed with ``json.loads(strict=False)``: raw control characters inside strings, which
+llama.cpp's grammar lets through, are accepted; everything else is validated by pydantic.
+
 Issue 2, LLM layer: invalid output (bad JSON, missing or extra fields, wrong types, scores outside
 1-5, a batch of the wrong size) is re-asked with the validation error fed back, at most
 ``retries`` times (default 2); then the item fails with a clear message and valid items are kept.
@@ -124,7 +127,7 @@ def request_object(
         completion = chat.complete(current, schema=schema, schema_name=schema_name)
         completions.append(completion)
         try:
-            value = model_cls.model_validate(json.loads(completion.text), context=context)
+            value = model_cls.model_validate(json.loads(completion.text, strict=False), context=context)
         except json.JSONDecodeError as exc:
             errors = [f"(document): not valid JSON: {exc}"]
         except ValidationError as exc:
@@ -206,7 +209,7 @@ def request_items(
         result.completions.append(completion)
         errors, bad_raw = [], []
         try:
-            document = json.loads(completion.text)
+            document = json.loads(completion.text, strict=False)
         except json.JSONDecodeError as exc:
             errors.append(f"(document): not valid JSON: {exc}")
             bad_raw.append(completion.text)
