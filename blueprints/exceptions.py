@@ -41,3 +41,22 @@ class InvalidTransition(TwinforgeError):
 
 class TaxonomyError(TwinforgeError):
     """The taxonomy file is invalid, or an id names no cell in it."""
+
+
+class ReviewActionError(TwinforgeError):
+    """A human review action cannot be applied as asked (missing reason, wrong status, bad edit)."""
+
+
+class ConflictError(TwinforgeError):
+    """A blueprint changed on disk since it was loaded; the write was refused (nothing overwritten).
+
+    Attributes:
+        blueprint_id: The blueprint.
+    """
+
+    def __init__(self, blueprint_id: str) -> None:
+        super().__init__(
+            f"{blueprint_id} changed on disk since it was loaded (another reviewer or process); "
+            "your action was not saved and the entry was reloaded"
+        )
+        self.blueprint_id = blueprint_id

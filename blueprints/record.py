@@ -77,6 +77,42 @@ class Flag(BaseModel):
     detail: str
 
 
+class Note(BaseModel):
+    """A reviewer's free-text note.
+
+    Attributes:
+        by: Who wrote it.
+        at: When (UTC).
+        text: The note.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: str
+    at: datetime
+    text: str
+
+
+class FieldEdit(BaseModel):
+    """One in-place edit of a blueprint field; the old value is kept here (never lost).
+
+    Attributes:
+        field: One of the eight blueprint fields.
+        old: Value before the edit.
+        new: Value after the edit.
+        by: Who edited.
+        at: When (UTC).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    field: str
+    old: str
+    new: str
+    by: str
+    at: datetime
+
+
 class BlueprintRecord(BaseModel):
     """The content of ``blueprints/<id>.yaml``."""
 
@@ -90,6 +126,8 @@ class BlueprintRecord(BaseModel):
     review: Review | None = None
     decisions: list[Decision] = Field(default_factory=list)
     flags: list[Flag] = Field(default_factory=list)
+    notes: list[Note] = Field(default_factory=list)
+    edits: list[FieldEdit] = Field(default_factory=list)
 
     def move(self, target: Status, *, action: str, by: str, reason: str | None = None) -> Decision:
         """Change status along the lifecycle and record the decision.

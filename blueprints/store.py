@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from blueprints.exceptions import BlueprintFileError
+from blueprints.exceptions import BlueprintFileError, ConflictError
 from blueprints.record import BlueprintRecord
 from blueprints.status import Status
 from blueprints.taxonomy import Taxonomy, load_taxonomy
@@ -72,10 +73,28 @@ class BlueprintStore:
         Raises:
             BlueprintFileError: Unreadable, not YAML, or invalid; the errors name the fields.
         """
+        return self.read_versioned(path)[0]
+
+    def read_versioned(self, path: Path) -> tuple[BlueprintRecord, str]:
+        """Load one file and the sha256 of its bytes (the version a later write is checked against).
+
+        Raises:
+            BlueprintFileError: Unreadable, not YAML, or invalid; the errors name the fields.
+        """
         try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+            raw = path.read_bytes()
         except OSError as exc:
             raise BlueprintFileError(path, [f"cannot read: {exc}"]) from exc
+        return self.parse(path, raw), hashlib.sha256(raw).hexdigest()
+
+    def parse(self, path: Path, raw: bytes) -> BlueprintRecord:
+        """Validate the bytes of a blueprint file named ``path``.
+
+        Raises:
+            BlueprintFileError: Not YAML, or invalid; the errors name the fields.
+        """
+        try:
+            data = yaml.load(raw.decode("utf-8", errors="replace"), Loader=_Loader)
         except yaml.YAMLError as exc:
             raise BlueprintFileError(path, [f"not valid YAML: {exc}"]) from exc
         try:
@@ -85,6 +104,37 @@ class BlueprintStore:
         if record.id != path.stem:
             raise BlueprintFileError(path, [f"id: {record.id!r} does not match the file name {path.stem!r}"])
         return record
+
+    def version(self, blueprint_id: str) -> str | None:
+        """sha256 of the blueprint file's bytes, or ``None`` when it does not exist."""
+        try:
+            return hashlib.sha256(self.path(blueprint_id).read_bytes()).hexdigest()
+        except FileNotFoundError:
+            return None
+
+    def save_if_unchanged(self, record: BlueprintRecord, expected: str | None, message: str) -> str:
+        """Write and commit ``record`` only if its file is still at version ``expected``.
+
+        The check and the write happen under the workspace lock, so of two reviewers acting on the
+        same loaded version, exactly one succeeds and the other gets :class:`ConflictError`.
+
+        Args:
+            record: The updated record.
+            expected: The version (:meth:`version`) the caller loaded.
+            message: Commit message.
+
+        Returns:
+            The new version of the file.
+
+        Raises:
+            ConflictError: The file changed since ``expected``; nothing was written.
+        """
+        with self.workspace.locked():
+            if self.version(record.id) != expected:
+                raise ConflictError(record.id)
+            rel = self.write(record)
+            self.workspace.commit(message, [rel])
+            return hashlib.sha256((self.workspace.root / rel).read_bytes()).hexdigest()
 
     def load(self, blueprint_id: str) -> BlueprintRecord:
         """Load a blueprint by id.
