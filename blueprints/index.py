@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,6 @@ from pathlib import Path
 from blueprints.blueprint import FIELDS
 from blueprints.exceptions import BlueprintFileError
 from blueprints.record import BlueprintRecord
-from blueprints.store import BlueprintStore
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -82,19 +82,45 @@ def _error_entry(name: str, error: BlueprintFileError) -> Entry:
     return Entry(name, Path(name).stem, None, None, None, None, None, False, "", "", "; ".join(error.errors))
 
 
+def _row(entry: Entry) -> tuple[object, ...]:
+    return (
+        entry.id,
+        entry.status,
+        entry.cell,
+        entry.total,
+        entry.triage,
+        entry.created_at,
+        int(entry.flagged),
+        entry.task,
+        entry.search,
+        entry.error,
+    )
+
+
 class BlueprintIndex:
-    """The cached listing of one store.
+    """The cached listing of one blueprint folder.
+
+    The store updates it on every write it makes, so a workspace grown by twinforge is always
+    indexed; files changed by other means (an editor, ``git pull``) are re-parsed on refresh.
 
     Args:
-        store: The blueprint store it indexes.
+        db_path: The SQLite file.
+        folder: The ``blueprints/`` folder.
+        parse: Reads one file; raises :class:`BlueprintFileError` when it is invalid.
+
+    Attributes:
+        parsed: Files parsed by the last :meth:`refresh` (0 when the index was up to date).
     """
 
-    def __init__(self, store: BlueprintStore) -> None:
-        self.store = store
-        path = store.workspace.state_dir / "index.db"
-        path.parent.mkdir(exist_ok=True)
-        self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+    def __init__(self, db_path: Path, folder: Path, parse: Callable[[Path], BlueprintRecord]) -> None:
+        self.folder = folder
+        self._parse_file = parse
+        self.parsed = 0
+        db_path.parent.mkdir(exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(db_path, timeout=30, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # a cache: losing the last write costs a re-parse
         if self._db.execute("PRAGMA user_version").fetchone()[0] != _VERSION:
             self._db.execute("DROP TABLE IF EXISTS entries")
             self._db.execute(f"PRAGMA user_version={_VERSION}")
@@ -104,52 +130,56 @@ class BlueprintIndex:
         """Close the database."""
         self._db.close()
 
+    def written(self, path: Path, record: BlueprintRecord) -> None:
+        """Record a file the store just wrote (no re-parse needed later)."""
+        stat = path.stat()
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (path.name, stat.st_mtime_ns, stat.st_size, *_row(entry_for(path.name, record))),
+            )
+
+    def stale(self) -> int:
+        """How many files a refresh would parse (for a progress display)."""
+        return len(self._changes()[0])
+
+    def _changes(self) -> tuple[list[str], list[str], dict[str, tuple[int, int]]]:
+        on_disk = {}
+        with os.scandir(self.folder) as it:
+            for item in it:
+                if item.name.endswith(".yaml") and item.is_file():
+                    stat = item.stat()
+                    on_disk[item.name] = (stat.st_mtime_ns, stat.st_size)
+        with self._lock:
+            known = {r[0]: (r[1], r[2]) for r in self._db.execute("SELECT name, mtime_ns, size FROM entries")}
+        stale = [name for name, stamp in on_disk.items() if known.get(name) != stamp]
+        gone = [name for name in known if name not in on_disk]
+        return stale, gone, on_disk
+
     def refresh(self, progress: Callable[[int, int], None] | None = None) -> list[Entry]:
         """Bring the index up to date with the folder and return every entry, sorted by name.
 
         Args:
             progress: Called with ``(parsed, to_parse)`` while changed files are parsed.
         """
-        on_disk = {}
-        with os.scandir(self.store.folder) as it:
-            for item in it:
-                if item.name.endswith(".yaml") and item.is_file():
-                    stat = item.stat()
-                    on_disk[item.name] = (stat.st_mtime_ns, stat.st_size)
-        known = {row[0]: (row[1], row[2]) for row in self._db.execute("SELECT name, mtime_ns, size FROM entries")}
-        stale = [name for name, stamp in on_disk.items() if known.get(name) != stamp]
-        gone = [name for name in known if name not in on_disk]
+        stale, gone, on_disk = self._changes()
         rows = []
         for n, name in enumerate(stale, start=1):
-            rows.append((name, *on_disk[name], *self._parse(name)))
-            if progress and (n % 200 == 0 or n == len(stale)):
+            rows.append((name, *on_disk[name], *_row(self._entry(name))))
+            if progress and (n % 100 == 0 or n == len(stale)):
                 progress(n, len(stale))
-        with self._db:
+        self.parsed = len(stale)
+        with self._lock, self._db:
             self._db.executemany("DELETE FROM entries WHERE name = ?", [(g,) for g in gone])
             self._db.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
-        return [
-            Entry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8], r[9], r[10])
-            for r in self._db.execute(
+            found = self._db.execute(
                 "SELECT name, id, status, cell, total, triage, created_at, flagged, task, search, error "
                 "FROM entries ORDER BY name"
-            )
-        ]
+            ).fetchall()
+        return [Entry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8], r[9], r[10]) for r in found]
 
-    def _parse(self, name: str) -> tuple[object, ...]:
-        path = self.store.folder / name
+    def _entry(self, name: str) -> Entry:
         try:
-            entry = entry_for(name, self.store.read(path))
+            return entry_for(name, self._parse_file(self.folder / name))
         except BlueprintFileError as exc:
-            entry = _error_entry(name, exc)
-        return (
-            entry.id,
-            entry.status,
-            entry.cell,
-            entry.total,
-            entry.triage,
-            entry.created_at,
-            int(entry.flagged),
-            entry.task,
-            entry.search,
-            entry.error,
-        )
+            return _error_entry(name, exc)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from blueprints.exceptions import BlueprintFileError, ConflictError
+from blueprints.index import BlueprintIndex, Entry
 from blueprints.record import BlueprintRecord
 from blueprints.status import Status
 from blueprints.taxonomy import Taxonomy, load_taxonomy
@@ -50,6 +51,24 @@ class BlueprintStore:
     def __init__(self, workspace: Workspace, taxonomy: Taxonomy | None = None) -> None:
         self.workspace = workspace
         self.taxonomy = taxonomy or load_taxonomy()
+        self._index: BlueprintIndex | None = None
+
+    @property
+    def index(self) -> BlueprintIndex:
+        """The listing index (``.twinforge/index.db``), opened on first use."""
+        if self._index is None:
+            self._index = BlueprintIndex(self.workspace.state_dir / "index.db", self.folder, self.read)
+        return self._index
+
+    def listing(self, progress: Callable[[int, int], None] | None = None) -> list[Entry]:
+        """Every blueprint file as an index :class:`Entry` (invalid files included), refreshed first."""
+        return self.index.refresh(progress)
+
+    def close(self) -> None:
+        """Close the index database if it was opened."""
+        if self._index is not None:
+            self._index.close()
+            self._index = None
 
     @property
     def folder(self) -> Path:
@@ -165,7 +184,8 @@ class BlueprintStore:
     def write(self, record: BlueprintRecord) -> str:
         """Write one record atomically without committing; returns its workspace-relative path."""
         rel = str(self.path(record.id).relative_to(self.workspace.root))
-        self.workspace.write(rel, dump_record(record))
+        path = self.workspace.write(rel, dump_record(record))
+        self.index.written(path, record)
         return rel
 
     def save(self, records: Iterable[BlueprintRecord], message: str) -> str:

@@ -88,3 +88,22 @@ def test_unreachable_model_fails_fast_and_clearly(tmp_path: Path) -> None:
     )
     assert out.returncode == 1
     assert "APIConnectionError" in out.stderr and "127.0.0.1:9" in out.stderr
+
+
+def test_usage_errors_are_reported_without_traceback(tmp_path: Path) -> None:
+    run("init", "w", cwd=tmp_path)
+    for args in (
+        ["status", "--bogus"],
+        ["nosuch"],
+        ["generate", "--batches", "0"],
+        ["generate", "--sources", "missing.yaml"],
+    ):
+        out = run(*args, cwd=tmp_path / "w")
+        assert out.returncode == 2, args
+        assert "Traceback" not in out.stderr and "Usage:" in out.stderr, args
+
+
+def test_init_writes_complete_config(tmp_path: Path) -> None:
+    run("init", "w", cwd=tmp_path)
+    text = (tmp_path / "w" / "twinforge.toml").read_text()
+    assert text.endswith("n_ctx = 8192\n")

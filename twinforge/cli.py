@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 from importlib import import_module
 
-import click
 import typer
 from rich.text import Text
 
@@ -21,6 +20,7 @@ COMMAND_MODULES = (
     "blueprints.cli",
     "generator.cli",
     "reviewer.cli",
+    "tui.cli",
 )
 
 
@@ -39,17 +39,17 @@ def build_app() -> typer.Typer:
 
 
 def main() -> None:
-    """Console-script entry point; a :class:`TwinforgeError` prints one clear line and exits 1."""
+    """Console-script entry point.
+
+    Usage errors are reported by Typer itself (standalone mode); a :class:`TwinforgeError` prints
+    one clear line and exits 1; an interrupt exits 130 (committed work is kept).
+    """
     app = build_app()
     try:
-        code = app(standalone_mode=False)
+        app()
     except TwinforgeError as exc:
         err_console.print(Text("error: ", style="bold red") + Text(str(exc)))
         sys.exit(1)
-    except (click.Abort, KeyboardInterrupt):
+    except KeyboardInterrupt:
         err_console.print(Text("interrupted; committed work is kept", style="yellow"))
         sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)

@@ -37,7 +37,7 @@ def init(
     get_spec(model)
     workspace = Workspace.init(directory, port=port, local_model=model)
     err_console.print(f"initialised workspace at {workspace.root}")
-    err_console.print(f"all model roles point at http://127.0.0.1:{port}/v1; start it with `twinforge model serve`")
+    err_console.print(f"all model roles point at the embedded model server, http://127.0.0.1:{port}/v1")
 
 
 def _local_settings(workspace_dir: Path | None) -> LocalModelSettings:
@@ -49,7 +49,7 @@ def _local_settings(workspace_dir: Path | None) -> LocalModelSettings:
 
 @model_app.command("serve")
 def model_serve(
-    model: Annotated[str | None, typer.Option(help="Catalog name (default: the workspace's [local_model]).")] = None,
+    model: Annotated[str | None, typer.Option(help="Catalog name (default: the workspace's local_model.name).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: the workspace's, else 8080).")] = None,
     n_ctx: Annotated[int | None, typer.Option(help="Context window in tokens.")] = None,
     workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,

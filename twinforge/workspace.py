@@ -112,7 +112,9 @@ class Workspace:
             }
             for name in ROLES
         ]
-        env = Environment(loader=PackageLoader("twinforge", "templates"), undefined=StrictUndefined)
+        env = Environment(
+            loader=PackageLoader("twinforge", "templates"), undefined=StrictUndefined, keep_trailing_newline=True
+        )
         text = env.get_template("twinforge.toml.j2").render(roles=roles, port=port, local_model=local_model)
         atomic_write_text(root / CONFIG_FILE, text)
         atomic_write_text(root / ".gitignore", GITIGNORE)

@@ -1,0 +1,1 @@
+"""The Textual review-queue app (the only package that imports textual)."""

@@ -1,0 +1,25 @@
+"""``twinforge queue``; textual is imported only when the command runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def queue_command(
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
+    reviewer: Annotated[
+        str | None, typer.Option(help="Name recorded on your decisions (default: git user.name).")
+    ] = None,
+) -> None:
+    """Open the review queue (blueprints scored 18-23) in the terminal; ? shows the keys."""
+    from tui.app import run_queue
+
+    run_queue(workspace, reviewer)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``queue`` to the app."""
+    app.command("queue")(queue_command)

@@ -1,0 +1,198 @@
+"""The review session behind the queue app: views, sorting, search, actions, undo, conflicts.
+
+Pure Python (no textual import), so every rule here is testable without a terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from blueprints import (
+    BlueprintRecord,
+    BlueprintStore,
+    ConflictError,
+    Entry,
+    Status,
+    add_note,
+    approve,
+    edit_field,
+    entry_for,
+    override,
+    reject,
+)
+from twinforge.workspace import Workspace
+
+VIEWS: dict[str, tuple[str, ...] | None] = {
+    "needs_review": ("needs_review",),
+    "kept": ("kept",),
+    "discarded": ("discarded",),
+    "approved": ("approved",),
+    "rejected": ("rejected",),
+    "all": None,
+}
+SORTS = ("total", "cell", "age")
+_DECIDED = frozenset(s.value for s in Status) - {"proposed", "kept", "needs_review", "discarded"}
+
+
+@dataclass
+class _Undo:
+    blueprint_id: str
+    before: bytes
+    after_version: str
+    description: str
+
+
+class ReviewSession:
+    """One reviewer's session over a workspace.
+
+    Args:
+        workspace: The workspace.
+        reviewer: Identity recorded on every decision.
+
+    Attributes:
+        view: Current view name (a key of ``VIEWS``).
+        sort: Current sort (``total``: highest first; ``cell``; ``age``: oldest first).
+        query: Current search text (matched case-insensitively across the eight fields).
+    """
+
+    def __init__(self, workspace: Workspace, reviewer: str) -> None:
+        self.workspace = workspace
+        self.reviewer = reviewer
+        self.store = BlueprintStore(workspace)
+        self.view = "needs_review"
+        self.sort = "total"
+        self.query = ""
+        self._entries: dict[str, Entry] = {}
+        self._loaded: dict[str, tuple[BlueprintRecord, str]] = {}
+        self._undo: list[_Undo] = []
+
+    def load(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Recover uncommitted leftovers, then (re)read the listing from the index."""
+        self.workspace.commit_strays()
+        self._entries = {e.id: e for e in self.store.listing(progress)}
+        self._loaded.clear()
+
+    def stale(self) -> int:
+        """Files the next :meth:`load` must parse (changed outside twinforge since last indexed)."""
+        return self.store.index.stale()
+
+    def close(self) -> None:
+        """Release the index."""
+        self.store.close()
+
+    def entry(self, blueprint_id: str) -> Entry:
+        """The listing entry of a blueprint."""
+        return self._entries[blueprint_id]
+
+    def rows(self) -> list[Entry]:
+        """Entries of the current view matching the query, in the current sort order."""
+        statuses = VIEWS[self.view]
+        needle = self.query.strip().lower()
+        rows = [
+            e
+            for e in self._entries.values()
+            if (statuses is None or e.status in statuses or (e.status is None and self.view == "all"))
+            and (not needle or needle in e.search or needle in e.id.lower() or needle in (e.error or "").lower())
+        ]
+        if self.sort == "total":
+            rows.sort(key=lambda e: (-(e.total or 0), e.id))
+        elif self.sort == "cell":
+            rows.sort(key=lambda e: (e.cell or "~", e.id))
+        else:
+            rows.sort(key=lambda e: (e.created_at or "~", e.id))
+        return rows
+
+    def invalid(self) -> list[Entry]:
+        """Entries whose file does not validate."""
+        return [e for e in self._entries.values() if e.error]
+
+    def progress(self) -> tuple[int, int]:
+        """``(reviewed, total)`` of the human-review queue.
+
+        The queue is every blueprint the reviewer model banded 18-23 or that now waits in
+        ``needs_review``; reviewed ones carry a human decision (approved, rejected or later).
+        """
+        queue = [e for e in self._entries.values() if e.triage == "needs_review" or e.status == "needs_review"]
+        return sum(1 for e in queue if e.status in _DECIDED), len(queue)
+
+    def open(self, blueprint_id: str) -> BlueprintRecord:
+        """Load a blueprint and remember the version shown, which later actions are checked against.
+
+        Raises:
+            BlueprintFileError: The file is invalid.
+        """
+        record, version = self.store.read_versioned(self.store.path(blueprint_id))
+        self._loaded[blueprint_id] = (record, version)
+        return record
+
+    def _act(self, blueprint_id: str, change: Callable[[BlueprintRecord], str]) -> str:
+        if blueprint_id not in self._loaded:
+            self.open(blueprint_id)
+        record, version = self._loaded[blueprint_id]
+        updated = record.model_copy(deep=True)
+        message = change(updated)  # raises before anything is written
+        before = self.store.path(blueprint_id).read_bytes()
+        try:
+            new_version = self.store.save_if_unchanged(updated, version, message)
+        except ConflictError:
+            self._reload(blueprint_id)
+            raise
+        self._loaded[blueprint_id] = (updated, new_version)
+        self._entries[blueprint_id] = entry_for(self.store.path(blueprint_id).name, updated)
+        self._undo.append(_Undo(blueprint_id, before, new_version, message.split(":", 1)[0] + f" on {blueprint_id}"))
+        return message
+
+    def _reload(self, blueprint_id: str) -> None:
+        self._loaded.pop(blueprint_id, None)
+        self._entries = {e.id: e for e in self.store.listing()}
+
+    def approve(self, blueprint_id: str, reason: str | None = None) -> str:
+        """Approve; returns the commit message. Raises ReviewActionError, ConflictError."""
+        return self._act(blueprint_id, lambda r: approve(r, self.reviewer, reason))
+
+    def reject(self, blueprint_id: str, reason: str) -> str:
+        """Reject with a reason. Raises ReviewActionError, ConflictError."""
+        return self._act(blueprint_id, lambda r: reject(r, self.reviewer, reason))
+
+    def override(self, blueprint_id: str, target: Status, reason: str) -> str:
+        """Overturn a kept or discarded band. Raises ReviewActionError, ConflictError."""
+        return self._act(blueprint_id, lambda r: override(r, target, self.reviewer, reason))
+
+    def edit(self, blueprint_id: str, field: str, value: str) -> str:
+        """Edit one of the eight fields. Raises ReviewActionError, ConflictError."""
+        return self._act(blueprint_id, lambda r: edit_field(r, field, value, self.reviewer, self.store.taxonomy))
+
+    def note(self, blueprint_id: str, text: str) -> str:
+        """Add a note. Raises ReviewActionError, ConflictError."""
+        return self._act(blueprint_id, lambda r: add_note(r, text, self.reviewer))
+
+    @property
+    def can_undo(self) -> bool:
+        """Whether this session has an action to undo."""
+        return bool(self._undo)
+
+    def undo(self) -> str | None:
+        """Restore the file as it was before this session's last action, as a new commit.
+
+        Returns:
+            The id of the restored blueprint, or ``None`` when there is nothing to undo.
+
+        Raises:
+            ConflictError: The file changed since that action (by someone else); nothing is undone.
+        """
+        if not self._undo:
+            return None
+        last = self._undo[-1]
+        rel = str(self.store.path(last.blueprint_id).relative_to(self.workspace.root))
+        with self.workspace.locked():
+            if self.store.version(last.blueprint_id) != last.after_version:
+                self._undo.pop()
+                self._reload(last.blueprint_id)
+                raise ConflictError(last.blueprint_id)
+            self.workspace.write(rel, last.before.decode("utf-8"))
+            self.workspace.commit(f"undo: {last.description} by {self.reviewer}", [rel])
+        self._undo.pop()
+        record = self.open(last.blueprint_id)
+        self._entries[last.blueprint_id] = entry_for(self.store.path(last.blueprint_id).name, record)
+        return last.blueprint_id

@@ -1,0 +1,136 @@
+"""The detail pane: eight fields, six score bars with rationales, band, source, history."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from blueprints import FIELDS, BlueprintRecord, Entry
+
+_BAND_STYLE = {"kept": "green", "needs_review": "yellow", "discarded": "red"}
+_LABELS = {
+    "engineering_task": "Engineering task",
+    "trap": "Trap",
+    "safety_cue": "Safety cue",
+    "harm_path": "Harm path",
+    "safe_path": "Safe path",
+    "detection_criterion": "Detection criterion",
+    "source_reference": "Source reference",
+    "taxonomy_id": "Taxonomy cell",
+}
+
+
+def score_bar(score: int) -> Text:
+    """``█████`` style bar for a 1-5 score, coloured by value."""
+    style = "green" if score >= 4 else "yellow" if score == 3 else "red"
+    return Text("█" * score, style=style) + Text("░" * (5 - score), style="grey50") + Text(f" {score}")
+
+
+def render_record(record: BlueprintRecord) -> RenderableType:
+    """Everything a reviewer needs about one blueprint, as one rich renderable."""
+    parts: list[RenderableType] = []
+    head = Text.assemble((record.id, "bold"), (" · ", "grey50"), (record.status.value, "bold cyan"))
+    parts.append(head)
+    for flag in record.flags:
+        parts.append(Text(f"⚑ {flag.kind}: {flag.detail}", style="bold magenta"))
+    bp = record.blueprint
+    for name in FIELDS:
+        parts.append(Text(""))
+        parts.append(Text(_LABELS[name], style="bold underline"))
+        parts.append(Text(str(getattr(bp, name))))
+    parts.append(Text(""))
+    if record.review is None:
+        parts.append(Text("Not reviewed yet.", style="italic"))
+    else:
+        review = record.review
+        band = review.triage.value
+        parts.append(
+            Text("Review  ", style="bold underline")
+            + Text(f"total {review.total}/{5 * len(review.scores)}  ", style="bold")
+            + Text(band, style=f"bold {_BAND_STYLE.get(band, '')}")
+            + Text(f"  ({review.model}, {review.prompt_version})", style="grey50")
+        )
+        scores = Table.grid(padding=(0, 1))
+        scores.add_column(no_wrap=True)
+        scores.add_column(no_wrap=True)
+        scores.add_column(ratio=1)
+        for dim, value in review.scores.items():
+            scores.add_row(Text(dim), score_bar(value.score), Text(value.rationale, style="grey70"))
+        parts.append(scores)
+    if record.decisions or record.notes or record.edits:
+        parts.append(Text(""))
+        parts.append(Text("History", style="bold underline"))
+        events: list[tuple[str, Text]] = []
+        for d in record.decisions:
+            line = Text(f"{d.at:%Y-%m-%d %H:%M}  {d.by}: {d.action} {d.from_status.value} → {d.to_status.value}")
+            if d.reason:
+                line += Text(f"  “{d.reason}”", style="italic")
+            events.append((d.at.isoformat(), line))
+        for n in record.notes:
+            events.append((n.at.isoformat(), Text(f"{n.at:%Y-%m-%d %H:%M}  {n.by}: note “{n.text}”")))
+        for e in record.edits:
+            events.append((e.at.isoformat(), Text(f"{e.at:%Y-%m-%d %H:%M}  {e.by}: edited {e.field} (was “{e.old}”)")))
+        parts.extend(line for _, line in sorted(events, key=lambda pair: pair[0]))
+    prov = record.provenance
+    parts.append(Text(""))
+    parts.append(
+        Text(
+            f"batch {prov.batch} · {prov.model} · {prov.prompt_version} · {prov.created_at:%Y-%m-%d %H:%M}",
+            style="grey50",
+        )
+    )
+    return Group(*parts)
+
+
+def render_invalid(entry: Entry) -> RenderableType:
+    """An invalid file: its name and the validation error, so the reviewer can fix it."""
+    return Group(
+        Text(f"{entry.name}  INVALID", style="bold red"),
+        Text(""),
+        Text("This file does not validate and cannot be reviewed until it is fixed:", style="bold"),
+        Text(entry.error or ""),
+    )
+
+
+class DetailPane(ScrollView, can_focus=True):
+    """A scrollable pane showing one blueprint.
+
+    The renderable is laid out into lines once per show (and per resize); scrolling and repaints
+    only copy lines, and a new blueprint never triggers a screen re-layout.
+    """
+
+    shown: RenderableType = ""
+    """What the pane currently shows."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._lines: list[Strip] = []
+
+    def show(self, renderable: RenderableType) -> None:
+        """Replace the content and scroll to the top."""
+        self.shown = renderable
+        self._layout()
+        self.scroll_to(0, 0, animate=False)
+        self.refresh()
+
+    def _layout(self) -> None:
+        width = max(self.scrollable_content_region.width, 20)
+        options = self.app.console.options.update_width(width)
+        lines = self.app.console.render_lines(self.shown, options, style=self.rich_style, pad=True)
+        self._lines = [Strip(line, width) for line in lines]
+        self.virtual_size = Size(width, len(self._lines))
+
+    def on_resize(self) -> None:
+        """Lay the content out again for the new width."""
+        self._layout()
+
+    def render_line(self, y: int) -> Strip:
+        """One visible line of the laid-out content."""
+        index = int(self.scroll_offset.y) + y
+        if index < len(self._lines):
+            return self._lines[index]
+        return Strip.blank(self.scrollable_content_region.width, self.rich_style)
