@@ -107,3 +107,9 @@ def test_init_writes_complete_config(tmp_path: Path) -> None:
     run("init", "w", cwd=tmp_path)
     text = (tmp_path / "w" / "twinforge.toml").read_text()
     assert text.endswith("n_ctx = 8192\n")
+
+
+def test_queue_command_is_registered(tmp_path: Path) -> None:
+    out = run("queue", "--help", cwd=tmp_path)
+    assert out.returncode == 0
+    assert "--reviewer" in out.stdout

@@ -304,3 +304,15 @@ def test_decision_survives_kill(ws: Workspace) -> None:
     assert again.entry(target).status == "approved"
     assert not ws.repo.is_dirty(untracked_files=True)
     again.close()
+
+
+async def test_long_reindex_runs_behind_a_progress_bar(ws: Workspace) -> None:
+    app = QueueApp(ws, "kim", background_over=5)  # 13 changed files > 5: load in a thread
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, QueueScreen):
+                break
+        assert isinstance(app.screen, QueueScreen)
+        assert len(listed(app)) == 6
+        assert app.session.stale() == 0  # indexed now; the next start is immediate

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from textual.app import App
 
+from tui.screens.loading import LoadingScreen
 from tui.screens.queue import QueueScreen
 from tui.session import ReviewSession
 from twinforge.workspace import Workspace
@@ -22,15 +23,31 @@ class QueueApp(App[None]):
     TITLE = "twinforge queue"
     CSS_PATH = [Path(__file__).parent / "widgets" / name for name in ("detail.tcss", "queue_list.tcss")]
 
-    def __init__(self, workspace: Workspace, reviewer: str | None = None) -> None:
+    def __init__(self, workspace: Workspace, reviewer: str | None = None, *, background_over: int = 300) -> None:
         super().__init__()
         self.session = ReviewSession(workspace, reviewer or workspace.identity())
         self.sub_title = f"{workspace.root.name} · {self.session.reviewer}"
+        self._background_over = background_over
 
     def on_mount(self) -> None:
-        """Load the listing (a refresh of the index) and show the queue."""
-        self.session.load()
-        self.push_screen(QueueScreen(self.session))
+        """Load the listing and show the queue; a long re-index runs in a thread behind a progress bar.
+
+        The index is normally current (the store updates it on every write); files changed by other
+        means, e.g. a ``git pull`` of a teammate's blueprints, are parsed once here.
+        """
+        stale = self.session.stale()
+        if stale <= self._background_over:
+            self.session.load()
+            self.push_screen(QueueScreen(self.session))
+            return
+        loading = LoadingScreen(stale)
+        self.push_screen(loading)
+
+        def load() -> None:
+            self.session.load(lambda done, _total: self.call_from_thread(loading.advance_to, done))
+            self.call_from_thread(self.push_screen, QueueScreen(self.session))
+
+        self.run_worker(load, thread=True, exit_on_error=True)
 
     def on_unmount(self) -> None:
         """Release the index database."""
