@@ -1,8 +1,8 @@
 """Stage I bench (issue 2).
 
-(a) Against a stub OpenAI-compatible endpoint that answers after a fixed 0.5 s, reviewing a batch of
-    10 blueprints should take at most 1.3x the time of one review call (bounded concurrency).
-    Both are measured in this run, side by side, and their ratio printed.
+(a) Against a stub OpenAI-compatible endpoint (its own process) that answers after a fixed 0.5 s,
+    reviewing a batch of 10 blueprints should take at most 1.3x the time of one review call
+    (bounded concurrency). Both are measured in this run, side by side, and their ratio printed.
 (b) On the local model (llama.cpp, default Qwen2.5-Coder-1.5B), one generation batch: tokens/s and
     seconds per blueprint; then one review: seconds and tokens/s.
 
@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import resource
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +56,32 @@ def seeded_workspace(root: Path) -> Workspace:
     return ws
 
 
-def bench_concurrency(repeats: int = 3) -> float:
-    def answer(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        return 200, openai_reply(json.dumps(review_dict(scores_for(22))))
+def answer(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    return 200, openai_reply(json.dumps(review_dict(scores_for(22))))
 
-    singles, batches = [], []
+
+def serve_stub(urls: Any) -> None:
     with stub_server(answer, delay_s=STUB_DELAY_S) as (url, _):
+        urls.put(url)
+        threading.Event().wait()
+
+
+@contextmanager
+def stub_process() -> Iterator[str]:
+    """The stub endpoint in its own process, like a real model server (it does not share our GIL)."""
+    urls: Any = multiprocessing.Queue()
+    process = multiprocessing.Process(target=serve_stub, args=(urls,), daemon=True)
+    process.start()
+    try:
+        yield urls.get(timeout=30)
+    finally:
+        process.terminate()
+        process.join()
+
+
+def bench_concurrency(repeats: int = 5) -> float:
+    singles, batches = [], []
+    with stub_process() as url:
         settings = ModelSettings(base_url=url, structured_output="json_object", concurrency=10)
         for _ in range(repeats):
             with tempfile.TemporaryDirectory() as tmp:
