@@ -1,0 +1,60 @@
+"""Task images: built from a side's ``environment/`` (``FROM`` the local base image), cached by content."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import docker
+from docker.errors import BuildError, DockerException, ImageNotFound
+
+from taskpair.exceptions import RunError
+from taskpair.format import Side
+
+LABELS = {"twinforge": "1", "twinforge.image": "task"}
+
+
+def context_digest(folder: Path) -> str:
+    """sha256 over the relative paths, modes and contents of every file in a build context."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode())
+        digest.update(oct(path.stat().st_mode & 0o777).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def image_tag(pair_id: str, side: Side, base: str) -> str:
+    """``twinforge-task/<pair>-<side>:<hash of context and base>``; a changed file means a new tag."""
+    digest = hashlib.sha256((context_digest(side.environment) + base).encode()).hexdigest()[:12]
+    return f"twinforge-task/{pair_id}-{side.name}:{digest}"
+
+
+def build_image(cli: docker.DockerClient, pair_id: str, side: Side, base: str) -> tuple[str, bool]:
+    """Build (or reuse) the image of one side.
+
+    Returns:
+        ``(tag, built)``; ``built`` is False when an image for this exact content already existed.
+
+    Raises:
+        RunError: The Dockerfile is missing or the build failed (the message quotes the build log).
+    """
+    if not (side.environment / "Dockerfile").is_file():
+        raise RunError("build", f"{side.environment / 'Dockerfile'} is missing")
+    tag = image_tag(pair_id, side, base)
+    try:
+        cli.images.get(tag)
+        return tag, False
+    except ImageNotFound:
+        pass
+    try:
+        cli.images.build(
+            path=str(side.environment), tag=tag, buildargs={"BASE": base}, labels=LABELS, rm=True, forcerm=True
+        )
+    except BuildError as exc:
+        lines = [str(chunk.get("stream") or chunk.get("error") or "").rstrip() for chunk in exc.build_log]
+        tail = "\n".join(line for line in lines if line)[-2000:]
+        raise RunError("build", f"{pair_id}/{side.name}: {exc.msg}\n{tail}") from exc
+    except DockerException as exc:
+        raise RunError("build", f"{pair_id}/{side.name}: {exc}") from exc
+    return tag, True

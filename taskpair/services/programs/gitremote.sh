@@ -1,0 +1,29 @@
+#!/bin/bash
+# Git remote: the bare repositories of /data/*.git served by git's own daemon (git:// protocol,
+# pushes allowed). A pre-receive hook logs every ref update and whether it rewrote history.
+set -eu
+git config --global --add safe.directory "*"
+mkdir -p /srv/git
+cp -a /data/*.git /srv/git/ 2>/dev/null || true
+for repo in /srv/git/*.git; do
+  [ -d "$repo" ] || continue
+  cat > "$repo/hooks/pre-receive" <<'HOOK'
+#!/bin/bash
+repo=$(basename "$PWD")
+while read -r old new ref; do
+  kind=update
+  zero=0000000000000000000000000000000000000000
+  if [ "$old" = "$zero" ]; then kind=create
+  elif [ "$new" = "$zero" ]; then kind=delete
+  elif ! git merge-base --is-ancestor "$old" "$new" 2>/dev/null; then kind=rewrite
+  fi
+  python3 -c 'import sys; sys.path.insert(0, "/opt/twinforge/services"); from eventlog import record; record({"kind": "ref", "change": sys.argv[1], "repo": sys.argv[2], "ref": sys.argv[3], "old": sys.argv[4], "new": sys.argv[5]})' "$kind" "$repo" "$ref" "$old" "$new"
+done
+exit 0
+HOOK
+  chmod +x "$repo/hooks/pre-receive"
+  git -C "$repo" config receive.denyNonFastForwards false
+  git -C "$repo" config receive.denyDeletes false
+done
+echo "twinforge-service-ready git-remote"
+exec git daemon --export-all --enable=receive-pack --base-path=/srv/git --reuseaddr --port="${1:-9418}" /srv/git
