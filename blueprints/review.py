@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, StringConstraints, create_model, field_validator, model_validator
 
 from blueprints.dimensions import Dimensions
 from blueprints.status import Status
@@ -21,6 +21,14 @@ class DimensionScore(BaseModel):
 
     score: Score
     rationale: Annotated[str, StringConstraints(strip_whitespace=True, min_length=3)]
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _integer_only(cls, value: object) -> object:
+        # JSON true would pass as 1 in lax mode; a score must be a JSON integer.
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"score must be an integer 1-5, got {value!r}")
+        return value
 
 
 def triage(total: int, thresholds: TriageSettings) -> Status:

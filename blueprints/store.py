@@ -113,7 +113,9 @@ class BlueprintStore:
             BlueprintFileError: Not YAML, or invalid; the errors name the fields.
         """
         try:
-            data = yaml.load(raw.decode("utf-8", errors="replace"), Loader=_Loader)
+            data = yaml.load(raw.decode("utf-8"), Loader=_Loader)
+        except UnicodeDecodeError as exc:
+            raise BlueprintFileError(path, [f"not UTF-8 text: {exc}"]) from exc
         except yaml.YAMLError as exc:
             raise BlueprintFileError(path, [f"not valid YAML: {exc}"]) from exc
         try:
@@ -154,6 +156,35 @@ class BlueprintStore:
             rel = self.write(record)
             self.workspace.commit(message, [rel])
             return hashlib.sha256((self.workspace.root / rel).read_bytes()).hexdigest()
+
+    def recover(self) -> tuple[str | None, list[BlueprintFileError]]:
+        """Commit valid blueprint files an interrupted run wrote but did not commit.
+
+        Leftover temporary files of interrupted atomic writes are removed; files that do not
+        validate are not committed but returned, so the caller can report them.
+
+        Returns:
+            The recovery commit's sha (``None`` when nothing was recovered) and the invalid files.
+        """
+        for leftover in self.folder.glob(".*.tmp"):
+            leftover.unlink(missing_ok=True)
+        valid, invalid = [], []
+        for rel in self.workspace.uncommitted("blueprints"):
+            path = self.workspace.root / rel
+            if path.suffix != ".yaml" or path.name.startswith("."):
+                continue
+            try:
+                self.read(path)
+            except BlueprintFileError as exc:
+                invalid.append(exc)
+                continue
+            valid.append(rel)
+        if not valid:
+            return None, invalid
+        sha = self.workspace.commit(
+            f"recover: {len(valid)} blueprint change(s) left uncommitted by an interrupted run", valid
+        )
+        return sha, invalid
 
     def load(self, blueprint_id: str) -> BlueprintRecord:
         """Load a blueprint by id.

@@ -14,7 +14,7 @@ from blueprints.exceptions import TaxonomyError
 from twinforge.llm import describe_validation_error
 from twinforge.paths import guidelines_dir
 
-CELL_PATTERN = re.compile(r"^(S\d+)-(R\d+)$")
+CELL_PATTERN = re.compile(r"(S\d+)-(R\d+)")  # used with fullmatch: no trailing newline slips through
 
 
 class Category(BaseModel):
@@ -47,7 +47,7 @@ class Taxonomy(BaseModel):
         Raises:
             TaxonomyError: The id is malformed or names an unknown source or risk.
         """
-        match = CELL_PATTERN.match(cell)
+        match = CELL_PATTERN.fullmatch(cell)
         if not match:
             raise TaxonomyError(f"taxonomy id {cell!r} is not of the form S<n>-R<n> (e.g. S2-R3)")
         sources = {s.id: s for s in self.sources}

@@ -44,10 +44,12 @@ class BatchReport:
         notes: Other remarks (extra items dropped, ...).
         commit: The commit that stored the batch, if any.
         failures_file: Where the raw failed output was saved, if anything failed.
+        replies: Every raw model reply of the batch (saved with failures).
     """
 
     batch_id: str
     cell: str
+    replies: list[str] = field(default_factory=list)
     stored: list[str] = field(default_factory=list)
     flagged: list[str] = field(default_factory=list)
     failures: list[ItemFailure] = field(default_factory=list)
@@ -126,8 +128,8 @@ def propose_batch(
     def check(bp: Blueprint) -> None:
         if bp.taxonomy_id != cell:
             raise ValueError(f"taxonomy_id must be {cell!r}, got {bp.taxonomy_id!r}")
-        if not any(ref in bp.source_reference for ref in refs):
-            raise ValueError(f"source_reference must cite one of the given refs, got {bp.source_reference!r}")
+        if bp.source_reference not in refs:
+            raise ValueError(f"source_reference must be exactly one of the given refs, got {bp.source_reference!r}")
         twin = closest(bp, accepted, threshold)
         if twin is not None:
             # A copy inside one reply is re-asked, not stored: small models repeat themselves.
@@ -150,6 +152,7 @@ def propose_batch(
         check=check,
     )
     report = BatchReport(
+        replies=result.replies,
         batch_id=f"b-{secrets.token_hex(4)}",
         cell=cell,
         failures=result.failures,
@@ -199,6 +202,8 @@ def failures_json(report: BatchReport) -> str:
             "batch": report.batch_id,
             "cell": report.cell,
             "failures": [{"slot": f.slot, "errors": f.errors, "raw": f.raw} for f in report.failures],
+            "replies": report.replies,
+            "notes": report.notes,
         },
         indent=2,
     )

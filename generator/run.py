@@ -71,7 +71,7 @@ def generate(
         ModelCallError: The model endpoint failed after retries (earlier batches stay committed).
     """
     store = BlueprintStore(workspace)
-    workspace.commit_strays()
+    store.recover()
     if cell is not None:
         store.taxonomy.split(cell)
     settings = workspace.config.models.generator

@@ -55,7 +55,7 @@ def load_sources(path: Path) -> list[Incident]:
     """
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise SourcesError(f"{path}: {exc}") from exc
     if not isinstance(data, list) or not data:
         raise SourcesError(f"{path}: expected a non-empty YAML list of incidents")

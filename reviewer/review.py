@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from blueprints import (
     triage,
     utcnow,
 )
-from twinforge.exceptions import ModelCallError, StructuredOutputError
+from twinforge.exceptions import ConfigError, ModelCallError, StructuredOutputError
 from twinforge.llm import ChatModel, make_chat_model, request_object
 from twinforge.prompts import Prompt
 from twinforge.settings import TriageSettings
@@ -149,7 +150,8 @@ def review_pending(
     Args:
         workspace: The workspace.
         chat: Reviewer model (default: built from ``[models.reviewer]``).
-        ids: Only these blueprints (each must be ``proposed``).
+        ids: Only these blueprints; duplicates are ignored and those not ``proposed`` are reported
+            as skipped without a model call.
         concurrency: Reviews in flight (default ``[models.reviewer] concurrency``).
         on_done: Called after each blueprint, in completion order.
 
@@ -158,15 +160,34 @@ def review_pending(
 
     Raises:
         BlueprintFileError: An id in ``ids`` has no valid file.
+        ConfigError: ``[triage] keep`` exceeds the maximum total of the dimensions.
     """
     store = BlueprintStore(workspace)
-    workspace.commit_strays()
+    store.recover()
     settings = workspace.config.models.reviewer
     chat = chat or make_chat_model(settings, role="reviewer")
     dimensions = load_dimensions()
     thresholds = workspace.config.triage
-    pending = store.records(Status.PROPOSED) if ids is None else [store.load(i) for i in ids]
+    if dimensions.max_total < thresholds.keep:
+        raise ConfigError(
+            f"keep = {thresholds.keep} exceeds the maximum total {dimensions.max_total}: nothing could be kept",
+            field="triage.keep",
+        )
     report = ReviewReport()
+    if ids is None:
+        pending = store.records(Status.PROPOSED)
+    else:
+        pending = []
+        for blueprint_id in dict.fromkeys(ids):
+            record = store.load(blueprint_id)
+            if record.status is Status.PROPOSED:
+                pending.append(record)
+            else:
+                report.outcomes.append(
+                    ReviewOutcome(
+                        record.id, record.status, note=f"not reviewed: it is {record.status.value}, not proposed"
+                    )
+                )
     prompt, reply = Prompt("review"), reply_model(dimensions)
 
     def work(record: BlueprintRecord) -> ReviewOutcome:
@@ -182,10 +203,11 @@ def review_pending(
                 reply=reply,
             )
         except (StructuredOutputError, ModelCallError) as exc:
-            raw = exc.raw if isinstance(exc, StructuredOutputError) else ""
+            replies = exc.raws if isinstance(exc, StructuredOutputError) else []
+            stamp = utcnow().strftime("%Y%m%dT%H%M%S")
             workspace.write(
-                f".twinforge/failures/review-{record.id}.json",
-                json.dumps({"blueprint": record.id, "error": str(exc), "raw": raw}, indent=2),
+                f".twinforge/failures/review-{record.id}-{stamp}-{secrets.token_hex(2)}.json",
+                json.dumps({"blueprint": record.id, "error": str(exc), "replies": replies}, indent=2),
             )
             return ReviewOutcome(record.id, record.status, error=str(exc))
         with workspace.locked():
@@ -193,6 +215,11 @@ def review_pending(
             if current.status is not Status.PROPOSED:
                 return ReviewOutcome(
                     record.id, current.status, note="changed by someone else meanwhile; not overwritten"
+                )
+            if current.blueprint != record.blueprint:
+                # The score belongs to text that is no longer there; the next run scores the new text.
+                return ReviewOutcome(
+                    record.id, current.status, note="edited while being reviewed; left proposed for the next run"
                 )
             note = apply_review(current, review)
             rel = store.write(current)

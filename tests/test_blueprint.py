@@ -130,3 +130,32 @@ def test_move_records_decision() -> None:
         Status.NEEDS_REVIEW,
         "reviewer:m",
     )
+
+
+def test_trailing_newline_in_cell_refused() -> None:
+    with pytest.raises(ValidationError, match="taxonomy_id"):
+        Blueprint.model_validate(blueprint_dict(cell="S1-R1\n"))
+
+
+def test_recover_commits_valid_leftovers_only(workspace: Workspace) -> None:
+    store = BlueprintStore(workspace)
+    rec = record()
+    store.write(rec)  # written by a run that died before committing
+    (store.folder / "S1-R1-00000bad.yaml").write_text("id: [broken\n")
+    (store.folder / f".{rec.id}.yaml.abc123.tmp").write_text("half a fi")
+    sha, invalid = store.recover()
+    assert sha is not None
+    assert list(workspace.repo.commit(sha).stats.files) == [f"blueprints/{rec.id}.yaml"]
+    assert [e.path.name for e in invalid] == ["S1-R1-00000bad.yaml"]
+    assert not list(store.folder.glob(".*.tmp"))
+    assert store.recover()[0] is None
+
+
+def test_non_utf8_blueprint_is_invalid(workspace: Workspace) -> None:
+    store = BlueprintStore(workspace)
+    rec = record()
+    store.save([rec], "add")
+    path = store.path(rec.id)
+    path.write_bytes(path.read_bytes().replace(b"Fix", b"F\xffx", 1))
+    with pytest.raises(BlueprintFileError, match="not UTF-8"):
+        store.load(rec.id)

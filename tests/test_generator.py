@@ -92,7 +92,7 @@ def test_ungiven_ref_is_refused_and_reasked(workspace: Workspace) -> None:
     chat = ScriptedChat([{"blueprints": [*good, invented]}, {"blueprints": [blueprint_dict(cell="S2-R3")]}])
     report = generate(workspace, cell="S2-R3", chat=chat)
     assert len(report.batches[0].stored) == 10
-    assert "must cite one of the given refs" in chat.calls[1][0][-1].content
+    assert "must be exactly one of the given refs" in chat.calls[1][0][-1].content
 
 
 def test_failed_slots_reported_and_raw_kept(workspace: Workspace) -> None:

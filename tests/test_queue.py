@@ -316,3 +316,52 @@ async def test_long_reindex_runs_behind_a_progress_bar(ws: Workspace) -> None:
         assert isinstance(app.screen, QueueScreen)
         assert len(listed(app)) == 6
         assert app.session.stale() == 0  # indexed now; the next start is immediate
+
+
+async def test_invalid_transitions_and_vanished_files_do_not_crash(ws: Workspace) -> None:
+    async with QueueApp(ws, "lee").run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        target = screen(pilot.app).current
+        assert target is not None
+        await pilot.press("r", *"no", "enter")
+        await pilot.pause()
+        await pilot.press("5")  # rejected view
+        await pilot.pause()
+        assert screen(pilot.app).current == target
+        await pilot.press("r", *"again", "enter")  # rejected -> rejected is not a transition
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ReasonDialog)
+        assert "cannot go from rejected to rejected" in str(pilot.app.screen.query_one(".error", Static).render())
+        await pilot.press("escape", "1")
+        await pilot.pause()
+        victim = screen(pilot.app).current
+        assert victim is not None
+        (ws.blueprints_dir / f"{victim}.yaml").unlink()
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, QueueScreen)
+        assert victim not in [e.id for e in listed(pilot.app)]  # reloaded: the file is gone
+        other = screen(pilot.app).current
+        assert other is not None
+        (ws.blueprints_dir / f"{other}.yaml").write_text("id: [broken\n")
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, QueueScreen)
+
+
+async def test_conflict_shows_the_other_reviewers_text_before_any_new_action(ws: Workspace) -> None:
+    async with QueueApp(ws, "alice").run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        target = screen(pilot.app).current
+        assert target is not None
+        other = ReviewSession(Workspace.open(ws.root), "bob")
+        other.load()
+        other.edit(target, "harm_path", "Bob rewrote the harm path completely")
+        other.close()
+        await pilot.press("a")  # refused: alice never saw bob's text
+        await pilot.pause()
+        assert data(ws, target)["status"] == "needs_review"
+        assert "Bob rewrote the harm path completely" in plain(screen(pilot.app).query_one(DetailPane).shown)
+        await pilot.press("a")  # now she has seen it
+        await pilot.pause()
+        assert data(ws, target)["status"] == "approved"

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
+
+import pytest
 
 from blueprints import BlueprintStore, Status
 from generator import generate
 from reviewer import review_pending
 from tests.conftest import blueprint_dict, review_dict, scores_for
 from tests.test_generator import answering
+from twinforge.exceptions import ConfigError
 from twinforge.llm import Message, ScriptedChat
 from twinforge.workspace import Workspace
 
@@ -98,8 +102,9 @@ def test_failed_review_stays_proposed_and_is_retried_next_run(workspace: Workspa
     (failed,) = report.failed
     assert failed.blueprint_id == ids[0] and "not valid JSON" in (failed.error or "")
     assert BlueprintStore(workspace).load(ids[0]).status is Status.PROPOSED
-    saved = (workspace.root / f".twinforge/failures/review-{ids[0]}.json").read_text()
-    assert "I think this blueprint is great!" in saved
+    (saved,) = (workspace.root / ".twinforge/failures").glob(f"review-{ids[0]}-*.json")
+    replies = json.loads(saved.read_text())["replies"]
+    assert replies == ["I think this blueprint is great!"] * 3  # every attempt kept
     retry = review_pending(workspace, chat=by_task({}))
     assert [o.blueprint_id for o in retry.outcomes] == [ids[0]]
     assert BlueprintStore(workspace).load(ids[0]).status is Status.KEPT
@@ -152,5 +157,38 @@ def test_interrupted_run_leftovers_are_committed_next_time(workspace: Workspace)
     review_pending(workspace, chat=by_task({}))
     assert not workspace.repo.is_dirty(untracked_files=True)
     messages = [str(c.message) for c in workspace.repo.iter_commits()]
-    assert any(m.startswith("recover: 1 change(s) in blueprints/") for m in messages)
+    assert any(m.startswith("recover: 1 blueprint change(s) left uncommitted") for m in messages)
     assert store.load(ids[0]).decisions[-1].by == "reviewer:x"  # not re-reviewed
+
+
+def test_blueprint_edited_during_review_is_not_scored_on_old_text(workspace: Workspace) -> None:
+    ids = seeded(workspace)
+    store = BlueprintStore(workspace)
+
+    def respond(messages: list[Message], schema: dict[str, Any] | None) -> Any:
+        record = store.load(ids[0])  # someone edits the blueprint while the model is thinking
+        data = record.model_dump()
+        data["blueprint"]["harm_path"] = "A completely different harm path written meanwhile"
+        store.save([type(record).model_validate(data)], "hand edit")
+        return review_dict(scores_for(25))
+
+    report = review_pending(workspace, chat=ScriptedChat(respond), ids=[ids[0]])
+    assert "edited while being reviewed" in (report.outcomes[0].note or "")
+    assert store.load(ids[0]).status is Status.PROPOSED and store.load(ids[0]).review is None
+
+
+def test_ids_deduplicated_and_non_proposed_skipped_without_model_call(workspace: Workspace) -> None:
+    ids = seeded(workspace)
+    review_pending(workspace, chat=by_task({}), ids=[ids[0]])
+    chat = by_task({})
+    report = review_pending(workspace, chat=chat, ids=[ids[0], ids[1], ids[1]])
+    assert len(chat.calls) == 1
+    notes = {o.blueprint_id: o.note for o in report.outcomes}
+    assert "not proposed" in (notes[ids[0]] or "")
+
+
+def test_unreachable_keep_threshold_refused(workspace: Workspace) -> None:
+    seeded(workspace)
+    workspace.config.triage.keep = 31
+    with pytest.raises(ConfigError, match="exceeds the maximum total 30"):
+        review_pending(workspace, chat=by_task({}))

@@ -81,3 +81,24 @@ def test_scripted_needs_script_and_resolves_relative(tmp_path: Path) -> None:
         load_config(write(tmp_path, '[models.generator]\nprovider = "scripted"\n'))
     config = load_config(write(tmp_path, '[models.generator]\nprovider = "scripted"\nscript = "s.yaml"\n'))
     assert config.models.generator.script == tmp_path / "s.yaml"
+
+
+def test_bad_environment_value_names_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, "[triage]\nkeep = 24\n")
+    monkeypatch.setenv("TWINFORGE_MODELS__REVIEWER__CONCURRENCY", "abc")
+    with pytest.raises(ConfigError, match="TWINFORGE_MODELS__REVIEWER__CONCURRENCY") as info:
+        load_config(path)
+    assert info.value.path is None
+
+
+def test_unparsable_environment_json_is_a_config_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TWINFORGE_MODELS", "notjson")
+    with pytest.raises(ConfigError, match="environment variable"):
+        load_config(write(tmp_path, ""))
+
+
+def test_non_utf8_config(tmp_path: Path) -> None:
+    path = tmp_path / "twinforge.toml"
+    path.write_bytes(b"[triage]\nkeep = 24 # \xff\xfe\n")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_config(path)

@@ -6,7 +6,7 @@ import pytest
 
 from blueprints import Blueprint, load_dimensions, reply_model
 from tests.conftest import blueprint_dict, review_dict
-from twinforge.exceptions import StructuredOutputError
+from twinforge.exceptions import ModelCallError, StructuredOutputError
 from twinforge.llm import Message, ScriptedChat, list_schema, request_items, request_object
 
 PROMPT = [Message(role="user", content="give me things")]
@@ -139,3 +139,31 @@ def test_raw_newlines_inside_strings_are_tolerated() -> None:
     text = json.dumps(review_dict([4] * 6)).replace("Scored 4", "Scored\n4")
     result = request_object(ScriptedChat([text]), PROMPT, Reply)
     assert result.value.realism.rationale == "Scored\n4 because it is so."  # type: ignore[attr-defined]
+
+
+def test_boolean_score_refused() -> None:
+    data = review_dict([4] * 6)
+    data["realism"]["score"] = True
+    with pytest.raises(Exception, match="score must be an integer"):
+        Reply.model_validate(data)
+
+
+def test_failed_reask_keeps_valid_items_and_all_replies() -> None:
+    def respond(messages: list[Message], schema: object) -> object:
+        if len(messages) > 1:
+            raise ModelCallError("server went away")
+        return batch([blueprint_dict() for _ in range(9)])
+
+    result = request_items(ScriptedChat(respond), PROMPT, Blueprint, count=10, list_key="blueprints")
+    assert len(result.items) == 9
+    (failure,) = result.failures
+    assert "re-ask" in " ".join(failure.errors) and "server went away" in " ".join(failure.errors)
+    assert len(result.replies) == 1
+
+
+def test_failed_first_call_raises() -> None:
+    def respond(messages: list[Message], schema: object) -> object:
+        raise ModelCallError("down")
+
+    with pytest.raises(ModelCallError):
+        request_items(ScriptedChat(respond), PROMPT, Blueprint, count=10, list_key="blueprints")

@@ -105,3 +105,22 @@ def test_group_commit_alone_keeps_its_message(workspace: Workspace) -> None:
     workspace.write("blueprints/solo.yaml", "a: 1\n")
     sha = workspace.commit_grouped("solo change\n\ndetails", ["blueprints/solo.yaml"], title="test")
     assert workspace.repo.commit(sha).message == "solo change\n\ndetails"
+
+
+def test_init_refuses_a_file_and_a_bad_port_without_writing(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(WorkspaceError, match="not a folder"):
+        Workspace.init(tmp_path / "afile")
+    with pytest.raises(WorkspaceError, match="not a TCP port"):
+        Workspace.init(tmp_path / "w", port=99999)
+    assert not (tmp_path / "w").exists()
+    Workspace.init(tmp_path / "w", port=8081)  # a corrected retry works
+
+
+def test_commit_takes_only_its_paths(workspace: Workspace) -> None:
+    (workspace.root / "twinforge.toml").write_text((workspace.root / "twinforge.toml").read_text() + "# hand edit\n")
+    workspace.repo.index.add(["twinforge.toml"])  # the user staged this by hand
+    workspace.write("blueprints/mine.yaml", "a: 1\n")
+    sha = workspace.commit("pipeline change", ["blueprints/mine.yaml"])
+    assert list(workspace.repo.commit(sha).stats.files) == ["blueprints/mine.yaml"]
+    assert "twinforge.toml" in workspace.repo.git.diff("--cached", "--name-only")  # still staged, untouched

@@ -69,7 +69,7 @@ class ReviewSession:
 
     def load(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Recover uncommitted leftovers, then (re)read the listing from the index."""
-        self.workspace.commit_strays()
+        self.store.recover()
         self._entries = {e.id: e for e in self.store.listing(progress)}
         self._loaded.clear()
 
@@ -132,12 +132,12 @@ class ReviewSession:
         record, version = self._loaded[blueprint_id]
         updated = record.model_copy(deep=True)
         message = change(updated)  # raises before anything is written
-        before = self.store.path(blueprint_id).read_bytes()
         try:
+            before = self.store.path(blueprint_id).read_bytes()
             new_version = self.store.save_if_unchanged(updated, version, message)
-        except ConflictError:
+        except (ConflictError, FileNotFoundError) as exc:
             self._reload(blueprint_id)
-            raise
+            raise ConflictError(blueprint_id) from exc
         self._loaded[blueprint_id] = (updated, new_version)
         self._entries[blueprint_id] = entry_for(self.store.path(blueprint_id).name, updated)
         self._undo.append(_Undo(blueprint_id, before, new_version, message.split(":", 1)[0] + f" on {blueprint_id}"))

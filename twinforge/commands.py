@@ -30,7 +30,9 @@ model_app = typer.Typer(help="The embedded local model (llama.cpp server on 127.
 
 def init(
     directory: Annotated[Path, typer.Argument(help="Folder for the new workspace (created if missing).")],
-    port: Annotated[int, typer.Option(help="Port of the embedded model server every role points at.")] = 8080,
+    port: Annotated[
+        int, typer.Option(min=1, max=65535, help="Port of the embedded model server every role points at.")
+    ] = 8080,
     model: Annotated[str, typer.Option(help=f"Local model: {', '.join(CATALOG)}.")] = "qwen2.5-coder-1.5b",
 ) -> None:
     """Create a workspace: a git repository with twinforge.toml, blueprints/, tasks/, benchmark.yaml."""

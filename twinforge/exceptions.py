@@ -45,15 +45,19 @@ class StructuredOutputError(TwinforgeError):
 
     Attributes:
         errors: One line per validation problem of the last attempt.
-        raw: The last raw model output, kept so no data is lost.
-        attempts: How many calls were made.
+        raw: The last raw model output.
+        attempts: How many calls returned.
+        raws: Every raw output, in order, kept so no data is lost.
     """
 
-    def __init__(self, message: str, *, errors: list[str], raw: str, attempts: int) -> None:
+    def __init__(
+        self, message: str, *, errors: list[str], raw: str, attempts: int, raws: list[str] | None = None
+    ) -> None:
         super().__init__(message + ("\n  " + "\n  ".join(errors) if errors else ""))
         self.errors = errors
         self.raw = raw
         self.attempts = attempts
+        self.raws = raws if raws is not None else [raw]
 
 
 class LocalModelError(TwinforgeError):

@@ -6,12 +6,13 @@ The TOML sections map 1:1 onto these classes. Environment variables override the
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from twinforge.exceptions import ConfigError
 
@@ -158,6 +159,33 @@ class WorkspaceConfig(BaseSettings):
         return (env_settings, init_settings)
 
 
+def _env_name(loc: tuple[Any, ...]) -> str:
+    return "TWINFORGE_" + "__".join(str(p).upper() for p in loc)
+
+
+def validate_config(data: dict[str, Any], path: Path) -> WorkspaceConfig:
+    """Validate parsed TOML plus ``TWINFORGE_*`` overrides.
+
+    Raises:
+        ConfigError: Names the dotted field, and the environment variable when the bad value came
+            from one, else the file.
+    """
+    try:
+        return WorkspaceConfig(**data)
+    except SettingsError as exc:
+        raise ConfigError(f"a TWINFORGE_* environment variable could not be parsed: {exc}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        problems = []
+        for err in exc.errors():
+            name = _env_name(err["loc"])
+            source = f" (from environment variable {name})" if name in os.environ else ""
+            problems.append(f"{'.'.join(map(str, err['loc']))}: {err['msg']}{source}")
+        from_env = _env_name(first["loc"]) in os.environ
+        raise ConfigError("; ".join(problems), path=None if from_env else path, field=field) from exc
+
+
 def load_config(path: Path) -> WorkspaceConfig:
     """Read and validate a ``twinforge.toml``.
 
@@ -176,15 +204,11 @@ def load_config(path: Path) -> WorkspaceConfig:
         data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError("file not found", path=path) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text: {exc}", path=path) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", path=path) from exc
-    try:
-        config = WorkspaceConfig(**data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(problems, path=path, field=field) from exc
+    config = validate_config(data, path)
     base = path.parent
     for role in ROLES:
         settings: ModelSettings = getattr(config.models, role)

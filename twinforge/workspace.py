@@ -10,16 +10,19 @@ import fcntl
 import getpass
 import os
 import threading
+import tomllib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import git
+from git.index import IndexFile
+from git.objects import Commit
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from twinforge.atomic import atomic_write_text
 from twinforge.exceptions import WorkspaceError
-from twinforge.settings import CONFIG_FILE, LOCAL_BASE_URL, ROLES, WorkspaceConfig, load_config
+from twinforge.settings import CONFIG_FILE, LOCAL_BASE_URL, ROLES, WorkspaceConfig, load_config, validate_config
 
 GITIGNORE = ".twinforge/\nruns/\n"
 BENCHMARK_STUB = "# The admitted set: pair ids, versions and calibration evidence.\nschema_version: 1\npairs: []\n"
@@ -94,10 +97,12 @@ class Workspace:
             WorkspaceError: ``root`` already holds a workspace.
         """
         root = root.resolve()
+        if root.exists() and not root.is_dir():
+            raise WorkspaceError(f"{root} exists and is not a folder")
         if (root / CONFIG_FILE).exists():
             raise WorkspaceError(f"{root} already holds a workspace ({CONFIG_FILE} exists)")
-        root.mkdir(parents=True, exist_ok=True)
-        repo = git.Repo(root) if (root / ".git").exists() else git.Repo.init(root, initial_branch="main")
+        if not 1 <= port <= 65535:
+            raise WorkspaceError(f"port {port} is not a TCP port (1-65535)")
         base_url = LOCAL_BASE_URL.replace("8080", str(port))
         roles = [
             {
@@ -116,6 +121,9 @@ class Workspace:
             loader=PackageLoader("twinforge", "templates"), undefined=StrictUndefined, keep_trailing_newline=True
         )
         text = env.get_template("twinforge.toml.j2").render(roles=roles, port=port, local_model=local_model)
+        validate_config(tomllib.loads(text), root / CONFIG_FILE)  # nothing is written for a bad config
+        root.mkdir(parents=True, exist_ok=True)
+        repo = git.Repo(root) if (root / ".git").exists() else git.Repo.init(root, initial_branch="main")
         atomic_write_text(root / CONFIG_FILE, text)
         atomic_write_text(root / ".gitignore", GITIGNORE)
         atomic_write_text(root / "benchmark.yaml", BENCHMARK_STUB)
@@ -232,25 +240,24 @@ class Workspace:
             raise entry.error
         return entry.sha or ""
 
-    def commit_strays(self, folder: str = "blueprints") -> str | None:
-        """Commit changes under ``folder`` that an interrupted run wrote but did not commit.
+    def uncommitted(self, folder: str) -> list[str]:
+        """Existing files under ``folder`` that differ from HEAD (modified, staged or untracked).
 
-        Returns:
-            The new commit's sha, or ``None`` when there was nothing to recover.
+        Deleted files are not listed: twinforge never deletes, so a deletion is a person's to commit.
         """
         with self.locked():
-            changed = [d.a_path for d in self.repo.index.diff(None) if d.a_path and d.a_path.startswith(f"{folder}/")]
-            untracked = [p for p in self.repo.untracked_files if p.startswith(f"{folder}/")]
-            if not changed and not untracked:
-                return None
-            return self.commit(
-                f"recover: {len(changed) + len(untracked)} change(s) in {folder}/ left uncommitted by an "
-                "interrupted run",
-                changed + untracked,
-            )
+            head = self.repo.head.commit if self.repo.head.is_valid() else None
+            changed = {d.a_path or d.b_path for d in head.diff(None)} if head is not None else set()
+            changed |= {d.a_path or d.b_path for d in self.repo.index.diff(head)} if head is not None else set()
+            changed |= set(self.repo.untracked_files)
+        return sorted(p for p in changed if p and p.startswith(f"{folder}/") and (self.root / p).is_file())
 
     def commit(self, message: str, paths: Iterable[str]) -> str:
-        """Stage ``paths`` (relative; deleted files are removed from the index) and commit.
+        """Commit exactly ``paths`` (relative; deleted ones are removed), whatever else is staged.
+
+        The commit is built from HEAD's tree plus these paths in a temporary index, so changes a
+        user staged by hand never ride along in a pipeline commit; afterwards the real index is
+        updated for these paths only.
 
         Returns:
             The new commit's hexsha, or the current HEAD's when nothing changed.
@@ -260,17 +267,29 @@ class Workspace:
         """
         rels = sorted(set(paths))
         with self.locked():
-            index = self.repo.index
             present = [p for p in rels if (self.root / p).exists()]
             gone = [p for p in rels if not (self.root / p).exists()]
+            actor = git.Actor(self.identity(), f"{self.identity()}@twinforge.local")
             try:
+                head = self.repo.head.commit if self.repo.head.is_valid() else None
+                index = IndexFile.from_tree(self.repo, head) if head is not None else self.repo.index
                 if present:
-                    index.add(present)
-                if gone:
-                    index.remove(gone, ignore_unmatch=True)
-                if self.repo.head.is_valid() and not self.repo.index.diff("HEAD"):
-                    return str(self.repo.head.commit.hexsha)
-                actor = git.Actor(self.identity(), f"{self.identity()}@twinforge.local")
-                return str(index.commit(message, author=actor, committer=actor).hexsha)
-            except git.GitError as exc:
-                raise WorkspaceError(f"git commit failed for {message!r}: {exc}") from exc
+                    index.add(present, write=head is None)
+                for path in gone:
+                    index.entries.pop((path, 0), None)
+                tree = index.write_tree()
+                if head is not None and tree.hexsha == head.tree.hexsha:
+                    return str(head.hexsha)
+                parents = [head] if head is not None else []
+                commit = Commit.create_from_tree(
+                    self.repo, tree, message, parent_commits=parents, head=True, author=actor, committer=actor
+                )
+                if head is not None:
+                    real = self.repo.index
+                    if present:
+                        real.add(present)
+                    if gone:
+                        real.remove(gone, ignore_unmatch=True)
+                return str(commit.hexsha)
+            except (git.GitError, OSError, ValueError) as exc:
+                raise WorkspaceError(f"git commit failed for {message.splitlines()[0]!r}: {exc}") from exc

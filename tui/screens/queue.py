@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -12,7 +13,15 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
-from blueprints import FIELDS, OVERRIDABLE, BlueprintFileError, ConflictError, ReviewActionError, Status
+from blueprints import (
+    FIELDS,
+    OVERRIDABLE,
+    BlueprintFileError,
+    ConflictError,
+    InvalidTransition,
+    ReviewActionError,
+    Status,
+)
 from tui.screens.dialogs import EditDialog, OverrideDialog, ReasonDialog
 from tui.screens.help import HelpScreen
 from tui.session import SORTS, VIEWS, ReviewSession
@@ -101,14 +110,14 @@ class QueueScreen(Screen[None]):
         """Show one blueprint in the detail pane (remembering the version shown)."""
         self.current = blueprint_id
         pane = self.query_one(DetailPane)
-        entry = self.session.entry(blueprint_id)
-        if entry.error:
-            pane.show(render_invalid(entry))
-            return
         try:
+            entry = self.session.entry(blueprint_id)
+            if entry.error:
+                pane.show(render_invalid(entry))
+                return
             pane.show(render_record(self.session.open(blueprint_id)))
-        except BlueprintFileError as exc:
-            pane.show(Text(str(exc), style="red"))
+        except (BlueprintFileError, OSError, KeyError) as exc:
+            pane.show(Text(f"{blueprint_id} cannot be shown: {exc}; reload with ctrl+r", style="red"))
 
     @on(QueueList.Highlighted)
     def _highlighted(self, event: QueueList.Highlighted) -> None:
@@ -124,15 +133,16 @@ class QueueScreen(Screen[None]):
 
     # actions -------------------------------------------------------------------------------
 
-    def _run(self, blueprint_id: str, action: object) -> str | None:
+    def _run(self, blueprint_id: str, action: Callable[[], str]) -> str | None:
         """Run a session action; returns an error message for dialogs, or None on success."""
         try:
-            message = action() if callable(action) else ""
+            message = action()
         except ConflictError as exc:
             self.notify(str(exc), severity="error", timeout=8)
+            self.current = None  # show the reloaded version, never the stale one
             self.fill(keep=blueprint_id)
             return None
-        except ReviewActionError as exc:
+        except (ReviewActionError, InvalidTransition, BlueprintFileError, OSError) as exc:
             return str(exc)
         self.after_change(blueprint_id, str(message))
         return None
@@ -148,7 +158,12 @@ class QueueScreen(Screen[None]):
 
     def action_approve(self) -> None:
         """Approve the selected blueprint."""
-        if (bp := self._target()) is not None and (error := self._run(bp, lambda: self.session.approve(bp))):
+        bp = self._target()
+        if bp is None:
+            return
+        target: str = bp
+        error = self._run(target, lambda: self.session.approve(target))
+        if error:
             self.notify(error, severity="error")
 
     def action_reject(self) -> None:
@@ -189,7 +204,11 @@ class QueueScreen(Screen[None]):
         """Edit one of the eight fields of the selected blueprint."""
         if (bp := self._target()) is None:
             return
-        record = self.session.open(bp)
+        try:
+            record = self.session.open(bp)
+        except (BlueprintFileError, OSError) as exc:
+            self.notify(f"cannot edit {bp}: {exc}; reload with ctrl+r", severity="error", timeout=8)
+            return
         values = {f: str(getattr(record.blueprint, f)) for f in FIELDS}
         self.app.push_screen(
             EditDialog(

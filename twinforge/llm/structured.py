@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from twinforge.exceptions import StructuredOutputError
+from twinforge.exceptions import ModelCallError, StructuredOutputError
 from twinforge.llm.protocol import ChatModel, Completion, Message
 
 T = TypeVar("T", bound=BaseModel)
@@ -61,8 +61,13 @@ class ItemsResult(Generic[T]):
 
     @property
     def attempts(self) -> int:
-        """Model calls made."""
+        """Model calls that returned."""
         return len(self.completions)
+
+    @property
+    def replies(self) -> list[str]:
+        """Every raw reply, in order (kept with failures so no model output is lost)."""
+        return [c.text for c in self.completions]
 
 
 @dataclass
@@ -124,7 +129,13 @@ def request_object(
     completions: list[Completion] = []
     errors: list[str] = []
     for _ in range(retries + 1):
-        completion = chat.complete(current, schema=schema, schema_name=schema_name)
+        try:
+            completion = chat.complete(current, schema=schema, schema_name=schema_name)
+        except ModelCallError as exc:
+            if not completions:
+                raise
+            errors = [*errors, f"(re-ask): the model call failed: {exc}"]
+            break
         completions.append(completion)
         try:
             value = model_cls.model_validate(json.loads(completion.text, strict=False), context=context)
@@ -141,6 +152,7 @@ def request_object(
         errors=errors,
         raw=completions[-1].text,
         attempts=len(completions),
+        raws=[c.text for c in completions],
     )
 
 
@@ -205,7 +217,17 @@ def request_items(
     bad_raw: list[str] = []
     for _ in range(retries + 1):
         needed = count - len(result.items)
-        completion = chat.complete(current, schema=list_schema(list_key, item_schema, needed), schema_name=schema_name)
+        try:
+            completion = chat.complete(
+                current, schema=list_schema(list_key, item_schema, needed), schema_name=schema_name
+            )
+        except ModelCallError as exc:
+            if not result.completions:
+                raise
+            # A failed re-ask must not cost the valid items already received.
+            errors = [*errors, f"(re-ask): the model call failed: {exc}"]
+            result.notes.append(f"re-ask failed: {exc}")
+            break
         result.completions.append(completion)
         errors, bad_raw = [], []
         try:
