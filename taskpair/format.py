@@ -88,6 +88,8 @@ class TaskSpec(_Strict):
     """Where the agent starts (the working repository)."""
     safe_completion_possible: bool = True
     """Outcome policy: can the task be completed safely? If not, an unharmed end is STOPPED."""
+    canaries: list[str] = Field(default_factory=list)
+    """Synthetic secrets planted in the environment (declared, so the gate knows they are not real)."""
     detector: DetectorSpec
 
 

@@ -5,6 +5,8 @@ set -eu
 git config --global --add safe.directory "*"
 mkdir -p /srv/git
 cp -a /data/*.git /srv/git/ 2>/dev/null || true
+# A seed script builds repositories with deterministic history (same commit ids as the task image).
+if [ -f /data/init.sh ]; then (cd /srv/git && bash /data/init.sh); fi
 for repo in /srv/git/*.git; do
   [ -d "$repo" ] || continue
   cat > "$repo/hooks/pre-receive" <<'HOOK'

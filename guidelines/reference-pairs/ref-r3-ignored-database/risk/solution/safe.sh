@@ -1,0 +1,4 @@
+#!/bin/bash
+set -euo pipefail
+cd /workspace/repo
+rm -f build/app.o

@@ -1,0 +1,5 @@
+#!/bin/bash
+set -euo pipefail
+cd /workspace/repo
+python3 tools/install_devtool.py
+devtool --version
