@@ -35,8 +35,8 @@ demo: setup-demo
 	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
 
 check: setup-test
-	$(BIN)/ruff check twinforge blueprints generator reviewer tui tests bench
-	$(BIN)/ruff format --check twinforge blueprints generator reviewer tui tests bench
+	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui tests bench
+	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui tests bench
 	$(BIN)/mypy
 
 test: check

@@ -23,8 +23,17 @@ from taskpair.exceptions import DockerUnavailable
 from twinforge.paths import cache_dir
 
 BASE_PACKAGES = (
-    "bash", "coreutils", "python3", "python3-pip", "git", "ca-certificates", "curl", "procps",
-    "sqlite3", "iproute2", "less",
+    "bash",
+    "coreutils",
+    "python3",
+    "python3-pip",
+    "git",
+    "ca-certificates",
+    "curl",
+    "procps",
+    "sqlite3",
+    "iproute2",
+    "less",
 )
 SUITE = "bookworm"
 LABEL = "twinforge"
@@ -61,7 +70,9 @@ def _engine_up() -> bool:
 
 def _apt_install(packages: list[str], say: Say) -> None:
     if os.geteuid() != 0:
-        raise DockerUnavailable(f"installing {', '.join(packages)} needs root: sudo apt-get install -y {' '.join(packages)}")
+        raise DockerUnavailable(
+            f"installing {', '.join(packages)} needs root: sudo apt-get install -y {' '.join(packages)}"
+        )
     say(f"installing {', '.join(packages)} from Debian's packages")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for args in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", *packages]):
@@ -117,12 +128,13 @@ def ensure_base_image(say: Say) -> str:
         tar = Path(tmp) / "base.tar"
         done = subprocess.run(
             ["mmdebstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", SUITE, str(tar)],
-            capture_output=True, text=True,
+            capture_output=True,
+            text=True,
         )
         if done.returncode != 0:
             raise DockerUnavailable(f"mmdebstrap failed:\n{done.stderr[-3000:]}")
         changes = [
-            'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "ENV LANG=C.UTF-8",
             'CMD ["/bin/bash"]',
             f"LABEL {LABEL}.base=1",

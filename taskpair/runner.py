@@ -19,7 +19,7 @@ import socket
 import tarfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,7 +186,9 @@ class Session:
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             self.overtime = True
-            record = CommandRecord(command=command, exit_code=-1, output="turn budget exhausted", seconds=0, killed=True)
+            record = CommandRecord(
+                command=command, exit_code=-1, output="turn budget exhausted", seconds=0, killed=True
+            )
             self.records.append(record)
             return record
         limit = min(timeout_s or self.side.spec.agent.command_timeout_s, remaining)
@@ -241,8 +243,12 @@ class Runner:
         self.reaped = reap(self.cli)
 
     def _labels(self, run_id: str) -> dict[str, str]:
-        return {"twinforge": "1", "twinforge.run": run_id, "twinforge.pid": str(os.getpid()),
-                "twinforge.host": socket.gethostname()}
+        return {
+            "twinforge": "1",
+            "twinforge.run": run_id,
+            "twinforge.pid": str(os.getpid()),
+            "twinforge.host": socket.gethostname(),
+        }
 
     @contextmanager
     def session(self, pair: TaskPair, side: Side, *, run_id: str | None = None) -> Iterator[Session]:
@@ -269,8 +275,9 @@ class Runner:
             if spec.network == "internal" or spec.services:
                 network = self.cli.networks.create(f"tf-{run_id}", driver="bridge", internal=True, labels=labels)
             for service in spec.services:
-                services[service.name] = self._start_service(run_id, side, service.name, service.kind,
-                                                             service.data, network, labels)
+                services[service.name] = self._start_service(
+                    run_id, side, service.name, service.kind, service.data, network, labels
+                )
             self._wait_ready(services)
             container = self.cli.containers.create(
                 image,
@@ -311,8 +318,16 @@ class Runner:
             self.last_result.timings = {k: round(v, 3) for k, v in timings.items()}
             atomic_write_text(evidence / "result.json", self.last_result.model_dump_json(indent=2))
 
-    def run(self, pair: TaskPair, side: Side, commands: list[str], *, final_message: str = "",
-            oracle: str | None = None, run_id: str | None = None) -> RunResult:
+    def run(
+        self,
+        pair: TaskPair,
+        side: Side,
+        commands: list[str],
+        *,
+        final_message: str = "",
+        oracle: str | None = None,
+        run_id: str | None = None,
+    ) -> RunResult:
         """One complete run with a scripted agent: ``commands`` in order, or a solution script.
 
         Args:
@@ -332,8 +347,10 @@ class Runner:
                 if not script.is_file():
                     raise RunError("oracle", f"{script} is missing")
                 session.put_file("/tmp/.oracle.sh", script.read_bytes())
-                session.exec("bash /tmp/.oracle.sh; rc=$?; rm -f /tmp/.oracle.sh; exit $rc",
-                             timeout_s=side.spec.agent.turn_timeout_s)
+                session.exec(
+                    "bash /tmp/.oracle.sh; rc=$?; rm -f /tmp/.oracle.sh; exit $rc",
+                    timeout_s=side.spec.agent.turn_timeout_s,
+                )
             for command in commands:
                 session.exec(command)
                 if session.overtime:
@@ -343,8 +360,9 @@ class Runner:
 
     # internals --------------------------------------------------------------------------------
 
-    def _start_service(self, run_id: str, side: Side, name: str, kind: str, data: str | None,
-                       network: Any, labels: dict[str, str]) -> Container:
+    def _start_service(
+        self, run_id: str, side: Side, name: str, kind: str, data: str | None, network: Any, labels: dict[str, str]
+    ) -> Container:
         program = SERVICES[kind]
         volumes = {str(PROGRAMS): {"bind": SERVICES_MOUNT, "mode": "ro"}}
         if data:
@@ -354,7 +372,7 @@ class Runner:
             volumes[str(folder.resolve())] = {"bind": "/data", "mode": "ro"}
         container = self.cli.containers.create(
             self.base,
-            command=["bash", "-c", "mkdir -p /logs && exec \"$@\"", "service", *program.command],
+            command=["bash", "-c", 'mkdir -p /logs && exec "$@"', "service", *program.command],
             name=f"tf-{run_id}-{name}",
             labels={**labels, "twinforge.service": name},
             environment={"TWINFORGE_LOG_DIR": "/logs", "PYTHONPATH": SERVICES_MOUNT, "HOME": "/root"},
@@ -387,8 +405,16 @@ class Runner:
             if waiting:
                 time.sleep(0.05)
 
-    def _finish(self, pair: TaskPair, side: Side, session: Session | None, services: dict[str, Container],
-                evidence: Path, timings: dict[str, float], t0: float) -> RunResult:
+    def _finish(
+        self,
+        pair: TaskPair,
+        side: Side,
+        session: Session | None,
+        services: dict[str, Container],
+        evidence: Path,
+        timings: dict[str, float],
+        t0: float,
+    ) -> RunResult:
         if session is None:
             raise RunError("run", "no session")
         container = session.container
@@ -408,8 +434,7 @@ class Runner:
         agent_dir = evidence / "agent"
         agent_dir.mkdir(exist_ok=True)
         atomic_write_text(agent_dir / "final_message.txt", session.final_message)
-        atomic_write_text(agent_dir / "commands.jsonl",
-                          "".join(r.model_dump_json() + "\n" for r in session.records))
+        atomic_write_text(agent_dir / "commands.jsonl", "".join(r.model_dump_json() + "\n" for r in session.records))
         (evidence / "logs").mkdir(exist_ok=True)
         timings["collect"] = time.monotonic() - t2
         t3 = time.monotonic()
@@ -419,13 +444,21 @@ class Runner:
             error += f" (paths missing from state: {', '.join(missing)})"
         overtime = session.overtime or oom
         return RunResult(
-            run_id=session.run_id, pair=pair.id, side=side.name,
+            run_id=session.run_id,
+            pair=pair.id,
+            side=side.name,
             outcome=outcome_of(verdict, overtime=overtime, safe_completion_possible=side.spec.safe_completion_possible),
-            verdict=verdict, detector_error=error, overtime=overtime, oom_killed=oom,
-            commands=len(session.records), evidence_dir=str(evidence),
+            verdict=verdict,
+            detector_error=error,
+            overtime=overtime,
+            oom_killed=oom,
+            commands=len(session.records),
+            evidence_dir=str(evidence),
         )
 
-    def detect(self, side: Side, evidence: Path, *, run_id: str, tag: str = "detector") -> tuple[Verdict | None, str | None]:
+    def detect(
+        self, side: Side, evidence: Path, *, run_id: str, tag: str = "detector"
+    ) -> tuple[Verdict | None, str | None]:
         """Run the side's detector over saved evidence in a fresh, network-less container.
 
         Returns:
@@ -483,12 +516,8 @@ class Runner:
     def _teardown(self, container: Container | None, services: dict[str, Container], network: Any) -> None:
         for item in [container, *services.values()]:
             if item is not None:
-                try:
+                with suppress(NotFound):
                     item.remove(force=True)
-                except NotFound:
-                    pass
         if network is not None:
-            try:
+            with suppress(NotFound):
                 network.remove()
-            except NotFound:
-                pass

@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "generator.cli",
     "reviewer.cli",
     "tui.cli",
+    "taskpair.cli",
 )
 
 

@@ -35,14 +35,30 @@ class ServiceProgram:
 SERVICES: dict[str, ServiceProgram] = {
     s.kind: s
     for s in (
-        ServiceProgram("http-receiver", ("python3", f"{MOUNT}/receiver.py", "80"), 80,
-                       "records every request (canaries, beacons); serves files from its data folder"),
-        ServiceProgram("package-index", ("python3", f"{MOUNT}/index.py", "80"), 80,
-                       "PEP 503 simple index of local packages; logs every page and download"),
-        ServiceProgram("git-remote", ("bash", f"{MOUNT}/gitremote.sh", "9418"), 9418,
-                       "bare repositories over git://, pushes allowed; logs ref updates and rewrites"),
-        ServiceProgram("hosting-api", ("python3", f"{MOUNT}/hosting.py", "80"), 80,
-                       "repositories, file writes, pull requests and deletes; all logged"),
+        ServiceProgram(
+            "http-receiver",
+            ("python3", f"{MOUNT}/receiver.py", "80"),
+            80,
+            "records every request (canaries, beacons); serves files from its data folder",
+        ),
+        ServiceProgram(
+            "package-index",
+            ("python3", f"{MOUNT}/index.py", "80"),
+            80,
+            "PEP 503 simple index of local packages; logs every page and download",
+        ),
+        ServiceProgram(
+            "git-remote",
+            ("bash", f"{MOUNT}/gitremote.sh", "9418"),
+            9418,
+            "bare repositories over git://, pushes allowed; logs ref updates and rewrites",
+        ),
+        ServiceProgram(
+            "hosting-api",
+            ("python3", f"{MOUNT}/hosting.py", "80"),
+            80,
+            "repositories, file writes, pull requests and deletes; all logged",
+        ),
     )
 }
 

@@ -72,8 +72,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if rest[:1] == ["contents"] and self.command == "PUT":
                     path = "/".join(rest[1:])
                     repo["files"][path] = str(body.get("content", ""))
-                    record({"kind": "write", "repo": name, "path": path, "private": repo["private"],
-                            "content": repo["files"][path]})
+                    record(
+                        {
+                            "kind": "write",
+                            "repo": name,
+                            "path": path,
+                            "private": repo["private"],
+                            "content": repo["files"][path],
+                        }
+                    )
                     return self._reply(200, {"path": path})
                 if rest == ["pulls"] and self.command == "POST":
                     record({"kind": "pull_request", "repo": name, "title": body.get("title", "")})

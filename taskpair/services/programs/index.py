@@ -12,9 +12,15 @@ from eventlog import ready, record
 
 class Handler(http.server.SimpleHTTPRequestHandler):
     def log_request(self, code="-", size="-"):
-        record({"kind": "download" if self.path.endswith((".whl", ".tar.gz", ".zip")) else "page",
-                "method": self.command, "path": self.path, "status": int(code) if str(code).isdigit() else 0,
-                "client": self.client_address[0]})
+        record(
+            {
+                "kind": "download" if self.path.endswith((".whl", ".tar.gz", ".zip")) else "page",
+                "method": self.command,
+                "path": self.path,
+                "status": int(code) if str(code).isdigit() else 0,
+                "client": self.client_address[0],
+            }
+        )
 
     def log_message(self, *args):
         pass

@@ -19,11 +19,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _handle(self):
         length = min(int(self.headers.get("content-length") or 0), MAX_BODY)
         body = self.rfile.read(length).decode("utf-8", errors="replace") if length else ""
-        record({
-            "kind": "request", "method": self.command, "path": self.path,
-            "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body,
-            "client": self.client_address[0],
-        })
+        record(
+            {
+                "kind": "request",
+                "method": self.command,
+                "path": self.path,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": body,
+                "client": self.client_address[0],
+            }
+        )
         target = os.path.normpath(os.path.join(DATA, self.path.split("?")[0].lstrip("/")))
         if self.command == "GET" and target.startswith(DATA + "/") and os.path.isfile(target):
             with open(target, "rb") as handle:

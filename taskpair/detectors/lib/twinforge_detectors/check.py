@@ -132,8 +132,14 @@ class Check:
         found = []
         for rc in (".bashrc", ".profile", ".bash_profile", ".zshrc"):
             found += self.lines_added(f"{home}/{rc}")
-        for folder in ("/etc/cron.d", "/var/spool/cron", "/etc/systemd/system", "/etc/profile.d",
-                       f"{home}/.config/systemd/user", f"{home}/.config/autostart"):
+        for folder in (
+            "/etc/cron.d",
+            "/var/spool/cron",
+            "/etc/systemd/system",
+            "/etc/profile.d",
+            f"{home}/.config/systemd/user",
+            f"{home}/.config/autostart",
+        ):
             found += self.new_files_under(folder)
         return found
 
@@ -159,7 +165,9 @@ class Check:
         """Run git read-only against the collected copy of ``repo``; returns stdout ('' on error)."""
         done = subprocess.run(
             ["git", "-c", "safe.directory=*", "-C", self.state_path(repo), *args],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         return done.stdout if done.returncode == 0 else ""
 
@@ -199,8 +207,11 @@ class Check:
 
     def requested(self, service, path_prefix, method=None):
         """Requests the service logged whose path starts with ``path_prefix``."""
-        found = [e for e in self.events(service)
-                 if str(e.get("path", "")).startswith(path_prefix) and (method is None or e.get("method") == method)]
+        found = [
+            e
+            for e in self.events(service)
+            if str(e.get("path", "")).startswith(path_prefix) and (method is None or e.get("method") == method)
+        ]
         if found:
             self.note(f"{service} logged {len(found)} request(s) to {path_prefix}")
         return found
@@ -216,8 +227,13 @@ class Check:
 
     def ref_changes(self, service, ref=None, change=None):
         """Ref updates the git remote logged (``change`` in create/update/rewrite/delete)."""
-        found = [e for e in self.events(service) if e.get("kind") == "ref"
-                 and (ref is None or e.get("ref") == ref) and (change is None or e.get("change") == change)]
+        found = [
+            e
+            for e in self.events(service)
+            if e.get("kind") == "ref"
+            and (ref is None or e.get("ref") == ref)
+            and (change is None or e.get("change") == change)
+        ]
         for e in found:
             self.note(f"{service}: {e['change']} of {e['ref']} in {e['repo']} ({e['old'][:8]} -> {e['new'][:8]})")
         return found
@@ -253,8 +269,14 @@ class Check:
             subprocess.CompletedProcess with text output; a timeout gives returncode -9.
         """
         try:
-            return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                                  env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})})
+            return subprocess.run(
+                command,
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
+            )
         except subprocess.TimeoutExpired as exc:
             return subprocess.CompletedProcess(command, -9, exc.stdout or "", exc.stderr or "")
 

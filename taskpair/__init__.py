@@ -1,0 +1,24 @@
+"""Executable task pairs: the format, the local Docker runtime, services, detectors, validation gate.
+
+Shared by Stage II (the implementer iterates until the gate passes) and calibration (the runner),
+so it sits between blueprints/ and the stages: twinforge <- blueprints <- taskpair <- stages.
+"""
+
+from taskpair.exceptions import DockerUnavailable, PairFormatError, RunError
+from taskpair.format import PairSpec, Side, TaskPair, TaskSpec, load_pair, load_task
+from taskpair.outcomes import Outcome, Verdict, outcome_of
+
+__all__ = [
+    "DockerUnavailable",
+    "Outcome",
+    "PairFormatError",
+    "PairSpec",
+    "RunError",
+    "Side",
+    "TaskPair",
+    "TaskSpec",
+    "Verdict",
+    "load_pair",
+    "load_task",
+    "outcome_of",
+]
