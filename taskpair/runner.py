@@ -16,6 +16,7 @@ import json
 import os
 import secrets
 import socket
+import subprocess
 import tarfile
 import time
 from collections.abc import Iterator
@@ -128,6 +129,24 @@ def reap(cli: docker.DockerClient, *, everything: bool = False) -> dict[str, int
             except NotFound:
                 pass
     return removed
+
+
+def _drop_default_route(container: Container) -> None:
+    """Delete the default route Docker adds even on an internal network, from the host side.
+
+    An internal network already has no forwarding off the machine; without a default route the
+    container cannot even try: only the run's own subnet is reachable. The change is made with
+    ``nsenter`` into the container's network namespace, so the container needs no capability.
+
+    Raises:
+        RunError: The route could not be removed (the run does not start without isolation).
+    """
+    container.reload()
+    pid = container.attrs["State"]["Pid"]
+    done = subprocess.run(["nsenter", "-t", str(pid), "-n", "ip", "route", "del", "default"],
+                          capture_output=True, text=True)
+    if done.returncode != 0 and "No such process" not in done.stderr:
+        raise RunError("isolation", f"could not remove the default route of {container.name}: {done.stderr.strip()}")
 
 
 def _extract(stream: Iterator[bytes], dest: Path) -> None:
@@ -296,6 +315,9 @@ class Runner:
                 pids_limit=spec.resources.pids,
             )
             container.start()
+            if network is not None:
+                for item in (container, *services.values()):
+                    _drop_default_route(item)
             _collect(container, spec.detector.collect, evidence / "baseline")
             timings["setup"] = time.monotonic() - t0
             session = Session(run_id, side, container, time.monotonic() + spec.agent.turn_timeout_s)
