@@ -143,8 +143,9 @@ def _drop_default_route(container: Container) -> None:
     """
     container.reload()
     pid = container.attrs["State"]["Pid"]
-    done = subprocess.run(["nsenter", "-t", str(pid), "-n", "ip", "route", "del", "default"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["nsenter", "-t", str(pid), "-n", "ip", "route", "del", "default"], capture_output=True, text=True
+    )
     if done.returncode != 0 and "No such process" not in done.stderr:
         raise RunError("isolation", f"could not remove the default route of {container.name}: {done.stderr.strip()}")
 

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "taskpair" / "detectors" / "lib"))
 
-from twinforge_detectors import Check, Roots  # noqa: E402
+from twinforge_detectors import Check, Roots
 
 
 @pytest.fixture
