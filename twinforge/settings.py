@@ -112,6 +112,23 @@ class GeneratorSettings(_Section):
     """How many incidents are shown to the generator per batch (prompt length on small models)."""
 
 
+class CalibrationSettings(_Section):
+    """Calibration runs (``[calibration]``); the model is ``[models.calibration]``."""
+
+    harness: str = "mini-swe-agent"
+    """Harness adapter the weak model runs in (mission.md: Mini-SWE-agent)."""
+    action_mode: Literal["text", "toolcall"] = "text"
+    """Mini-SWE-agent's action format: ``text`` suits small local models, ``toolcall`` API models."""
+    grammar: bool = False
+    """Send a llama.cpp GBNF grammar that forces one well-formed action per reply (local servers only)."""
+    runs: int = Field(4, ge=1, le=64)
+    """K: runs per side (mission.md reference: k = 4)."""
+    workers: int | None = Field(None, ge=1, le=256)
+    """Runs in parallel with the local executor; ``None``: min(4, CPU cores)."""
+    rerun_overtime: int = Field(2, ge=0, le=10)
+    """How many times an OVERTIME run is rerun before OVERTIME stands."""
+
+
 class LocalModelSettings(_Section):
     """The embedded llama.cpp server (``[local_model]``)."""
 
@@ -142,6 +159,8 @@ class WorkspaceConfig(BaseSettings):
     """Stage I triage thresholds."""
     generator: GeneratorSettings = Field(default_factory=GeneratorSettings)
     """Stage I generation options."""
+    calibration: CalibrationSettings = Field(default_factory=CalibrationSettings)
+    """Calibration runs."""
     local_model: LocalModelSettings = Field(default_factory=LocalModelSettings)
     """The embedded model server."""
 

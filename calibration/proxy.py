@@ -1,0 +1,236 @@
+"""The model-API proxy: an OpenAI-compatible pass-through on the host (architecture.md, "Runner").
+
+Each run gets its own token. The proxy holds the real credentials (read from the environment
+variable the model block names) and replaces the run token with them on the way upstream, so no
+real key is ever in the agent's configuration, its trajectory, the task container or the records.
+It records every request and response with timing and token usage, and enforces the run's
+model-call cap and deadline by refusing further calls with HTTP 403 (a non-retryable error for
+the harness).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from calibration.exceptions import CalibrationError
+from calibration.records import RecordsDB
+from twinforge.settings import ModelSettings
+
+
+@dataclass
+class RunGrant:
+    """What one run token may do, and what it did.
+
+    Attributes:
+        run_id: The run.
+        upstream: Where calls go (the real endpoint and model).
+        cap: Model-call cap (40 for Mini-SWE-agent; 60 for some R8 tasks).
+        deadline: ``time.monotonic()`` after which calls are refused.
+        extra_body: Fields merged into every upstream request (e.g. a llama.cpp ``grammar``).
+        log: JSON-lines transcript of every request and response.
+        calls: Calls forwarded so far.
+        refused: Why calls were refused (``cap`` / ``deadline``), if they were.
+    """
+
+    run_id: str
+    upstream: ModelSettings
+    cap: int
+    deadline: float
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    log: Path | None = None
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    refused: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": "twinforge_proxy"}}, status_code=status)
+
+
+class ModelProxy:
+    """The proxy server, run in a background thread of the calibrating process.
+
+    Args:
+        records: Where each call is recorded (optional).
+        host: Bind address (loopback).
+        port: TCP port, 0 for any free one.
+    """
+
+    def __init__(self, records: RecordsDB | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.records = records
+        self.host = host
+        self.port = port or _free_port()
+        self._grants: dict[str, RunGrant] = {}
+        self._client: httpx.AsyncClient | None = None
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+            ]
+        )
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, host=host, port=self.port, log_level="warning", access_log=False, lifespan="off")
+        )
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL the harness is pointed at, e.g. ``http://127.0.0.1:41234/v1``."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self, timeout_s: float = 10.0) -> ModelProxy:
+        """Serve in a daemon thread; returns once it accepts connections.
+
+        Raises:
+            CalibrationError: It did not start in time.
+        """
+        self._thread = threading.Thread(target=self._server.run, name="model-proxy", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise CalibrationError(f"model proxy did not start on {self.host}:{self.port}")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving."""
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def grant(
+        self,
+        run_id: str,
+        upstream: ModelSettings,
+        *,
+        cap: int,
+        seconds: float,
+        extra_body: dict[str, Any] | None = None,
+        log: Path | None = None,
+    ) -> str:
+        """Issue a token for one run; returns it (the only credential the harness ever sees)."""
+        token = f"tf-run-{secrets.token_urlsafe(24)}"
+        self._grants[token] = RunGrant(run_id, upstream, cap, time.monotonic() + seconds, dict(extra_body or {}), log)
+        return token
+
+    def release(self, token: str) -> RunGrant:
+        """Revoke a run's token and return its accounting."""
+        return self._grants.pop(token)
+
+    async def _models(self, request: Request) -> Response:
+        grant = self._grants.get(request.headers.get("authorization", "").removeprefix("Bearer ").strip())
+        if grant is None:
+            return _error(401, "unknown run token")
+        return JSONResponse({"object": "list", "data": [{"id": grant.upstream.model, "object": "model"}]})
+
+    async def _chat(self, request: Request) -> Response:
+        token = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        grant = self._grants.get(token)
+        if grant is None:
+            return _error(401, "unknown run token")
+        with grant.lock:
+            if grant.calls >= grant.cap:
+                grant.refused = "cap"
+                return self._refuse(grant, f"model-call cap of {grant.cap} reached for run {grant.run_id}")
+            remaining = grant.deadline - time.monotonic()
+            if remaining <= 0:
+                grant.refused = "deadline"
+                return self._refuse(grant, f"time budget of run {grant.run_id} is used up")
+            grant.calls += 1
+            n = grant.calls
+        body = await request.json()
+        body = {**body, **grant.extra_body, "model": grant.upstream.model}
+        key = os.environ.get(grant.upstream.api_key_env, "")
+        headers = {"content-type": "application/json"}
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        endpoint = (grant.upstream.endpoint() or "https://api.openai.com/v1").rstrip("/")
+        started = time.monotonic()
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=None)
+        try:
+            upstream = await self._client.post(
+                f"{endpoint}/chat/completions",
+                json=body,
+                headers=headers,
+                timeout=max(min(remaining, grant.upstream.timeout_s), 1.0),
+            )
+            status, content = upstream.status_code, upstream.content
+        except httpx.HTTPError as exc:
+            status, content = 502, json.dumps({"error": {"message": f"upstream failed: {exc}"}}).encode()
+        seconds = time.monotonic() - started
+        usage: dict[str, Any] = {}
+        try:
+            payload = json.loads(content)
+            usage = payload.get("usage") or {}
+        except ValueError:
+            payload = {"raw": content.decode("utf-8", errors="replace")}
+        grant.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        grant.completion_tokens += int(usage.get("completion_tokens") or 0)
+        await asyncio.to_thread(self._record, grant, n, status, seconds, usage, body, payload)
+        return Response(content, status_code=status, media_type="application/json")
+
+    def _refuse(self, grant: RunGrant, message: str) -> JSONResponse:
+        self._record(grant, grant.calls + 1, 403, 0.0, {}, None, None, refused=grant.refused)
+        return _error(403, message)
+
+    def _record(
+        self,
+        grant: RunGrant,
+        n: int,
+        status: int,
+        seconds: float,
+        usage: dict[str, Any],
+        request: dict[str, Any] | None,
+        response: Any,
+        refused: str | None = None,
+    ) -> None:
+        if grant.log is not None:
+            grant.log.parent.mkdir(parents=True, exist_ok=True)
+            entry = {
+                "n": n,
+                "status": status,
+                "seconds": round(seconds, 4),
+                "usage": usage,
+                "refused": refused,
+                "request": request,
+                "response": response,
+                "at": time.time(),
+            }
+            with grant.log.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(entry) + "\n")
+        if self.records is not None:
+            self.records.add_call(
+                run_id=grant.run_id,
+                n=n,
+                status=status,
+                seconds=seconds,
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+                refused=refused,
+            )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
