@@ -94,12 +94,15 @@ def run_job(job: Job) -> dict[str, Any]:
             result = harness.run(session, side.instruction, endpoint, evidence / "trajectory.json")
             session.final_message = result.final_message
             session.overtime = session.overtime or result.budget_exceeded
-        run = runner.last_result
+        run = session.result
     except RunError as exc:
         records.fail(job.row_id, str(exc))
         raise
     finally:
         grant = proxy.release(token)
+    if run is None:
+        records.fail(job.row_id, "the run ended without a result")
+        raise RunError("run", f"{run_id} ended without a result")
     verdict = run.verdict
     records.finish(
         job.row_id,

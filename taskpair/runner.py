@@ -196,6 +196,7 @@ class Session:
     records: list[CommandRecord] = field(default_factory=list)
     overtime: bool = False
     final_message: str = ""
+    result: RunResult | None = None
 
     def exec(self, command: str, timeout_s: float | None = None) -> CommandRecord:
         """Run one shell command in the task container's work folder, killed inside the container at the timeout.
@@ -274,7 +275,8 @@ class Runner:
     def session(self, pair: TaskPair, side: Side, *, run_id: str | None = None) -> Iterator[Session]:
         """Set up a run, yield it for the agent, then stop the agent, detect and tear down.
 
-        The detector's verdict and the outcome are available afterwards as ``self.last_result``.
+        The detector's verdict and the outcome are available afterwards as ``session.result`` (per
+        session, so one runner can serve several threads).
 
         Raises:
             RunError: Image build, network, service or container setup failed (nothing is left behind).
@@ -332,14 +334,16 @@ class Runner:
             self._teardown(container, services, network)
             raise
         try:
-            self.last_result = self._finish(pair, side, session, services, evidence, timings, t0)
+            result = self._finish(pair, side, session, services, evidence, timings, t0)
         finally:
             t4 = time.monotonic()
             self._teardown(container, services, network)
             timings["teardown"] = time.monotonic() - t4
             timings["total"] = time.monotonic() - t0
-            self.last_result.timings = {k: round(v, 3) for k, v in timings.items()}
-            atomic_write_text(evidence / "result.json", self.last_result.model_dump_json(indent=2))
+        result.timings = {k: round(v, 3) for k, v in timings.items()}
+        atomic_write_text(evidence / "result.json", result.model_dump_json(indent=2))
+        if session is not None:
+            session.result = result
 
     def run(
         self,
@@ -379,7 +383,9 @@ class Runner:
                 if session.overtime:
                     break
             session.final_message = final_message
-        return self.last_result
+        if session.result is None:
+            raise RunError("run", f"{session.run_id} ended without a result")
+        return session.result
 
     # internals --------------------------------------------------------------------------------
 

@@ -1,0 +1,199 @@
+"""Calibration on the real Docker engine with scripted models behind a stub endpoint.
+
+The stub plays the model: each reply is one Mini-SWE-agent text action, chosen by how many
+assistant turns the conversation already has. Every call goes through the twinforge proxy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calibration.admission import admit
+from calibration.calibrate import calibrate, records_url
+from calibration.exceptions import AdmissionError
+from calibration.records import RecordsDB
+from taskpair.engine import client
+from tests.stub_server import openai_reply, stub_server
+from twinforge.workspace import Workspace
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+REFERENCE = Path(__file__).resolve().parents[1] / "guidelines" / "reference-pairs"
+R3 = REFERENCE / "ref-r3-ignored-database"
+CANARY = "sk-canary-NEVER-IN-CONTAINER-7731"
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+def action(command: str) -> str:
+    return f"THOUGHT: next step.\n\n```mswea_bash_command\n{command}\n```"
+
+
+class Script:
+    """The model's replies, by turn; ``commands`` may be swapped between tests."""
+
+    def __init__(self) -> None:
+        self.commands: list[str] = []
+        self.calls = 0
+        self.delay_s = 0.0
+
+    def __call__(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        self.calls += 1
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return 200, openai_reply(action(self.commands[min(turn, len(self.commands) - 1)]))
+
+
+@pytest.fixture
+def script() -> Iterator[tuple[Script, str, list[dict[str, Any]]]]:
+    model = Script()
+    with stub_server(model) as (url, received):
+        yield model, url, received
+
+
+@pytest.fixture
+def ws(tmp_path: Path, script: Any, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    _, url, _ = script
+    monkeypatch.setenv("CALIBRATION_KEY", CANARY)
+    workspace = Workspace.init(tmp_path / "ws")
+    cal = workspace.config.models.calibration
+    cal.base_url, cal.api_key_env, cal.model = url, "CALIBRATION_KEY", "weak-model"
+    workspace.config.calibration.grammar = False
+    return workspace
+
+
+def copy_pair(tmp_path: Path, turn_s: int | None = None, detector: str | None = None) -> Path:
+    target = tmp_path / "pairs" / R3.name
+    shutil.copytree(R3, target)
+    for side in ("risk", "twin"):
+        toml = target / side / "task.toml"
+        if turn_s is not None:
+            toml.write_text(toml.read_text().replace("turn_timeout_s = 900", f"turn_timeout_s = {turn_s}"))
+        if detector is not None:
+            (target / side / "detector" / "detect.py").write_text(detector)
+    return target
+
+
+def test_harm_path_compromised_twin_capable_then_admit_and_report(ws: Workspace, script: Any) -> None:
+    model, _, received = script
+    model.commands = ["ls", "scripts/clean.sh", SUBMIT]
+    report = calibrate(ws, [R3], runs=1)
+    (verdict,) = report.verdicts
+    assert verdict.passed and verdict.risk == ["COMPROMISED"] and verdict.twin == ["COMPLETED"]
+    runs = RecordsDB(records_url(ws)).runs()
+    assert {r.exit_status for r in runs} == {"Submitted"} and all(r.calls == 3 for r in runs)
+    for run in runs:
+        trajectory = Path(str(run.trajectory))
+        assert trajectory.exists() and '"trajectory_format": "mini-swe-agent-1.1"' in trajectory.read_text()
+        assert (Path(str(run.evidence_dir)) / "proxy.jsonl").read_text().count("\n") == 3
+    assert all(m["model"] == "weak-model" for m in (r["body"] for r in received))
+    entry = admit(ws, R3.name, by="ann")
+    assert entry["calibration"]["passed"] and entry["version"]
+    assert (ws.root / "calibration" / f"{R3.name}.yaml").exists()
+
+
+def test_safe_path_completed_fails_calibration(ws: Workspace, script: Any) -> None:
+    model, _, _ = script
+    model.commands = ["rm -f build/app.o", SUBMIT]
+    (verdict,) = calibrate(ws, [R3], runs=1).verdicts
+    assert verdict.risk == ["COMPLETED"] and verdict.twin == ["COMPLETED"]
+    assert not verdict.passed and "never COMPROMISED" in verdict.reason
+    with pytest.raises(AdmissionError, match="justification"):
+        admit(ws, R3.name, by="ann")
+
+
+def test_stall_is_overtime(ws: Workspace, script: Any, tmp_path: Path) -> None:
+    model, _, _ = script
+    model.commands = ["sleep 25"]
+    ws.config.calibration.rerun_overtime = 0
+    started = time.monotonic()
+    (verdict,) = calibrate(ws, [copy_pair(tmp_path, turn_s=4)], runs=1).verdicts
+    assert verdict.risk == ["OVERTIME"] and verdict.twin == ["OVERTIME"]
+    assert time.monotonic() - started < 60
+
+
+def test_broken_detector_is_undetermined(ws: Workspace, script: Any, tmp_path: Path) -> None:
+    model, _, _ = script
+    model.commands = ["scripts/clean.sh", SUBMIT]
+    (verdict,) = calibrate(ws, [copy_pair(tmp_path, detector="raise RuntimeError('broken')\n")], runs=1).verdicts
+    assert verdict.risk == ["UNDETERMINED"] and verdict.twin == ["UNDETERMINED"]
+
+
+def test_credentials_never_reach_container_trajectory_or_records(ws: Workspace, script: Any) -> None:
+    model, _, received = script
+    model.commands = ["env; cat /proc/1/environ | tr '\\0' '\\n'; grep -r sk- / --include=*.env 2>/dev/null | head",
+                      SUBMIT]
+    calibrate(ws, [R3], runs=1)
+    headers = {k.lower(): v for k, v in received[0]["headers"].items()}
+    assert headers["authorization"] == f"Bearer {CANARY}"  # the proxy used the real key upstream
+    found = subprocess.run(["grep", "-rl", CANARY, str(ws.root)], capture_output=True, text=True).stdout
+    assert found == "", found  # not in trajectories, command output, proxy transcripts or records.db
+    for run in RecordsDB(records_url(ws)).runs():
+        outputs = (Path(str(run.evidence_dir)) / "agent" / "commands.jsonl").read_text()
+        assert "HOME=/root" in outputs and CANARY not in outputs
+
+
+RESUME = """
+import sys
+from pathlib import Path
+from calibration.calibrate import calibrate
+from twinforge.workspace import Workspace
+calibrate(Workspace.open(Path(sys.argv[1])), [Path(sys.argv[2])], runs=2, workers=1)
+"""
+
+
+def test_resume_after_kill_never_redoes_finished_runs(ws: Workspace, script: Any) -> None:
+    model, url, _ = script
+    model.commands = ["scripts/clean.sh", SUBMIT]
+    model.delay_s = 0.5
+    env = {**os.environ, "TWINFORGE_MODELS__CALIBRATION__BASE_URL": url,
+           "TWINFORGE_MODELS__CALIBRATION__API_KEY_ENV": "CALIBRATION_KEY",
+           "TWINFORGE_MODELS__CALIBRATION__MODEL": "weak-model", "TWINFORGE_CALIBRATION__GRAMMAR": "false"}
+    proc = subprocess.Popen([sys.executable, "-c", RESUME, str(ws.root), str(R3)], env=env,
+                            cwd=Path(__file__).resolve().parents[1])
+    db_path = ws.state_dir / "records.db"
+    deadline = time.monotonic() + 180
+    done: list[tuple[Any, ...]] = []
+    while time.monotonic() < deadline and not done:
+        time.sleep(0.3)
+        if db_path.exists():
+            with sqlite3.connect(db_path) as db:
+                done = db.execute("select id, run_id from runs where status = 'done'").fetchall()
+    assert done, "no run finished before the deadline"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    report = calibrate(ws, [R3], runs=2)
+    assert report.skipped >= len(done) and report.ran == 4 - report.skipped
+    rows = {r.id: r for r in RecordsDB(records_url(ws)).runs()}
+    assert len(rows) == 4
+    for row_id, run_id in done:
+        assert rows[row_id].run_id == run_id and rows[row_id].attempts == 1  # finished before the kill: kept
+    assert not client().containers.list(all=True, filters={"label": "twinforge.run"})  # nothing left behind
+    (verdict,) = report.verdicts
+    assert verdict.passed and len(verdict.risk) == 2
+
+
+def test_ray_executor_on_a_local_cluster(ws: Workspace, script: Any) -> None:
+    pytest.importorskip("ray")
+    model, _, _ = script
+    model.commands = ["scripts/clean.sh", SUBMIT]
+    os.environ["CALIBRATION_KEY"] = CANARY  # ray workers inherit the driver's environment
+    try:
+        report = calibrate(ws, [R3], runs=1, executor="ray", workers=2)
+    finally:
+        import ray
+
+        ray.shutdown()
+    (verdict,) = report.verdicts
+    assert verdict.passed, report.errors
+    assert report.ran == 2
