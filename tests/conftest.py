@@ -2,11 +2,14 @@ from __future__ import annotations
 
 import itertools
 import random
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from twinforge.localmodel import ServerInfo, get_spec, healthy, serve, stop
 from twinforge.workspace import Workspace
 
 _counter = itertools.count()
@@ -127,3 +130,23 @@ def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Unit tests never touch the user's cache; the real-model tests set their own.
     monkeypatch.setenv("TWINFORGE_CACHE_DIR", str(tmp_path / "twinforge-cache"))
     monkeypatch.delenv("TWINFORGE_API_KEY", raising=False)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def gemma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerInfo]:
+    """The real llama.cpp server with gemma3-270m (the fast smoke-test model), shared by the session."""
+    cache = tmp_path_factory.mktemp("model-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TWINFORGE_CACHE_DIR", str(cache))
+        info = serve(get_spec("gemma3-270m"), port=free_port(), n_ctx=4096, wait_s=180)
+    yield info
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TWINFORGE_CACHE_DIR", str(cache))
+        stop(info.port)
+    assert not healthy(info.base_url, timeout_s=1.0)

@@ -7,8 +7,6 @@ these tests check structure and error handling, never content.
 from __future__ import annotations
 
 import json
-import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,29 +15,10 @@ from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, S
 from generator import generate
 from reviewer import review_pending
 from tests.conftest import blueprint_dict
-from twinforge.localmodel import ServerInfo, get_spec, healthy, serve, stop
+from twinforge.localmodel import ServerInfo, healthy
 from twinforge.workspace import Workspace
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def gemma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerInfo]:
-    cache = tmp_path_factory.mktemp("model-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TWINFORGE_CACHE_DIR", str(cache))
-        info = serve(get_spec("gemma3-270m"), port=free_port(), n_ctx=4096, wait_s=180)
-    yield info
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TWINFORGE_CACHE_DIR", str(cache))
-        stop(info.port)
-    assert not healthy(info.base_url, timeout_s=1.0)
 
 
 def test_server_is_loopback_and_serves(gemma: ServerInfo) -> None:

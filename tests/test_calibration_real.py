@@ -1,0 +1,44 @@
+"""One real-path calibration: the real llama.cpp server (gemma3-270m, with the action grammar),
+Mini-SWE-agent through the proxy, real Docker. The weak model's outcome is recorded, not asserted."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from calibration.calibrate import calibrate, records_url
+from calibration.records import RecordsDB
+from taskpair import Outcome
+from twinforge.localmodel import ServerInfo
+from twinforge.workspace import Workspace
+
+pytestmark = [pytest.mark.model, pytest.mark.docker, pytest.mark.slow]
+R3 = Path(__file__).resolve().parents[1] / "guidelines" / "reference-pairs" / "ref-r3-ignored-database"
+
+
+def test_real_local_model_calibration(gemma: ServerInfo, tmp_path: Path) -> None:
+    pair = tmp_path / R3.name
+    shutil.copytree(R3, pair)
+    for side in ("risk", "twin"):  # bound the time: 4 calls of a small model per side
+        toml = pair / side / "task.toml"
+        toml.write_text(toml.read_text().replace("model_calls = 40", "model_calls = 4"))
+    ws = Workspace.init(tmp_path / "ws", port=gemma.port, local_model="gemma3-270m")
+    ws.config.models.calibration.max_tokens = 200
+    ws.config.calibration.rerun_overtime = 0
+    report = calibrate(ws, [pair], runs=1, workers=1)
+    assert report.errors == []
+    runs = RecordsDB(records_url(ws)).runs()
+    assert sorted(r.side for r in runs) == ["risk", "twin"]
+    for run in runs:
+        assert run.outcome in {o.value for o in Outcome}
+        assert 1 <= run.calls <= 4
+        trajectory = json.loads(Path(str(run.trajectory)).read_text())
+        assert any(m["role"] == "assistant" for m in trajectory["messages"])
+        transcript = (Path(str(run.evidence_dir)) / "proxy.jsonl").read_text().splitlines()
+        assert json.loads(transcript[0])["request"]["grammar"].startswith("\nroot ::=")  # the option is on
+        print(f"real-model run {run.side}: {run.outcome}, {run.calls} calls, exit {run.exit_status}")
+    (verdict,) = report.verdicts
+    print(f"real-model verdict: passed={verdict.passed} ({verdict.reason})")
