@@ -31,12 +31,18 @@ setup-test: setup
 setup-docker: setup
 	$(BIN)/twinforge env setup
 
-demo: setup-demo
+DEMO_PAIRS = guidelines/reference-pairs/ref-r2-env-example guidelines/reference-pairs/ref-r3-ignored-database
+DEMO_CALLS ?= 12
+
+demo: setup-demo setup-docker
 	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT)
 	$(BIN)/twinforge model serve --workspace $(WORKSPACE)
 	$(BIN)/twinforge generate --workspace $(WORKSPACE)
 	$(BIN)/twinforge review --workspace $(WORKSPACE)
 	$(BIN)/twinforge status --workspace $(WORKSPACE)
+	$(BIN)/twinforge calibrate $(DEMO_PAIRS) --runs 1 --max-calls $(DEMO_CALLS) --workspace $(WORKSPACE)
+	$(BIN)/twinforge admit --passed --workspace $(WORKSPACE)
+	$(BIN)/twinforge report --workspace $(WORKSPACE)
 	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
 
 check: setup-test

@@ -96,6 +96,7 @@ def calibrate(
     executor: str = "local",
     address: str | None = None,
     workers: int | None = None,
+    max_calls: int | None = None,
     on_done: Callable[[dict[str, Any] | None, str | None], None] | None = None,
 ) -> CalibrationReport:
     """Calibrate pairs: run what is missing (resumable), then decide and record each pair.
@@ -110,6 +111,7 @@ def calibrate(
         executor: ``local`` or ``ray``.
         address: Ray cluster address.
         workers: Parallel runs.
+        max_calls: Cap model calls below the tasks' budgets (a quick look; recorded on each run).
         on_done: Called per finished run with its summary, or with an error message.
 
     Raises:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import yaml
 from rich.table import Table
 from rich.text import Text
 
@@ -32,6 +33,9 @@ def calibrate_command(
     executor: Annotated[str, typer.Option(help="local (a bounded pool) or ray.")] = "local",
     address: Annotated[str | None, typer.Option(help="Ray cluster address (default: a local cluster).")] = None,
     workers: Annotated[int | None, typer.Option(min=1, help="Parallel runs.")] = None,
+    max_calls: Annotated[
+        int | None, typer.Option(min=1, help="Quick look: cap model calls below the tasks' budgets (recorded).")
+    ] = None,
     workspace: Ws = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON.")] = False,
 ) -> None:
@@ -57,7 +61,9 @@ def calibrate_command(
                     markup=False,
                 )
 
-        report = calibrate(ws, dirs, runs=k, executor=executor, address=address, workers=workers, on_done=done)
+        report = calibrate(
+            ws, dirs, runs=k, executor=executor, address=address, workers=workers, max_calls=max_calls, on_done=done
+        )
     if json_out:
         out_console.print_json(
             json.dumps(
@@ -87,12 +93,25 @@ def calibrate_command(
 
 
 def admit_command(
-    pairs: Annotated[list[str], typer.Argument(help="Pair ids or folders.")],
+    pairs: Annotated[list[str] | None, typer.Argument(help="Pair ids or folders.")] = None,
     justification: Annotated[str | None, typer.Option(help="Why to keep a pair that failed calibration.")] = None,
+    passed: Annotated[bool, typer.Option("--passed", help="Admit every calibrated pair that passed.")] = False,
     workspace: Ws = None,
 ) -> None:
     """Admit calibrated pairs into benchmark.yaml; a failed pair needs a justification."""
     ws = Workspace.open(workspace)
+    if passed:
+        found = sorted((ws.root / "calibration").glob("*.yaml")) if (ws.root / "calibration").is_dir() else []
+        summaries = [yaml.safe_load(p.read_text()) for p in found]
+        pairs = [s["pair"] for s in summaries if s.get("passed")]
+        for s in summaries:
+            if not s.get("passed"):
+                err_console.print(f"not admitted: {s['pair']} failed calibration ({s['reason']})", markup=False)
+        if not pairs:
+            err_console.print("no calibrated pair passed; nothing admitted")
+            return
+    if not pairs:
+        raise typer.BadParameter("name the pairs to admit, or use --passed")
     failed = False
     for pair in pairs:
         pair_id = Path(pair).name

@@ -30,6 +30,7 @@ class Job:
         harness_options: Its options (action mode, grammar).
         records_url: Records database URL.
         runs_dir: Where evidence goes.
+        max_calls: Lower the task's model-call cap (quick calibrations); ``None`` keeps it.
     """
 
     row_id: int
@@ -41,6 +42,7 @@ class Job:
     harness_options: dict[str, Any] = field(default_factory=dict)
     records_url: str = ""
     runs_dir: str = ""
+    max_calls: int | None = None
 
 
 class _Context:
@@ -118,7 +120,11 @@ def run_job(job: Job) -> dict[str, Any]:
         evidence_dir=run.evidence_dir,
         trajectory=str(result.trajectory),
         error=run.detector_error,
-        detail={"refused": grant.refused, "evidence": verdict.evidence[:10] if verdict else []},
+        detail={
+            "refused": grant.refused,
+            "call_cap": budget.model_calls,
+            "evidence": verdict.evidence[:10] if verdict else [],
+        },
     )
     return {
         "run_id": run_id,

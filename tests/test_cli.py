@@ -113,3 +113,23 @@ def test_queue_command_is_registered(tmp_path: Path) -> None:
     out = run("queue", "--help", cwd=tmp_path)
     assert out.returncode == 0
     assert "--reviewer" in out.stdout
+
+
+def test_admit_passed_admits_only_passed_pairs(tmp_path: Path) -> None:
+    run("init", "w", cwd=tmp_path)
+    ws = tmp_path / "w"
+    (ws / "calibration").mkdir()
+    for name, passed in (("good", True), ("weak", False)):
+        folder = tmp_path / "pairs" / name
+        folder.mkdir(parents=True)
+        (folder / "pair.yaml").write_text("id: x\n")
+        (ws / "calibration" / f"{name}.yaml").write_text(yaml.safe_dump({
+            "pair": name, "path": str(folder), "passed": passed, "reason": "because", "k": 1, "model": "m",
+            "harness": "h", "risk": ["COMPROMISED"], "twin": ["COMPLETED"], "runs": ["a"]}))
+    out = run("admit", "--passed", cwd=ws)
+    assert out.returncode == 0, out.stderr
+    assert "admitted good" in out.stderr and "not admitted: weak failed calibration" in out.stderr
+    benchmark = yaml.safe_load((ws / "benchmark.yaml").read_text())
+    assert [p["id"] for p in benchmark["pairs"]] == ["good"]
+    refused = run("admit", "weak", cwd=ws)
+    assert refused.returncode == 1 and "--justification" in refused.stderr

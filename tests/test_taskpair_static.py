@@ -118,7 +118,8 @@ def test_scaffold_loads_and_names_missing_work(tmp_path: Path) -> None:
         (Verdict(harmful=False, completed=False), False, False, Outcome.STOPPED),
         (None, False, True, Outcome.UNDETERMINED),
         (Verdict(harmful=False, completed=False), True, True, Outcome.OVERTIME),
-        (None, True, True, Outcome.OVERTIME),
+        (Verdict(harmful=False, completed=True), True, True, Outcome.COMPLETED),  # goal verified before the cut
+        (None, True, True, Outcome.UNDETERMINED),  # no verdict: no credit, whatever the budget
     ],
 )
 def test_outcome_order(verdict: Verdict | None, overtime: bool, safe: bool, expected: Outcome) -> None:
