@@ -100,8 +100,9 @@ def proxy_latency(url: str, calls: int) -> tuple[float, float]:
             client.post(f"{url}/chat/completions", json=body).raise_for_status()
             direct.append(time.perf_counter() - started)
             started = time.perf_counter()
-            client.post(f"{proxy.url}/chat/completions", json=body,
-                        headers={"authorization": f"Bearer {token}"}).raise_for_status()
+            client.post(
+                f"{proxy.url}/chat/completions", json=body, headers={"authorization": f"Bearer {token}"}
+            ).raise_for_status()
             proxied.append(time.perf_counter() - started)
     proxy.stop()
     return statistics.median(direct) * 1000, statistics.median(proxied) * 1000
@@ -115,10 +116,30 @@ def synthetic_rows(n_records: int, k: int = 4) -> list[tuple[str, str, str, str,
         risk, source = f"R{1 + i % 9}", "S1" if i % 2 else "S2"
         model = f"model-{i % 11}"
         for j in range(1, k + 1):
-            rows.append((f"p{i}", risk, source, model, "mini-swe-agent", "risk", j,
-                         rng.choice(["COMPROMISED", "COMPLETED", "INCOMPLETE"])))
-            rows.append((f"p{i}", risk, source, model, "mini-swe-agent", "twin", j,
-                         "COMPLETED" if rng.random() < 0.9 else "INCOMPLETE"))
+            rows.append(
+                (
+                    f"p{i}",
+                    risk,
+                    source,
+                    model,
+                    "mini-swe-agent",
+                    "risk",
+                    j,
+                    rng.choice(["COMPROMISED", "COMPLETED", "INCOMPLETE"]),
+                )
+            )
+            rows.append(
+                (
+                    f"p{i}",
+                    risk,
+                    source,
+                    model,
+                    "mini-swe-agent",
+                    "twin",
+                    j,
+                    "COMPLETED" if rng.random() < 0.9 else "INCOMPLETE",
+                )
+            )
     return rows
 
 
@@ -136,15 +157,21 @@ def main() -> None:
         rate1, rate_n = runs / serial * 3600, runs / parallel * 3600
         print(f"(a) {runs} scripted runs (4 model calls, one `sleep 2` each) on real Docker:")
         print(f"    1 worker   {serial:6.1f} s  -> {rate1:7.0f} runs/hour")
-        print(f"    {n} workers  {parallel:6.1f} s  -> {rate_n:7.0f} runs/hour   "
-              f"speed-up {rate_n / rate1:.2f}x, parallel efficiency {rate_n / rate1 / n:.0%} ({os.cpu_count()} cores)")
+        print(
+            f"    {n} workers  {parallel:6.1f} s  -> {rate_n:7.0f} runs/hour   "
+            f"speed-up {rate_n / rate1:.2f}x, parallel efficiency {rate_n / rate1 / n:.0%} ({os.cpu_count()} cores)"
+        )
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"    peak resident memory of this process so far: {peak:.0f} MB "
-              f"(target < 1024 MB while calibrating {n} in parallel: {'met' if peak < 1024 else 'MISSED'})")
+        print(
+            f"    peak resident memory of this process so far: {peak:.0f} MB "
+            f"(target < 1024 MB while calibrating {n} in parallel: {'met' if peak < 1024 else 'MISSED'})"
+        )
         direct, proxied = proxy_latency(url, args.calls)
         added = proxied - direct
-        print(f"(b) {args.calls} calls, median: direct {direct:.2f} ms, through the proxy {proxied:.2f} ms, "
-              f"added {added:.2f} ms (target <= 5 ms: {'met' if added <= 5 else 'MISSED'})")
+        print(
+            f"(b) {args.calls} calls, median: direct {direct:.2f} ms, through the proxy {proxied:.2f} ms, "
+            f"added {added:.2f} ms (target <= 5 ms: {'met' if added <= 5 else 'MISSED'})"
+        )
     rows = synthetic_rows(100_000)
     started = time.perf_counter()
     pairs = group(rows)
@@ -153,9 +180,11 @@ def main() -> None:
     breakdown(pairs, 4, lambda p: p.source)
     breakdown(pairs, 4, lambda p: p.model)
     seconds = time.perf_counter() - started
-    print(f"(c) metrics over {len(rows)} run records ({len(pairs)} pairs): {seconds:.3f} s "
-          f"(target <= 1 s: {'met' if seconds <= 1 else 'MISSED'}); pooled CAP {pooled.cap:.3f}, "
-          f"ASR@1..4 {json.dumps([round(a, 3) for a in pooled.asr])}")
+    print(
+        f"(c) metrics over {len(rows)} run records ({len(pairs)} pairs): {seconds:.3f} s "
+        f"(target <= 1 s: {'met' if seconds <= 1 else 'MISSED'}); pooled CAP {pooled.cap:.3f}, "
+        f"ASR@1..4 {json.dumps([round(a, 3) for a in pooled.asr])}"
+    )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak:.0f} MB")
 

@@ -131,8 +131,10 @@ def test_broken_detector_is_undetermined(ws: Workspace, script: Any, tmp_path: P
 
 def test_credentials_never_reach_container_trajectory_or_records(ws: Workspace, script: Any) -> None:
     model, _, received = script
-    model.commands = ["env; cat /proc/1/environ | tr '\\0' '\\n'; grep -r sk- / --include=*.env 2>/dev/null | head",
-                      SUBMIT]
+    model.commands = [
+        "env; cat /proc/1/environ | tr '\\0' '\\n'; grep -r sk- / --include=*.env 2>/dev/null | head",
+        SUBMIT,
+    ]
     calibrate(ws, [R3], runs=1)
     headers = {k.lower(): v for k, v in received[0]["headers"].items()}
     assert headers["authorization"] == f"Bearer {CANARY}"  # the proxy used the real key upstream
@@ -156,11 +158,16 @@ def test_resume_after_kill_never_redoes_finished_runs(ws: Workspace, script: Any
     model, url, _ = script
     model.commands = ["scripts/clean.sh", SUBMIT]
     model.delay_s = 0.5
-    env = {**os.environ, "TWINFORGE_MODELS__CALIBRATION__BASE_URL": url,
-           "TWINFORGE_MODELS__CALIBRATION__API_KEY_ENV": "CALIBRATION_KEY",
-           "TWINFORGE_MODELS__CALIBRATION__MODEL": "weak-model", "TWINFORGE_CALIBRATION__GRAMMAR": "false"}
-    proc = subprocess.Popen([sys.executable, "-c", RESUME, str(ws.root), str(R3)], env=env,
-                            cwd=Path(__file__).resolve().parents[1])
+    env = {
+        **os.environ,
+        "TWINFORGE_MODELS__CALIBRATION__BASE_URL": url,
+        "TWINFORGE_MODELS__CALIBRATION__API_KEY_ENV": "CALIBRATION_KEY",
+        "TWINFORGE_MODELS__CALIBRATION__MODEL": "weak-model",
+        "TWINFORGE_CALIBRATION__GRAMMAR": "false",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RESUME, str(ws.root), str(R3)], env=env, cwd=Path(__file__).resolve().parents[1]
+    )
     db_path = ws.state_dir / "records.db"
     deadline = time.monotonic() + 180
     done: list[tuple[Any, ...]] = []

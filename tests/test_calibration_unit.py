@@ -47,15 +47,19 @@ def test_metrics_hand_worked_example() -> None:
 
 
 def test_group_builds_pairs_from_rows() -> None:
-    rows = [("p", "R1", "S1", "m", "h", "risk", 1, X), ("p", "R1", "S1", "m", "h", "twin", 1, C),
-            ("p", "R1", "S1", "m2", "h", "twin", 1, I)]
+    rows = [
+        ("p", "R1", "S1", "m", "h", "risk", 1, X),
+        ("p", "R1", "S1", "m", "h", "twin", 1, C),
+        ("p", "R1", "S1", "m2", "h", "twin", 1, I),
+    ]
     pairs = group(rows)
     assert len(pairs) == 2 and pairs[0].risk == {1: X} and pairs[1].twin == {1: I}
 
 
 def row(side: str, k: int, outcome: str) -> RunRow:
-    return RunRow(pair="p", side=side, model="m", harness="h", k=k, risk="R3", source="S2", outcome=outcome,
-                  run_id=f"{side}{k}")
+    return RunRow(
+        pair="p", side=side, model="m", harness="h", k=k, risk="R3", source="S2", outcome=outcome, run_id=f"{side}{k}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -101,21 +105,24 @@ def upstream() -> Any:
         yield url, received
 
 
-def test_proxy_swaps_token_for_real_key_and_enforces_cap(upstream: Any, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_proxy_swaps_token_for_real_key_and_enforces_cap(
+    upstream: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url, received = upstream
     monkeypatch.setenv("UPSTREAM_KEY", "sk-canary-REAL-0001")
     db = RecordsDB(f"sqlite:///{tmp_path / 'r.db'}")
     proxy = ModelProxy(db).start()
     try:
         settings = ModelSettings(base_url=url, model="upstream-model", api_key_env="UPSTREAM_KEY")
-        token = proxy.grant("run-1", settings, cap=2, seconds=60, extra_body={"grammar": "root ::= x"},
-                            log=tmp_path / "proxy.jsonl")
+        token = proxy.grant(
+            "run-1", settings, cap=2, seconds=60, extra_body={"grammar": "root ::= x"}, log=tmp_path / "proxy.jsonl"
+        )
         client = httpx.Client(base_url=proxy.url, timeout=10)
         body = {"model": "whatever", "messages": [{"role": "user", "content": "hi"}]}
         assert client.post("/chat/completions", json=body, headers={"authorization": "Bearer nope"}).status_code == 401
-        answers = [client.post("/chat/completions", json=body, headers={"authorization": f"Bearer {token}"})
-                   for _ in range(3)]
+        answers = [
+            client.post("/chat/completions", json=body, headers={"authorization": f"Bearer {token}"}) for _ in range(3)
+        ]
         assert [a.status_code for a in answers] == [200, 200, 403]
         assert "model-call cap of 2" in answers[2].text
         content = json.loads(answers[0].json()["choices"][0]["message"]["content"])
@@ -140,8 +147,18 @@ def test_proxy_swaps_token_for_real_key_and_enforces_cap(upstream: Any, tmp_path
 def write_summary(ws: Workspace, pair: str, passed: bool, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "pair.yaml").write_text("id: x\n")
-    summary = {"pair": pair, "path": str(folder), "passed": passed, "reason": "r", "k": 1, "model": "m",
-               "harness": "h", "risk": [X if passed else I], "twin": [C], "runs": ["a", "b"]}
+    summary = {
+        "pair": pair,
+        "path": str(folder),
+        "passed": passed,
+        "reason": "r",
+        "k": 1,
+        "model": "m",
+        "harness": "h",
+        "risk": [X if passed else I],
+        "twin": [C],
+        "runs": ["a", "b"],
+    }
     ws.write(f"calibration/{pair}.yaml", yaml.safe_dump(summary))
 
 
@@ -164,8 +181,11 @@ def test_admission_rules(workspace: Workspace, tmp_path: Path) -> None:
 def test_report_files_and_numbers(tmp_path: Path) -> None:
     db = RecordsDB(f"sqlite:///{tmp_path / 'r.db'}")
     outcomes = {("A", "risk"): [I, X], ("A", "twin"): [C, C], ("B", "risk"): [X, X], ("B", "twin"): [C, I]}
-    plan = [PlannedRun(p, s, "openai-compatible:local", "mini-swe-agent", k, "R3" if p == "A" else "R7", "S2")
-            for (p, s) in outcomes for k in (1, 2)]
+    plan = [
+        PlannedRun(p, s, "openai-compatible:local", "mini-swe-agent", k, "R3" if p == "A" else "R7", "S2")
+        for (p, s) in outcomes
+        for k in (1, 2)
+    ]
     for run in db.plan(plan):
         db.claim(run.id, f"{run.pair}-{run.side}-{run.k}")
         db.finish(run.id, outcome=outcomes[(run.pair, run.side)][run.k - 1])

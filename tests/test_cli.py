@@ -123,9 +123,22 @@ def test_admit_passed_admits_only_passed_pairs(tmp_path: Path) -> None:
         folder = tmp_path / "pairs" / name
         folder.mkdir(parents=True)
         (folder / "pair.yaml").write_text("id: x\n")
-        (ws / "calibration" / f"{name}.yaml").write_text(yaml.safe_dump({
-            "pair": name, "path": str(folder), "passed": passed, "reason": "because", "k": 1, "model": "m",
-            "harness": "h", "risk": ["COMPROMISED"], "twin": ["COMPLETED"], "runs": ["a"]}))
+        (ws / "calibration" / f"{name}.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "pair": name,
+                    "path": str(folder),
+                    "passed": passed,
+                    "reason": "because",
+                    "k": 1,
+                    "model": "m",
+                    "harness": "h",
+                    "risk": ["COMPROMISED"],
+                    "twin": ["COMPLETED"],
+                    "runs": ["a"],
+                }
+            )
+        )
     out = run("admit", "--passed", cwd=ws)
     assert out.returncode == 0, out.stderr
     assert "admitted good" in out.stderr and "not admitted: weak failed calibration" in out.stderr
