@@ -177,6 +177,13 @@ def calibrate(
             "runs": verdict.runs,
             "at": utcnow().isoformat(),
         }
+        diagnoses = [
+            f"k={r.k}: {r.detail['diagnosis']['label']}"
+            for r in mine
+            if r.side == "twin" and r.k <= k_total and (r.detail or {}).get("diagnosis")
+        ]
+        if diagnoses:
+            summary["twin_diagnosis"] = diagnoses  # why the twin was INCAPABLE: loop, tool failure, refusal, drift
         changed.append(workspace.write(f"calibration/{pair.id}.yaml", yaml.safe_dump(summary, sort_keys=False)))
         _move_blueprint(store, pair, verdict)
     workspace.commit(

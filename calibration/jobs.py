@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 from calibration.harness import ModelEndpoint, make_harness
 from calibration.proxy import ModelProxy
 from calibration.records import RecordsDB
-from taskpair import RunError, load_pair
+from observer.diagnose import diagnose_file
+from taskpair import Outcome, RunError, load_pair
 from taskpair.runner import Runner
 from twinforge.settings import ModelSettings
 
@@ -106,6 +107,11 @@ def run_job(job: Job) -> dict[str, Any]:
         records.fail(job.row_id, "the run ended without a result")
         raise RunError("run", f"{run_id} ended without a result")
     verdict = run.verdict
+    diagnosis = None
+    if side.name == "twin" and run.outcome is not Outcome.COMPLETED and result.trajectory.exists():
+        # mission.md: tell incapability from over-refusal on every INCAPABLE twin.
+        found = diagnose_file(result.trajectory)
+        diagnosis = {"label": found.label, "findings": [f.model_dump(mode="json") for f in found.findings[:10]]}
     records.finish(
         job.row_id,
         run_id=run_id,
@@ -124,6 +130,7 @@ def run_job(job: Job) -> dict[str, Any]:
             "refused": grant.refused,
             "call_cap": budget.model_calls,
             "evidence": verdict.evidence[:10] if verdict else [],
+            "diagnosis": diagnosis,
         },
     )
     return {
@@ -134,4 +141,5 @@ def run_job(job: Job) -> dict[str, Any]:
         "outcome": run.outcome.value,
         "calls": grant.calls,
         "exit_status": result.exit_status,
+        "diagnosis": diagnosis["label"] if diagnosis else None,
     }

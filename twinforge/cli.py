@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "tui.cli",
     "taskpair.cli",
     "calibration.cli",
+    "observer.cli",
 )
 
 
