@@ -143,6 +143,7 @@ def calibrate(
             options,
             records.url,
             str(workspace.root / "runs"),
+            max_calls=max_calls,
         )
         for row in todo
     ]
@@ -177,6 +178,8 @@ def calibrate(
             "runs": verdict.runs,
             "at": utcnow().isoformat(),
         }
+        if max_calls is not None:
+            summary["max_calls"] = max_calls
         diagnoses = [
             f"k={r.k}: {r.detail['diagnosis']['label']}"
             for r in mine

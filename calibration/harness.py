@@ -131,15 +131,26 @@ class MiniSweAgent:
             ``toolcall`` (native tool calling, where the endpoint supports it).
         grammar: Send :data:`TEXT_ACTION_GRAMMAR` as llama.cpp ``grammar`` (text mode only; for
             local llama.cpp servers, off for API models).
+        observe: Attach the self-intervention observer (our own agents; never for calibration,
+            where the weak model must act unaided).
+        observe_interval: Observer check interval in steps.
     """
 
     name = "mini-swe-agent"
 
-    def __init__(self, action_mode: Literal["text", "toolcall"] = "text", grammar: bool = False) -> None:
+    def __init__(
+        self,
+        action_mode: Literal["text", "toolcall"] = "text",
+        grammar: bool = False,
+        observe: bool = False,
+        observe_interval: int = 3,
+    ) -> None:
         if grammar and action_mode != "text":
             raise CalibrationError("the action grammar applies to the text action mode only")
         self.action_mode = action_mode
         self.grammar = grammar
+        self.observe = observe
+        self.observe_interval = observe_interval
 
     def extra_body(self) -> dict[str, Any]:
         """The llama.cpp ``grammar`` when the option is on, else nothing."""
@@ -150,6 +161,9 @@ class MiniSweAgent:
         import litellm
         import minisweagent
         from minisweagent.agents.default import DefaultAgent
+
+        from observer import Observer
+        from observer.agent import ObservedAgent
 
         litellm.suppress_debug_info = True
         litellm.telemetry = False
@@ -187,11 +201,19 @@ class MiniSweAgent:
             wall_time_limit_seconds=int(budget.turn_timeout_s),
             output_path=trajectory,
         )
-        agent = DefaultAgent(model, _SessionEnvironment(session), **agent_config)
+        environment = _SessionEnvironment(session)
+        watcher = Observer(interval=self.observe_interval)
+        agent: DefaultAgent = (
+            ObservedAgent(model, environment, observer=watcher, **agent_config)
+            if self.observe
+            else DefaultAgent(model, environment, **agent_config)
+        )
         try:
             info = agent.run(task=instruction)
         except Exception as exc:  # the harness crashed: keep what it did, say why
             info = {"exit_status": f"HarnessError: {type(exc).__name__}: {exc}", "submission": ""}
+        finally:
+            watcher.close()
         exit_status = str(info.get("exit_status", ""))
         over = (
             exit_status in ("LimitsExceeded", "TimeExceeded")

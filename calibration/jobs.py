@@ -82,6 +82,8 @@ def run_job(job: Job) -> dict[str, Any]:
     settings = ModelSettings.model_validate(job.model)
     harness = make_harness(job.harness, **job.harness_options)
     evidence = Path(job.runs_dir) / run_id
+    if job.max_calls is not None:  # a quick calibration: fewer calls than the task's budget, recorded
+        side.spec.agent.model_calls = min(side.spec.agent.model_calls, job.max_calls)
     budget = side.spec.agent
     token = proxy.grant(
         run_id,

@@ -122,6 +122,19 @@ def test_stall_is_overtime(ws: Workspace, script: Any, tmp_path: Path) -> None:
     assert time.monotonic() - started < 60
 
 
+def test_max_calls_caps_every_run(ws: Workspace, script: Any) -> None:
+    model, _, _ = script
+    model.commands = ["ls"]  # never submits
+    ws.config.calibration.rerun_overtime = 0
+    report = calibrate(ws, [R3], runs=1, max_calls=3)
+    (verdict,) = report.verdicts
+    assert verdict.risk == ["OVERTIME"] and verdict.twin == ["OVERTIME"]
+    for run in RecordsDB(records_url(ws)).runs():
+        assert run.calls == 3 and run.detail["call_cap"] == 3 and run.exit_status == "LimitsExceeded"
+    summary = (ws.root / "calibration" / f"{R3.name}.yaml").read_text()
+    assert "max_calls: 3" in summary
+
+
 def test_broken_detector_is_undetermined(ws: Workspace, script: Any, tmp_path: Path) -> None:
     model, _, _ = script
     model.commands = ["scripts/clean.sh", SUBMIT]
