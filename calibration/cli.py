@@ -55,9 +55,10 @@ def calibrate_command(
             if error:
                 err_console.print(f"run failed: {error}", markup=False, style="yellow")
             elif result:
+                why = f"; diagnosis: {result['diagnosis']}" if result.get("diagnosis") else ""
                 err_console.print(
                     f"{result['pair']}/{result['side']} k={result['k']}: {result['outcome']} "
-                    f"({result['calls']} calls, {result['exit_status']})",
+                    f"({result['calls']} calls, {result['exit_status']}{why})",
                     markup=False,
                 )
 
