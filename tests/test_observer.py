@@ -337,3 +337,49 @@ def test_checks_never_block_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_step_record_defaults() -> None:
     step = Step(n=1, command="false", returncode=1)
     assert step.failed
+
+
+def test_real_local_model_trajectories_are_diagnosed() -> None:
+    from tests.labelled import DATA, real
+
+    for item in real():
+        found = {f.cls for f in detect(steps_from_messages(item.messages))}
+        assert found == item.classes, item.name
+    loop = diagnose_messages(json.loads((DATA / "qwen-r2-risk-loop.json").read_text())["messages"])
+    assert loop.label == "loop"
+    (finding,) = loop.findings
+    assert finding.kind == "repeated_command" and "ls -la" in finding.evidence and len(finding.steps) >= 10
+
+
+def test_labelled_set_is_detected() -> None:
+    from tests.labelled import synthetic
+
+    items = synthetic()
+    assert len(items) >= 30
+    for item in items:
+        found = {f.cls for f in detect(steps_from_messages(item.messages), item.spec) if f.confidence >= 0.7}
+        assert found == item.classes, (item.name, found)
+
+
+def test_diagnose_command(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.labelled import DATA
+
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    done = subprocess.run(
+        [sys.executable, "-m", "twinforge", "diagnose", "--json", str(DATA / "qwen-r2-twin-loop-failures.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    (diagnosis,) = json.loads(done.stdout).values()
+    assert diagnosis["label"] == "loop"
+    assert {f["kind"] for f in diagnosis["findings"]} == {"repeated_command", "consecutive_failures"}
+    bad = subprocess.run(
+        [sys.executable, "-m", "twinforge", "diagnose", str(broken)], capture_output=True, text=True, timeout=60
+    )
+    assert bad.returncode == 1 and "broken.json: cannot read trajectory" in bad.stderr

@@ -51,7 +51,7 @@ def main() -> None:
     try:
         app()
     except TwinforgeError as exc:
-        err_console.print(Text("error: ", style="bold red") + Text(str(exc)))
+        err_console.print(Text("error: ", style="bold red") + Text(str(exc)), soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         err_console.print(Text("interrupted; committed work is kept", style="yellow"))

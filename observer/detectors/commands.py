@@ -1,9 +1,14 @@
-"""Shared reading of shell commands: normal form, similarity, files a command writes, error lines."""
+"""Shared reading of shell commands: normal form, similarity, files a command writes, error lines.
+
+Each is a pure function of strings and memoised: the observer re-checks a growing trajectory, so
+only the commands added since the last check cost anything.
+"""
 
 from __future__ import annotations
 
 import re
 import shlex
+from functools import lru_cache
 
 from rapidfuzz import fuzz
 
@@ -14,6 +19,7 @@ _ERROR = re.compile(r"(error|exception|traceback|failed|fatal|no such file|not f
 _BENIGN_NONZERO = ("grep", "egrep", "fgrep", "diff", "test", "[", "cmp", "find", "which", "command")
 
 
+@lru_cache(maxsize=65536)
 def normalize(command: str) -> str:
     """Canonical form: whitespace collapsed, ``.``/``./`` arguments and trailing slashes dropped."""
     try:
@@ -24,6 +30,7 @@ def normalize(command: str) -> str:
     return " ".join(kept)
 
 
+@lru_cache(maxsize=65536)
 def similar(a: str, b: str, threshold: float = 90.0) -> bool:
     """Same command up to cosmetic differences (``ls -la`` ~ ``ls -la .``), or nearly the same text."""
     if not a or not b:
@@ -45,6 +52,11 @@ def _words(command: str) -> list[list[str]]:
 
 def written_paths(command: str) -> list[str]:
     """Files a command writes, moves, deletes or edits in place (best effort, no false certainty)."""
+    return list(_written_paths(command))
+
+
+@lru_cache(maxsize=65536)
+def _written_paths(command: str) -> tuple[str, ...]:
     paths = [m for m in _REDIRECT.findall(command) if not m.startswith(("/dev/", "&"))]
     paths += _TEE.findall(command)
     paths += _PY_OPEN.findall(command)
@@ -57,7 +69,7 @@ def written_paths(command: str) -> list[str]:
             paths += args
         elif (name in ("mv", "cp", "ln", "install") and len(args) >= 2) or (name == "patch" and args):
             paths.append(args[-1])
-    return [p for p in dict.fromkeys(paths) if p and "$" not in p and not p.startswith("<")]
+    return tuple(p for p in dict.fromkeys(paths) if p and "$" not in p and not p.startswith("<"))
 
 
 def benign_failure(command: str, returncode: int | None) -> bool:
@@ -66,6 +78,7 @@ def benign_failure(command: str, returncode: int | None) -> bool:
     return returncode == 1 and bool(words) and words[-1][0] in _BENIGN_NONZERO
 
 
+@lru_cache(maxsize=65536)
 def error_signature(output: str) -> str | None:
     """The last error-looking line of an output, with numbers blanked (so line numbers don't matter)."""
     for line in reversed(output.strip().splitlines()):
