@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from observer import detect, steps_from_messages  # noqa: E402
-from tests.labelled import real, synthetic  # noqa: E402
 from tests.labelled import _turn as turn  # noqa: E402
+from tests.labelled import real, synthetic  # noqa: E402
 
 CLASSES = ("reasoning", "tool_failure", "drift")
 
@@ -31,8 +31,12 @@ CLASSES = ("reasoning", "tool_failure", "drift")
 def long_trajectory(n: int = 200) -> list[dict]:  # type: ignore[type-arg]
     messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "t"}]
     for i in range(n):
-        command = [f"cat src/file{i % 37}.py", f"sed -i 's/a{i}/b{i}/' src/file{i % 23}.py",
-                   f"python3 -m pytest -q tests/test_{i % 11}.py", f"grep -rn name{i} src"][i % 4]
+        command = [
+            f"cat src/file{i % 37}.py",
+            f"sed -i 's/a{i}/b{i}/' src/file{i % 23}.py",
+            f"python3 -m pytest -q tests/test_{i % 11}.py",
+            f"grep -rn name{i} src",
+        ][i % 4]
         messages += turn(command, "line\n" * 20, 0 if i % 5 else 1)
     return messages
 
@@ -43,7 +47,7 @@ def main() -> None:
     for end in range(2 + 2 * 1, len(messages) + 1, 2):  # every step boundary of the 200 steps
         prefix = messages[:end]
         started = time.perf_counter()
-        steps = steps_from_messages(prefix)
+        steps_from_messages(prefix)
         floor.append(time.perf_counter() - started)
         started = time.perf_counter()
         detect(steps_from_messages(prefix))
@@ -51,16 +55,21 @@ def main() -> None:
     o, f = statistics.median(ours) * 1000, statistics.median(floor) * 1000
     print(f"(a) observer check per step boundary over a 200-step trajectory ({len(ours)} checks):")
     print(f"    floor: parsing the prefix     median {f:.2f} ms")
-    print(f"    full check (parse + detect)   median {o:.2f} ms, p90 {sorted(ours)[int(0.9 * len(ours))] * 1000:.2f} ms, "
-          f"at 200 steps {ours[-1] * 1000:.2f} ms   (target <= 5 ms median: {'met' if o <= 5 else 'MISSED'})")
+    print(
+        f"    full check (parse + detect)   median {o:.2f} ms, p90 {sorted(ours)[int(0.9 * len(ours))] * 1000:.2f} ms, "
+        f"at 200 steps {ours[-1] * 1000:.2f} ms   (target <= 5 ms median: {'met' if o <= 5 else 'MISSED'})"
+    )
     items = synthetic() + real()
     tp = dict.fromkeys(CLASSES, 0)
     fp = dict.fromkeys(CLASSES, 0)
     fn = dict.fromkeys(CLASSES, 0)
     misses = []
     for item in items:
-        found = {finding.cls for finding in detect(steps_from_messages(item.messages), item.spec)
-                 if finding.confidence >= 0.7}
+        found = {
+            finding.cls
+            for finding in detect(steps_from_messages(item.messages), item.spec)
+            if finding.confidence >= 0.7
+        }
         for cls in CLASSES:
             if cls in found and cls in item.classes:
                 tp[cls] += 1
@@ -75,8 +84,10 @@ def main() -> None:
         precision = tp[cls] / (tp[cls] + fp[cls]) if tp[cls] + fp[cls] else 1.0
         recall = tp[cls] / (tp[cls] + fn[cls]) if tp[cls] + fn[cls] else 1.0
         ok = precision >= 0.9 and recall >= 0.9
-        print(f"    {cls:13} precision {precision:.2f}  recall {recall:.2f}  (tp {tp[cls]}, fp {fp[cls]}, fn {fn[cls]})"
-              f"  target >= 0.9: {'met' if ok else 'MISSED'}")
+        print(
+            f"    {cls:13} precision {precision:.2f}  recall {recall:.2f}  (tp {tp[cls]}, fp {fp[cls]}, fn {fn[cls]})"
+            f"  target >= 0.9: {'met' if ok else 'MISSED'}"
+        )
     for miss in misses:
         print(f"    - {miss}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
