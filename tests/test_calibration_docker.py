@@ -6,6 +6,7 @@ assistant turns the conversation already has. Every call goes through the twinfo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -187,18 +188,20 @@ def test_resume_after_kill_never_redoes_finished_runs(ws: Workspace, script: Any
     while time.monotonic() < deadline and not done:
         time.sleep(0.3)
         if db_path.exists():
-            with sqlite3.connect(db_path) as db:
+            with contextlib.suppress(sqlite3.OperationalError), sqlite3.connect(db_path) as db:  # table not there yet
                 done = db.execute("select id, run_id from runs where status = 'done'").fetchall()
-    assert done, "no run finished before the deadline"
-    os.kill(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    assert done, "no run finished before the deadline"
     report = calibrate(ws, [R3], runs=2)
     assert report.skipped >= len(done) and report.ran == 4 - report.skipped
     rows = {r.id: r for r in RecordsDB(records_url(ws)).runs()}
     assert len(rows) == 4
     for row_id, run_id in done:
         assert rows[row_id].run_id == run_id and rows[row_id].attempts == 1  # finished before the kill: kept
-    assert not client().containers.list(all=True, filters={"label": "twinforge.run"})  # nothing left behind
+    left = client().containers.list(all=True, filters={"label": f"twinforge.pid={proc.pid}"})
+    assert not left  # nothing the killed process started is left behind
     (verdict,) = report.verdicts
     assert verdict.passed and len(verdict.risk) == 2
 
