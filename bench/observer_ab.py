@@ -98,7 +98,10 @@ def summarize(rows: list[dict]) -> None:  # type: ignore[type-arg]
         single = [r for r in mine if len(r["interventions"]) == 1]
         several = [r for r in mine if len(r["interventions"]) > 1]
         rec1 = sum(r["interventions"][0]["recovered"] for r in single) / len(single) if single else float("nan")
-        recn_list = [i["recovered"] for r in several for i in r["interventions"]]
+        # Recovery is measured on nudges and plan requests; a stop ends the run, it is never a recovery.
+        recn_list = [
+            i["recovered"] and i["level"] != "stop" for r in several for i in r["interventions"] if i["level"] != "stop"
+        ]
         recn = sum(recn_list) / len(recn_list) if recn_list else float("nan")
         fail_rate = sum(r["tool_failures"] for r in mine) / max(sum(r["actions"] for r in mine), 1)
         print(

@@ -45,8 +45,8 @@ class Intervention:
 
     @property
     def recovered(self) -> bool:
-        """The misbehaviour did not recur afterwards."""
-        return self.recurred_at is None
+        """The misbehaviour did not recur afterwards (a stop is never a recovery: the run ended on it)."""
+        return self.level != "stop" and self.recurred_at is None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (saved in the trajectory's info)."""
