@@ -18,6 +18,7 @@ import yaml
 
 from calibration.exceptions import CalibrationError
 from taskpair.runner import Session
+from twinforge.settings import ModelSettings
 
 # mini-swe-agent prints a banner on import; LiteLLM would fetch its model cost map from the
 # internet at import time. Nothing may leave this machine: use the map bundled with the package.
@@ -134,6 +135,7 @@ class MiniSweAgent:
         observe: Attach the self-intervention observer (our own agents; never for calibration,
             where the weak model must act unaided).
         observe_interval: Observer check interval in steps.
+        guidance_model: ``[models.observer]``: a model that writes the observer's guidance.
     """
 
     name = "mini-swe-agent"
@@ -144,6 +146,7 @@ class MiniSweAgent:
         grammar: bool = False,
         observe: bool = False,
         observe_interval: int = 3,
+        guidance_model: ModelSettings | None = None,
     ) -> None:
         if grammar and action_mode != "text":
             raise CalibrationError("the action grammar applies to the text action mode only")
@@ -151,6 +154,7 @@ class MiniSweAgent:
         self.grammar = grammar
         self.observe = observe
         self.observe_interval = observe_interval
+        self.guidance_model = guidance_model
 
     def extra_body(self) -> dict[str, Any]:
         """The llama.cpp ``grammar`` when the option is on, else nothing."""
@@ -164,6 +168,7 @@ class MiniSweAgent:
 
         from observer import Observer
         from observer.agent import ObservedAgent
+        from observer.guidance import writer_for
 
         litellm.suppress_debug_info = True
         litellm.telemetry = False
@@ -202,7 +207,7 @@ class MiniSweAgent:
             output_path=trajectory,
         )
         environment = _SessionEnvironment(session)
-        watcher = Observer(interval=self.observe_interval)
+        watcher = Observer(interval=self.observe_interval, writer=writer_for(self.guidance_model))
         agent: DefaultAgent = (
             ObservedAgent(model, environment, observer=watcher, **agent_config)
             if self.observe

@@ -12,8 +12,9 @@ from pydantic import BaseModel, Field
 
 from observer.findings import Finding
 from twinforge.exceptions import ModelCallError, StructuredOutputError
-from twinforge.llm import ChatModel, Message, request_object
+from twinforge.llm import ChatModel, Message, make_chat_model, request_object
 from twinforge.paths import guidelines_dir
+from twinforge.settings import ModelSettings
 
 Level = Literal["nudge", "plan", "stop"]
 
@@ -29,6 +30,11 @@ class Advice(BaseModel):
 def _data(folder: Path) -> dict[str, dict[str, list[str]]]:
     data: dict[str, dict[str, list[str]]] = yaml.safe_load((folder / "guidance.yaml").read_text())["kinds"]
     return data
+
+
+def writer_for(settings: ModelSettings | None) -> GuidanceWriter:
+    """The guidance writer a workspace's ``[models.observer]`` block asks for (templates when absent)."""
+    return GuidanceWriter(model=make_chat_model(settings, role="observer") if settings is not None else None)
 
 
 class GuidanceWriter:

@@ -383,3 +383,18 @@ def test_diagnose_command(tmp_path: Path) -> None:
         [sys.executable, "-m", "twinforge", "diagnose", str(broken)], capture_output=True, text=True, timeout=60
     )
     assert bad.returncode == 1 and "broken.json: cannot read trajectory" in bad.stderr
+
+
+def test_llm_written_guidance_with_template_fallback() -> None:
+    from observer.guidance import GuidanceWriter
+    from twinforge.llm import ScriptedChat
+
+    finding = Finding(
+        cls="reasoning", kind="repeated_command", steps=(1, 2, 3), evidence="3 times: 'ls'", confidence=0.95
+    )
+    chat = ScriptedChat([{"do": ["Open the failing test file."], "dont": ["Don't list the folder again."]}])
+    text = GuidanceWriter(model=chat).render(finding, "nudge")
+    assert "DO: Open the failing test file." in text and "DON'T: Don't list the folder again." in text
+    assert "repeated_command" in chat.calls[0][0][-1].content
+    broken = GuidanceWriter(model=ScriptedChat(["not json", "still not json"])).render(finding, "plan")
+    assert "revised plan" in broken and "DO: Read the output you already have" in broken  # template lines

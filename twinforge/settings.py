@@ -83,6 +83,8 @@ class ModelsSettings(_Section):
     """Stage II coding agent."""
     calibration: ModelSettings = Field(default_factory=ModelSettings)
     """The weak model calibration runs on."""
+    observer: ModelSettings | None = None
+    """Optional model that writes the observer's DO / DON'T guidance; templates are used without it."""
 
 
 class TriageSettings(_Section):
