@@ -450,7 +450,8 @@ class Runner:
         t2 = time.monotonic()
         container.reload()
         oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
-        container.kill() if container.status == "running" else None
+        if container.status == "running":
+            container.kill()
         missing = _collect(container, side.spec.detector.collect, evidence / "state")
         for name, service in services.items():
             service.kill()
