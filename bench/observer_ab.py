@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -149,6 +150,8 @@ def main() -> None:
         f"observer A/B on {args.model}, {len({r['task'] for r in rows})} tasks, up to {args.max_calls} calls per run:"
     )
     summarize(rows)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak resident memory of this process: {peak:.0f} MB (model server and containers not counted)")
 
 
 if __name__ == "__main__":
