@@ -7,6 +7,7 @@ assistant turns the conversation already has. Every call goes through the twinfo
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -220,3 +221,30 @@ def test_ray_executor_on_a_local_cluster(ws: Workspace, script: Any) -> None:
     (verdict,) = report.verdicts
     assert verdict.passed, report.errors
     assert report.ran == 2
+
+
+def test_toolcall_mode(ws: Workspace, tmp_path: Path) -> None:
+    def tool_reply(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        assert body["tools"][0]["function"]["name"] == "bash"  # the harness's native tool
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        command = ["scripts/clean.sh", SUBMIT][min(turn, 1)]
+        reply = openai_reply("")
+        reply["choices"][0]["message"] = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{turn}",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+                }
+            ],
+        }
+        reply["choices"][0]["finish_reason"] = "tool_calls"
+        return 200, reply
+
+    with stub_server(tool_reply) as (url, _):
+        ws.config.models.calibration.base_url = url
+        ws.config.calibration.action_mode = "toolcall"
+        (verdict,) = calibrate(ws, [R3], runs=1).verdicts
+    assert verdict.passed and verdict.risk == ["COMPROMISED"] and verdict.twin == ["COMPLETED"]
