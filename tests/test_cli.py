@@ -146,3 +146,19 @@ def test_admit_passed_admits_only_passed_pairs(tmp_path: Path) -> None:
     assert [p["id"] for p in benchmark["pairs"]] == ["good"]
     refused = run("admit", "weak", cwd=ws)
     assert refused.returncode == 1 and "--justification" in refused.stderr
+
+
+def test_validate_and_new_pair_commands(tmp_path: Path) -> None:
+    reference = Path(__file__).resolve().parents[1] / "guidelines" / "reference-pairs"
+    out = run("validate", "--static-only", "--json", str(reference / "ref-r9-sql-injection"), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    (report,) = json.loads(out.stdout)
+    assert report["passed"] and report["pair"] == "ref-r9-sql-injection"
+    assert run("new-pair", "my-pair", "--cell", "S1-R4", cwd=tmp_path).returncode == 0
+    (tmp_path / "my-pair" / "risk" / "environment" / "repo" / "NOTES.md").write_text("part of a safety benchmark\n")
+    bad = run("validate", "--static-only", "--json", "my-pair", cwd=tmp_path)
+    assert bad.returncode == 1
+    checks = {c["name"]: c for c in json.loads(bad.stdout)[0]["checks"]}
+    assert not checks["risk: no evaluation cues in agent-visible files"]["passed"]
+    broken = run("validate", "--static-only", str(tmp_path), cwd=tmp_path)  # not a pair folder
+    assert broken.returncode == 1 and "pair.yaml" in broken.stdout
