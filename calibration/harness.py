@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 import yaml
 
 from calibration.exceptions import CalibrationError
-from taskpair.runner import Session
+from taskpair.session import Session
 from twinforge.settings import ModelSettings
 
 # mini-swe-agent prints a banner on import; LiteLLM would fetch its model cost map from the

@@ -13,7 +13,8 @@ from rich.text import Text
 
 from blueprints import Blueprint, BlueprintStore
 from taskpair.engine import client, setup
-from taskpair.runner import Runner, reap
+from taskpair.isolation import reap
+from taskpair.runner import Runner
 from taskpair.scaffold import new_pair
 from taskpair.validate import validate
 from twinforge.console import err_console, out_console, progress

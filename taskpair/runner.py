@@ -11,235 +11,36 @@ leftovers of a crashed run are reaped on the next start and by ``twinforge env r
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import secrets
 import socket
-import subprocess
-import tarfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import docker
 from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import Container
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from taskpair.collect import collect
 from taskpair.detectors import LIB as DETECTOR_LIB
 from taskpair.detectors import MOUNT as DETECTOR_MOUNT
 from taskpair.engine import base_image_tag, client
 from taskpair.exceptions import RunError
 from taskpair.format import Side, TaskPair
 from taskpair.images import build_image
-from taskpair.outcomes import Outcome, Verdict, outcome_of
+from taskpair.isolation import drop_default_route, reap
+from taskpair.outcomes import Verdict, outcome_of
 from taskpair.services import MOUNT as SERVICES_MOUNT
 from taskpair.services import PROGRAMS, SERVICES
+from taskpair.session import RunResult, Session
 from twinforge.atomic import atomic_write_text
 
-MAX_COLLECT_BYTES = 256 * 1024 * 1024  # an agent filling the disk must not fill the host
-MAX_OUTPUT_CHARS = 64 * 1024
 SERVICE_START_S = 30.0
-
-
-class CommandRecord(BaseModel):
-    """One command the agent ran, as the host saw it (the agent cannot edit this record)."""
-
-    command: str
-    exit_code: int
-    output: str
-    seconds: float
-    killed: bool
-
-
-class RunResult(BaseModel):
-    """Everything a run produced; saved as ``runs/<run-id>/result.json``.
-
-    Attributes:
-        run_id: Unique id, also the label on every Docker resource of the run.
-        pair: Pair id.
-        side: ``risk`` or ``twin``.
-        outcome: COMPROMISED / COMPLETED / INCOMPLETE / STOPPED / UNDETERMINED / OVERTIME.
-        verdict: The detector's verdict, ``None`` when it failed.
-        detector_error: Why there is no verdict.
-        overtime: The turn budget ran out or a resource limit stopped the agent.
-        oom_killed: The task container hit its memory limit.
-        commands: How many commands ran.
-        timings: Seconds per phase (setup, agent, collect, detector, teardown, total).
-        evidence_dir: Where the evidence lives.
-    """
-
-    run_id: str
-    pair: str
-    side: str
-    outcome: Outcome
-    verdict: Verdict | None
-    detector_error: str | None = None
-    overtime: bool = False
-    oom_killed: bool = False
-    commands: int = 0
-    timings: dict[str, float] = {}
-    evidence_dir: str
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def reap(cli: docker.DockerClient, *, everything: bool = False) -> dict[str, int]:
-    """Remove twinforge-labelled containers and networks of runs whose runner process is gone.
-
-    Args:
-        cli: Docker client.
-        everything: Remove every twinforge run resource on this host, live runner or not.
-
-    Returns:
-        Counts of removed ``containers`` and ``networks``.
-    """
-    host = socket.gethostname()
-    removed = {"containers": 0, "networks": 0}
-
-    def stale(labels: dict[str, str]) -> bool:
-        if labels.get("twinforge.host") != host:
-            return False
-        return everything or not _alive(int(labels.get("twinforge.pid", "0") or 0))
-
-    for container in cli.containers.list(all=True, filters={"label": "twinforge.run"}):
-        if stale(container.labels):
-            try:
-                container.remove(force=True)
-                removed["containers"] += 1
-            except NotFound:
-                pass
-    for network in cli.networks.list(filters={"label": "twinforge.run"}):
-        if stale(network.attrs.get("Labels") or {}):
-            try:
-                network.remove()
-                removed["networks"] += 1
-            except NotFound:
-                pass
-    return removed
-
-
-def _drop_default_route(container: Container) -> None:
-    """Delete the default route Docker adds even on an internal network, from the host side.
-
-    An internal network already has no forwarding off the machine; without a default route the
-    container cannot even try: only the run's own subnet is reachable. The change is made with
-    ``nsenter`` into the container's network namespace, so the container needs no capability.
-
-    Raises:
-        RunError: The route could not be removed (the run does not start without isolation).
-    """
-    container.reload()
-    pid = container.attrs["State"]["Pid"]
-    done = subprocess.run(
-        ["nsenter", "-t", str(pid), "-n", "ip", "route", "del", "default"], capture_output=True, text=True
-    )
-    if done.returncode != 0 and "No such process" not in done.stderr:
-        raise RunError("isolation", f"could not remove the default route of {container.name}: {done.stderr.strip()}")
-
-
-def _extract(stream: Iterator[bytes], dest: Path) -> None:
-    """Unpack a ``get_archive`` stream into ``dest`` with tarfile's safe ``data`` filter, size-capped."""
-    buffer = io.BytesIO()
-    for chunk in stream:
-        buffer.write(chunk)
-        if buffer.tell() > MAX_COLLECT_BYTES:
-            raise RunError("collect", f"collected state exceeds {MAX_COLLECT_BYTES >> 20} MiB")
-    buffer.seek(0)
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=buffer) as archive:
-        archive.extractall(dest, filter="data")
-
-
-def _collect(container: Container, paths: list[str], dest: Path) -> list[str]:
-    """Copy ``paths`` out of the container into ``dest`` (keeping absolute paths); returns the missing ones."""
-    missing = []
-    for path in paths:
-        parent = dest / path.strip("/").rsplit("/", 1)[0] if "/" in path.strip("/") else dest
-        try:
-            stream, _ = container.get_archive(path)
-        except NotFound:
-            missing.append(path)
-            continue
-        _extract(stream, parent)
-    return missing
-
-
-@dataclass
-class Session:
-    """A live run: the task container is up with its services; the agent acts through :meth:`exec`.
-
-    Attributes:
-        run_id: The run id.
-        side: The side being run.
-        container: The task container.
-        deadline: ``time.monotonic()`` value at which the turn budget ends.
-        records: Commands run so far.
-    """
-
-    run_id: str
-    side: Side
-    container: Container
-    deadline: float
-    records: list[CommandRecord] = field(default_factory=list)
-    overtime: bool = False
-    final_message: str = ""
-    result: RunResult | None = None
-
-    def exec(self, command: str, timeout_s: float | None = None) -> CommandRecord:
-        """Run one shell command in the task container's work folder, killed inside the container at the timeout.
-
-        The per-command timeout is the task's (30 s by default) unless ``timeout_s`` is given; no
-        command runs past the turn deadline. A command refused for lack of time marks the run overtime.
-        """
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            self.overtime = True
-            record = CommandRecord(
-                command=command, exit_code=-1, output="turn budget exhausted", seconds=0, killed=True
-            )
-            self.records.append(record)
-            return record
-        limit = min(timeout_s or self.side.spec.agent.command_timeout_s, remaining)
-        started = time.monotonic()
-        result = self.container.exec_run(
-            ["timeout", "-s", "KILL", f"{limit:.1f}", "bash", "-c", command], workdir=self.side.spec.workdir
-        )
-        output = (result.output or b"").decode("utf-8", errors="replace")
-        killed = result.exit_code in (124, 137)
-        if killed and time.monotonic() >= self.deadline - 0.05:
-            self.overtime = True
-        record = CommandRecord(
-            command=command,
-            exit_code=int(result.exit_code if result.exit_code is not None else -1),
-            output=output[-MAX_OUTPUT_CHARS:],
-            seconds=round(time.monotonic() - started, 3),
-            killed=killed,
-        )
-        self.records.append(record)
-        return record
-
-    def put_file(self, path: str, content: bytes, mode: int = 0o755) -> None:
-        """Place a file in the task container (used for oracle scripts, never for detectors)."""
-        folder, name = path.rsplit("/", 1)
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as archive:
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(content), mode, int(time.time())
-            archive.addfile(info, io.BytesIO(content))
-        self.container.put_archive(folder or "/", buffer.getvalue())
 
 
 class Runner:
@@ -320,8 +121,8 @@ class Runner:
             container.start()
             if network is not None:
                 for item in (container, *services.values()):
-                    _drop_default_route(item)
-            _collect(container, spec.detector.collect, evidence / "baseline")
+                    drop_default_route(item)
+            collect(container, spec.detector.collect, evidence / "baseline")
             timings["setup"] = time.monotonic() - t0
             session = Session(run_id, side, container, time.monotonic() + spec.agent.turn_timeout_s)
             t1 = time.monotonic()
@@ -452,10 +253,10 @@ class Runner:
         oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
         if container.status == "running":
             container.kill()
-        missing = _collect(container, side.spec.detector.collect, evidence / "state")
+        missing = collect(container, side.spec.detector.collect, evidence / "state")
         for name, service in services.items():
             service.kill()
-            _collect(service, ["/logs"], evidence / "logs" / name)
+            collect(service, ["/logs"], evidence / "logs" / name)
             logs_dir = evidence / "logs" / name / "logs"
             if logs_dir.is_dir():
                 for item in logs_dir.iterdir():

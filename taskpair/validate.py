@@ -23,7 +23,8 @@ from rapidfuzz import fuzz
 from taskpair.exceptions import PairFormatError, RunError
 from taskpair.format import Side, TaskPair, load_pair
 from taskpair.images import build_image
-from taskpair.runner import Runner, RunResult
+from taskpair.runner import Runner
+from taskpair.session import RunResult
 from twinforge.paths import guidelines_dir
 
 URL = re.compile(r"\b(?:https?|git|ssh|ftp)://([A-Za-z0-9.\-_]+)")
