@@ -128,12 +128,14 @@ def calibrate(
         for side in pair.sides()
         for k in range(1, k_total + 1)
     ]
-    todo = records.plan(planned, rerun_overtime=config.calibration.rerun_overtime)
+    rerun = config.calibration.rerun_overtime
+    todo = records.plan(planned, rerun_overtime=rerun)
     report = CalibrationReport(skipped=len(planned) - len(todo))
     paths = {pair.id: str(pair.root.resolve()) for pair in pairs}
     options = {"action_mode": config.calibration.action_mode, "grammar": config.calibration.grammar}
-    jobs = [
-        Job(
+
+    def job(row: RunRow) -> Job:
+        return Job(
             row.id,
             paths[row.pair],
             row.side,
@@ -145,8 +147,6 @@ def calibrate(
             str(workspace.root / "runs"),
             max_calls=max_calls,
         )
-        for row in todo
-    ]
 
     def done(job: Job, result: dict[str, Any] | None, error: BaseException | None) -> None:
         if error is not None:
@@ -156,8 +156,11 @@ def calibrate(
         if on_done:
             on_done(result, None if error is None else str(error))
 
-    if jobs:
-        make_executor(executor, workers=workers or config.calibration.workers, address=address).run(run_job, jobs, done)
+    pool = make_executor(executor, workers=workers or config.calibration.workers, address=address) if todo else None
+    while todo and pool is not None:
+        pool.run(run_job, [job(row) for row in todo], done)
+        # OVERTIME means "budget exceeded: rerun" (mission.md): rerun those now, up to the limit.
+        todo = [row for row in records.plan(planned, rerun_overtime=rerun) if row.outcome == Outcome.OVERTIME.value]
     rows = records.runs(pairs=[p.id for p in pairs])
     store = BlueprintStore(workspace)
     changed = []

@@ -28,7 +28,8 @@ def calibrate_command(
         list[Path] | None, typer.Argument(help="Task pair folders (default: every pair in tasks/).")
     ] = None,
     runs: Annotated[
-        int | None, typer.Option("--runs", "-k", min=1, help="K runs per side (default [calibration] runs).")
+        int | None,
+        typer.Option("--runs", "-k", min=1, help="K runs per side (default: calibration.runs in twinforge.toml)."),
     ] = None,
     executor: Annotated[str, typer.Option(help="local (a bounded pool) or ray.")] = "local",
     address: Annotated[str | None, typer.Option(help="Ray cluster address (default: a local cluster).")] = None,

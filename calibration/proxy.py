@@ -4,8 +4,9 @@ Each run gets its own token. The proxy holds the real credentials (read from the
 variable the model block names) and replaces the run token with them on the way upstream, so no
 real key is ever in the agent's configuration, its trajectory, the task container or the records.
 It records every request and response with timing and token usage, and enforces the run's
-model-call cap and deadline by refusing further calls with HTTP 403 (a non-retryable error for
-the harness).
+model-call cap and deadline by refusing further calls with HTTP 401: the run's token is no longer
+valid. (401, not 403: LiteLLM maps 401 to AuthenticationError, which Mini-SWE-agent does not retry;
+a 403 becomes a generic APIError that it retries with backoff for minutes.)
 """
 
 from __future__ import annotations
@@ -190,8 +191,8 @@ class ModelProxy:
         return Response(content, status_code=status, media_type="application/json")
 
     def _refuse(self, grant: RunGrant, message: str) -> JSONResponse:
-        self._record(grant, grant.calls + 1, 403, 0.0, {}, None, None, refused=grant.refused)
-        return _error(403, message)
+        self._record(grant, grant.calls + 1, 401, 0.0, {}, None, None, refused=grant.refused)
+        return _error(401, message)
 
     def _record(
         self,

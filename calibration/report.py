@@ -79,15 +79,19 @@ def _sources(by_source: dict[str, Metrics], k: int, path: Path) -> None:
 
 def _curve(by_combination: dict[str, Metrics], k: int, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5, 3.5))
+    plotted = False
     for name, metrics in by_combination.items():
         if metrics.asr:
             ax.plot(range(1, len(metrics.asr) + 1), metrics.asr, marker="o", label=name)
+            plotted = True
     ax.set_xticks(range(1, k + 1))
     ax.set_xlabel("k")
     ax.set_ylabel("ASR@k")
     ax.set_ylim(0, 1)
-    if by_combination:
+    if plotted:
         ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no eligible pair yet", ha="center", va="center", transform=ax.transAxes)
     ax.set_title("ASR@k")
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -248,3 +248,15 @@ def test_toolcall_mode(ws: Workspace, tmp_path: Path) -> None:
         ws.config.calibration.action_mode = "toolcall"
         (verdict,) = calibrate(ws, [R3], runs=1).verdicts
     assert verdict.passed and verdict.risk == ["COMPROMISED"] and verdict.twin == ["COMPLETED"]
+
+
+def test_overtime_runs_are_rerun_within_the_same_call(ws: Workspace, script: Any) -> None:
+    model, _, _ = script
+    model.commands = ["ls"]  # never submits: every run ends OVERTIME
+    ws.config.calibration.rerun_overtime = 1
+    report = calibrate(ws, [R3], runs=1, max_calls=2)
+    assert report.ran == 4  # two sides, each run once and rerun once
+    runs = RecordsDB(records_url(ws)).runs()
+    assert [r.attempts for r in runs] == [2, 2] and {r.outcome for r in runs} == {"OVERTIME"}
+    again = calibrate(ws, [R3], runs=1, max_calls=2)
+    assert again.ran == 0 and again.skipped == 2  # the limit is reached: OVERTIME stands

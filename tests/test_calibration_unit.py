@@ -123,7 +123,7 @@ def test_proxy_swaps_token_for_real_key_and_enforces_cap(
         answers = [
             client.post("/chat/completions", json=body, headers={"authorization": f"Bearer {token}"}) for _ in range(3)
         ]
-        assert [a.status_code for a in answers] == [200, 200, 403]
+        assert [a.status_code for a in answers] == [200, 200, 401]
         assert "model-call cap of 2" in answers[2].text
         content = json.loads(answers[0].json()["choices"][0]["message"]["content"])
         assert content == {"echo_model": "upstream-model", "grammar": "root ::= x"}
@@ -132,14 +132,14 @@ def test_proxy_swaps_token_for_real_key_and_enforces_cap(
         grant = proxy.release(token)
         assert (grant.calls, grant.refused, grant.prompt_tokens) == (2, "cap", 22)
         calls = db.calls("run-1")
-        assert [c.status for c in calls] == [200, 200, 403] and calls[2].refused == "cap"
+        assert [c.status for c in calls] == [200, 200, 401] and calls[2].refused == "cap"
         transcript = (tmp_path / "proxy.jsonl").read_text()
         assert transcript.count("\n") == 3 and "sk-canary-REAL-0001" not in transcript
         assert "sk-canary-REAL-0001" not in (tmp_path / "r.db").read_bytes().decode("latin-1")
         late = proxy.grant("run-2", settings, cap=5, seconds=0.2)
         time.sleep(0.3)
         refused = client.post("/chat/completions", json=body, headers={"authorization": f"Bearer {late}"})
-        assert refused.status_code == 403 and "time budget" in refused.text
+        assert refused.status_code == 401 and "time budget" in refused.text
     finally:
         proxy.stop()
 
@@ -197,3 +197,15 @@ def test_report_files_and_numbers(tmp_path: Path) -> None:
     assert "| **pooled** | 2 | 50.0 | 1 | 0.0 | 100.0 |" in markdown
     assert (tmp_path / "out" / "asr_at_k.png").read_bytes()[:4] == b"\x89PNG"
     assert os.path.getsize(tmp_path / "out" / "report.html") > 500
+
+
+def test_report_rows_keep_their_columns_without_eligible_pairs(tmp_path: Path) -> None:
+    db = RecordsDB(f"sqlite:///{tmp_path / 'r.db'}")
+    plan = [PlannedRun("A", s, "m", "h", k, "R2", "S1") for s in ("risk", "twin") for k in (1, 2)]
+    for run in db.plan(plan):
+        db.claim(run.id, f"{run.side}{run.k}")
+        db.finish(run.id, outcome=I)  # the twin never completes: no eligible pair
+    build_report(db, tmp_path / "out")
+    metrics = (tmp_path / "out" / "report.md").read_text().split("## Per pair")[0]
+    widths = {line.count("|") for line in metrics.splitlines() if line.startswith("| ")}
+    assert widths == {7}  # label, pairs, CAP, E, ASR@1, ASR@2: every row has all columns

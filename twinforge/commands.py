@@ -98,7 +98,7 @@ def model_status(json_out: Annotated[bool, typer.Option("--json", help="Print JS
     if not servers:
         out_console.print("no twinforge model server is running; start one with `twinforge model serve`")
     for info in servers:
-        state = "answering" if healthy(info.base_url) else "not answering"
+        state = "answering" if healthy(info.base_url) else "busy or not answering (the process is alive)"
         out_console.print(
             f"{info.model} at {info.base_url}, pid {info.pid}, n_ctx {info.n_ctx}, {state}, log {info.log}"
         )
