@@ -18,7 +18,7 @@ from twinforge.workspace import Workspace
 def review_command(
     ids: Annotated[list[str] | None, typer.Argument(help="Blueprint ids (default: every proposed blueprint).")] = None,
     concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Reviews in flight (default: models.reviewer.concurrency in twinforge.toml).")
+        int | None, typer.Option(min=1, help="Reviews in flight (default: models.reviewer.concurrency).")
     ] = None,
     workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the outcomes as JSON.")] = False,
