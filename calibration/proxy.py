@@ -128,7 +128,15 @@ class ModelProxy:
         extra_body: dict[str, Any] | None = None,
         log: Path | None = None,
     ) -> str:
-        """Issue a token for one run; returns it (the only credential the harness ever sees)."""
+        """Issue a token for one run; returns it (the only credential the harness ever sees).
+
+        Raises:
+            CalibrationError: The upstream model block has no base URL.
+        """
+        if upstream.endpoint() is None:
+            raise CalibrationError(
+                f"run {run_id}: the calibration model needs a base_url (the proxy forwards to it explicitly)"
+            )
         token = f"tf-run-{secrets.token_urlsafe(24)}"
         self._grants[token] = RunGrant(run_id, upstream, cap, time.monotonic() + seconds, dict(extra_body or {}), log)
         return token
@@ -164,7 +172,7 @@ class ModelProxy:
         headers = {"content-type": "application/json"}
         if key:
             headers["authorization"] = f"Bearer {key}"
-        endpoint = (grant.upstream.endpoint() or "https://api.openai.com/v1").rstrip("/")
+        endpoint = str(grant.upstream.endpoint()).rstrip("/")
         started = time.monotonic()
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=None)

@@ -209,3 +209,11 @@ def test_report_rows_keep_their_columns_without_eligible_pairs(tmp_path: Path) -
     metrics = (tmp_path / "out" / "report.md").read_text().split("## Per pair")[0]
     widths = {line.count("|") for line in metrics.splitlines() if line.startswith("| ")}
     assert widths == {7}  # label, pairs, CAP, E, ASR@1, ASR@2: every row has all columns
+
+
+def test_proxy_needs_an_explicit_upstream() -> None:
+    from calibration.exceptions import CalibrationError
+
+    proxy = ModelProxy()
+    with pytest.raises(CalibrationError, match="needs a base_url"):
+        proxy.grant("r", ModelSettings(provider="openai", base_url=None), cap=1, seconds=1)
