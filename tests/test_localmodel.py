@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 import pytest
@@ -130,4 +129,3 @@ def test_no_hub_downloads_in_code() -> None:
     ]
     for needle in ("from_pretrained", "hf_hub_download", "huggingface", "snapshot_download"):
         assert not any(needle in t for t in texts), needle
-    assert sys.version_info >= (3, 11)
