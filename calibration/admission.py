@@ -6,7 +6,6 @@ justification is on record.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +13,8 @@ import yaml
 
 from blueprints import utcnow
 from calibration.exceptions import AdmissionError
+from twinforge.digests import folder_digest
 from twinforge.workspace import Workspace
-
-
-def pair_version(folder: Path) -> str:
-    """sha256 over the pair folder's files (paths and contents): the admitted version."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def calibration_summary(workspace: Workspace, pair_id: str) -> dict[str, Any]:
@@ -74,7 +65,7 @@ def admit(workspace: Workspace, pair_id: str, *, by: str, justification: str | N
     entry = {
         "id": pair_id,
         "path": location,
-        "version": pair_version(folder),
+        "version": folder_digest(folder)[:16],
         "calibration": {k: summary[k] for k in ("passed", "reason", "k", "model", "harness", "risk", "twin", "runs")},
         "admitted_by": by,
         "admitted_at": utcnow().isoformat(),

@@ -8,7 +8,6 @@ from typing import Any
 from observer.core import Observer
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from minisweagent.agents.default import DefaultAgent
 from minisweagent.exceptions import InterruptAgentFlow

@@ -3,30 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import docker
 from docker.errors import BuildError, DockerException, ImageNotFound
 
 from taskpair.exceptions import RunError
 from taskpair.format import Side
+from twinforge.digests import folder_digest
 
 LABELS = {"twinforge": "1", "twinforge.image": "task"}
 
 
-def context_digest(folder: Path) -> str:
-    """sha256 over the relative paths, modes and contents of every file in a build context."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode())
-        digest.update(oct(path.stat().st_mode & 0o777).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
 def image_tag(pair_id: str, side: Side, base: str) -> str:
     """``twinforge-task/<pair>-<side>:<hash of context and base>``; a changed file means a new tag."""
-    digest = hashlib.sha256((context_digest(side.environment) + base).encode()).hexdigest()[:12]
+    digest = hashlib.sha256((folder_digest(side.environment) + base).encode()).hexdigest()[:12]
     return f"twinforge-task/{pair_id}-{side.name}:{digest}"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 
@@ -11,17 +10,7 @@ from docker.errors import NotFound
 from docker.models.containers import Container
 
 from taskpair.exceptions import RunError
-
-
-def alive(pid: int) -> bool:
-    """Whether a process with this pid exists on this host."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+from twinforge.processes import process_alive
 
 
 def reap(cli: docker.DockerClient, *, everything: bool = False) -> dict[str, int]:
@@ -40,7 +29,7 @@ def reap(cli: docker.DockerClient, *, everything: bool = False) -> dict[str, int
     def stale(labels: dict[str, str]) -> bool:
         if labels.get("twinforge.host") != host:
             return False
-        return everything or not alive(int(labels.get("twinforge.pid", "0") or 0))
+        return everything or not process_alive(int(labels.get("twinforge.pid", "0") or 0))
 
     for container in cli.containers.list(all=True, filters={"label": "twinforge.run"}):
         if stale(container.labels):

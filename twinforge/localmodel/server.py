@@ -24,6 +24,7 @@ from twinforge.exceptions import LocalModelError
 from twinforge.localmodel.assemble import Progress, assemble
 from twinforge.localmodel.catalog import LocalModelSpec
 from twinforge.paths import cache_dir
+from twinforge.processes import process_alive
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -61,16 +62,6 @@ def _state_dir() -> Path:
     return cache_dir() / "server"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def healthy(base_url: str, timeout_s: float = 2.0) -> bool:
     """True when an OpenAI-compatible server answers ``GET <base_url>/models`` with 200."""
     try:
@@ -89,7 +80,7 @@ def running_servers() -> list[ServerInfo]:
         except ValueError:
             state.unlink(missing_ok=True)
             continue
-        if _alive(info.pid):
+        if process_alive(info.pid):
             found.append(info)
         else:
             state.unlink(missing_ok=True)
@@ -204,10 +195,10 @@ def stop(port: int | None = None, timeout_s: float = 20.0) -> list[ServerInfo]:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(info.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
-        while _alive(info.pid) and time.monotonic() < deadline:
+        while process_alive(info.pid) and time.monotonic() < deadline:
             _reap(info.pid)
             time.sleep(0.2)
-        if _alive(info.pid):
+        if process_alive(info.pid):
             os.killpg(info.pid, signal.SIGKILL)
             _reap(info.pid)
         (_state_dir() / f"{info.port}.json").unlink(missing_ok=True)
