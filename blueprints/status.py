@@ -33,7 +33,7 @@ class Status(StrEnum):
 S = Status
 TRANSITIONS: dict[Status, frozenset[Status]] = {
     S.PROPOSED: frozenset({S.KEPT, S.NEEDS_REVIEW, S.DISCARDED}),
-    S.KEPT: frozenset({S.APPROVED, S.REJECTED, S.NEEDS_REVIEW}),
+    S.KEPT: frozenset({S.APPROVED, S.REJECTED, S.NEEDS_REVIEW, S.IMPLEMENTED, S.IMPL_FAILED}),
     S.NEEDS_REVIEW: frozenset({S.APPROVED, S.REJECTED}),
     S.DISCARDED: frozenset({S.APPROVED, S.REJECTED, S.NEEDS_REVIEW}),
     S.APPROVED: frozenset({S.REJECTED, S.IMPLEMENTED, S.IMPL_FAILED}),

@@ -141,6 +141,10 @@ class ModelProxy:
         self._grants[token] = RunGrant(run_id, upstream, cap, time.monotonic() + seconds, dict(extra_body or {}), log)
         return token
 
+    def state(self, token: str) -> RunGrant:
+        """A live run's accounting so far (calls, refusals)."""
+        return self._grants[token]
+
     def release(self, token: str) -> RunGrant:
         """Revoke a run's token and return its accounting."""
         return self._grants.pop(token)

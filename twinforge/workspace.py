@@ -120,7 +120,11 @@ class Workspace:
         env = Environment(
             loader=PackageLoader("twinforge", "templates"), undefined=StrictUndefined, keep_trailing_newline=True
         )
-        text = env.get_template("twinforge.toml.j2").render(roles=roles, port=port, local_model=local_model)
+        implementer = next(r for r in roles if r["name"] == "implementer")
+        mode = "archetype" if implementer["base_url"] == base_url else "agent"  # the embedded model fills archetypes
+        text = env.get_template("twinforge.toml.j2").render(
+            roles=roles, port=port, local_model=local_model, implementer_mode=mode
+        )
         validate_config(tomllib.loads(text), root / CONFIG_FILE)  # nothing is written for a bad config
         root.mkdir(parents=True, exist_ok=True)
         repo = git.Repo(root) if (root / ".git").exists() else git.Repo.init(root, initial_branch="main")
