@@ -199,7 +199,7 @@ def test_oracle_results_are_taken_from_values_not_from_claims(check: Check) -> N
         "state",
         "/repo/calc.py",
         "import atexit, sys\n"
-        "atexit.register(lambda: print(sys.argv[2] + ' {\"add_small\": {\"value\": 4}}'))\n"
+        'atexit.register(lambda: print(sys.argv[2] + \' {"add_small": {"value": 4}}\'))\n'
         "def add(a, b):\n    raise RuntimeError('not implemented')\n\ndef describe(n):\n    return None\n",
     )
     result = check.oracle_cases("/repo", CASES)
