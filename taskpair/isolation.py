@@ -45,7 +45,7 @@ def reap(cli: docker.DockerClient, *, everything: bool = False) -> dict[str, int
     """
     stale = _stale(everything)
     removed = {"containers": 0, "volumes": 0, "networks": 0, "rules": 0, "disks": 0}
-    for container in cli.containers.list(all=True, filters={"label": "twinforge.run"}):
+    for container in cli.containers.list(all=True, filters={"label": "twinforge.run"}, ignore_removed=True):
         if stale(container.labels):
             try:
                 container.remove(force=True)
@@ -75,7 +75,7 @@ def leftovers(cli: docker.DockerClient, run_id: str) -> dict[str, int]:
     """Docker resources still labelled with ``run_id`` (tests count them after a run)."""
     label = {"label": f"twinforge.run={run_id}"}
     return {
-        "containers": len(cli.containers.list(all=True, filters=label)),
+        "containers": len(cli.containers.list(all=True, filters=label, ignore_removed=True)),
         "volumes": len(cli.volumes.list(filters=label)),
         "networks": len(cli.networks.list(filters=label)),
     }

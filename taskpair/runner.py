@@ -496,7 +496,7 @@ class Runner:
         problems: list[str] = []
         label = {"label": f"twinforge.run={run_id}"}
         try:
-            extra = self.cli.containers.list(all=True, filters=label)
+            extra = self.cli.containers.list(all=True, filters=label, ignore_removed=True)
         except DockerException:
             extra = []
         for item in [res.container, *res.services.values(), *extra]:
