@@ -25,6 +25,9 @@ def implement_command(
         typer.Option(help="archetype (the model fills an archetype) or agent (Mini-SWE-agent writes the pair)."),
     ] = None,
     rounds: Annotated[int | None, typer.Option(min=1, max=20, help="Gate rounds per blueprint (default 3).")] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="At most this many blueprints (ready ones: best review total first).")
+    ] = None,
     no_intervene: Annotated[
         bool, typer.Option("--no-intervene", help="Agent mode: the observer records but never intervenes (A/B).")
     ] = False,
@@ -63,6 +66,7 @@ def implement_command(
             ready=ready,
             mode=chosen,
             rounds=rounds,
+            limit=limit,
             intervene=False if no_intervene else None,
             say=say,
             on_done=done,

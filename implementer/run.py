@@ -147,6 +147,7 @@ def implement(
     intervene: bool | None = None,
     gate: Gate | None = None,
     chat: ChatModel | None = None,
+    limit: int | None = None,
     exclude_references: frozenset[str] = frozenset(),
     say: Callable[[str, str], None] | None = None,
     on_done: Callable[[BlueprintOutcome], None] | None = None,
@@ -162,6 +163,7 @@ def implement(
         intervene: Let the observer intervene in agent mode (default ``[implementer] observe``).
         gate: The whole gate (default: the real one, Docker through a :class:`Runner` on ``runs/``).
         chat: Archetype mode's model (default: ``[models.implementer]``).
+        limit: At most this many blueprints (named ones first, then the best-reviewed ready ones).
         exclude_references: Reference pairs hidden from the implementer.
         say: ``(blueprint id, step)`` progress messages.
         on_done: Called with each blueprint's outcome right after its commit.
@@ -176,7 +178,7 @@ def implement(
     settings: ImplementerSettings = config.implementer
     chosen_mode: Mode = mode or settings.mode
     store = BlueprintStore(workspace)
-    todo = select(store, ids, ready, tracked_pairs(workspace))
+    todo = select(store, ids, ready, tracked_pairs(workspace), limit)
     report = ImplementReport()
     if not todo:
         return report

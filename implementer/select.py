@@ -33,14 +33,17 @@ def pairs_by_blueprint(tasks_dir: Path) -> dict[str, str]:
     return out
 
 
-def select(store: BlueprintStore, ids: list[str] | None, ready: bool, committed: set[str]) -> list[BlueprintRecord]:
-    """The blueprints to implement, by id.
+def select(
+    store: BlueprintStore, ids: list[str] | None, ready: bool, committed: set[str], limit: int | None = None
+) -> list[BlueprintRecord]:
+    """The blueprints to implement: named ones first (in the given order), then ready ones, best review first.
 
     Args:
         store: The workspace's blueprints.
         ids: Explicit blueprint ids (kept, approved or impl_failed).
         ready: Take every kept or approved blueprint that has no pair yet.
         committed: Pair folder names tracked in the workspace's git (a pair there is finished).
+        limit: At most this many (the demo's ``DEMO_IMPLEMENT`` cap).
 
     Raises:
         ImplementerError: Neither ids nor ``ready`` given, an id is unknown, or a named blueprint is
@@ -59,7 +62,8 @@ def select(store: BlueprintStore, ids: list[str] | None, ready: bool, committed:
             raise ImplementerError(f"{blueprint_id} already has a pair in tasks/")
         chosen[blueprint_id] = record
     if ready:
-        for record in store.records():
-            if record.status in READY and record.id not in with_pair:
-                chosen.setdefault(record.id, record)
-    return [chosen[k] for k in sorted(chosen)]
+        waiting = [r for r in store.records() if r.status in READY and r.id not in with_pair]
+        for record in sorted(waiting, key=lambda r: (-(r.review.total if r.review else 0), r.id)):
+            chosen.setdefault(record.id, record)
+    out = list(chosen.values())
+    return out if limit is None else out[:limit]
