@@ -101,7 +101,11 @@ def run_one(
     rounds = args.agent_rounds if mode == "agent" else None
     (outcome,) = implement(ws, [record.id], mode=mode, rounds=rounds, exclude_references=hidden).outcomes  # type: ignore[arg-type]
     impl = yaml.safe_load((ws.root / "implementation" / f"{record.id}.yaml").read_text())
-    first = impl["rounds"][0]["first_failed"] if impl["rounds"] and mode == "agent" else []
+    first: list[str] = []
+    if impl["rounds"]:  # what broke first: the first twinforge-check (agent) or the first render (archetype)
+        head = impl["rounds"][0]
+        attempts = head.get("slot_attempts") or [{}]
+        first = head["first_failed"] if mode == "agent" else attempts[0].get("failed_checks", [])
     return {
         "mode": mode,
         "name": name,
@@ -115,6 +119,7 @@ def run_one(
         "seconds": round(time.monotonic() - started, 1),
         "failed": [c for r in impl["rounds"] for c in r["failed_checks"]],
         "first_failed": first,
+        "slot_attempts": [len(r.get("slot_attempts", [])) for r in impl["rounds"]],
         "interventions": outcome.interventions,
     }
 
