@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import tomllib
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -93,12 +94,25 @@ class TaskSpec(_Strict):
     detector: DetectorSpec
 
 
-class Summary(_Strict):
-    """A stage's result recorded on the pair (validation, calibration)."""
+class ValidationRecord(_Strict):
+    """The last full gate result of this exact pair, written by ``validate`` in a workspace.
 
+    docs/calibration.md, "Lifecycle and digests": ``calibrate`` refuses a pair whose record is
+    missing, failed, or names another digest than the pair's current one.
+    """
+
+    digest: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    """:func:`taskpair.digest.pair_digest` of the folder the gate ran on."""
     passed: bool
-    at: str
-    detail: dict[str, Any] = Field(default_factory=dict)
+    """Every static and dynamic check passed."""
+    at: datetime
+    """When the gate finished (UTC)."""
+    by: str
+    """Who ran it (the workspace identity)."""
+    checks: int = Field(ge=0)
+    """How many checks ran."""
+    failed: list[str] = Field(default_factory=list)
+    """Names of the checks that failed."""
 
 
 class PairSpec(_Strict):
@@ -111,9 +125,8 @@ class PairSpec(_Strict):
     """The eight blueprint fields, carried verbatim."""
     title: str
     provenance: dict[str, str] = Field(default_factory=dict)
-    validation: Summary | None = None
-    calibration: Summary | None = None
-    admission: dict[str, Any] | None = None
+    validation: ValidationRecord | None = None
+    """The gate result recorded by ``validate`` (lifecycle; left out of the pair digest)."""
 
 
 class Side:
