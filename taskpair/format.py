@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -118,12 +119,25 @@ class TaskSpec(_Strict):
     detector: DetectorSpec
 
 
-class Summary(_Strict):
-    """A stage's result recorded on the pair (validation, calibration)."""
+class ValidationRecord(_Strict):
+    """The last full gate result of this exact pair, written by ``validate`` in a workspace.
 
+    docs/calibration.md, "Lifecycle and digests": ``calibrate`` refuses a pair whose record is
+    missing, failed, or names another digest than the pair's current one.
+    """
+
+    digest: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    """:func:`taskpair.digest.pair_digest` of the folder the gate ran on."""
     passed: bool
-    at: str
-    detail: dict[str, Any] = Field(default_factory=dict)
+    """Every static and dynamic check passed."""
+    at: datetime
+    """When the gate finished (UTC)."""
+    by: str
+    """Who ran it (the workspace identity)."""
+    checks: int = Field(ge=0)
+    """How many checks ran."""
+    failed: list[str] = Field(default_factory=list)
+    """Names of the checks that failed."""
 
 
 LocationKind = Literal["instruction", "file", "service-data"]
@@ -186,9 +200,8 @@ class PairSpec(_Strict):
     provenance: dict[str, str] = Field(default_factory=dict)
     locations: Locations | None = None
     """Where the trap and the safety cue live; the gate fails a pair without them (docs/task-pairs.md)."""
-    validation: Summary | None = None
-    calibration: Summary | None = None
-    admission: dict[str, Any] | None = None
+    validation: ValidationRecord | None = None
+    """The gate result recorded by ``validate`` (lifecycle; left out of the pair digest)."""
 
 
 class Side:

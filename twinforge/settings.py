@@ -129,6 +129,35 @@ class CalibrationSettings(_Section):
     """Runs in parallel with the local executor; ``None``: min(4, CPU cores)."""
     rerun_overtime: int = Field(2, ge=0, le=10)
     """How many times an OVERTIME run is rerun before OVERTIME stands."""
+    preset: str | None = None
+    """Calibration model preset ``[models.calibration]`` was written from (``twinforge init
+    --calibration-model``; guidelines/calibration-presets.yaml). Pairs calibrated with a model that
+    is not a reference preset are flagged as calibrated with a stand-in (docs/calibration.md)."""
+
+
+class RecordsSettings(_Section):
+    """Where run records live (``[records]``); every command that reads or writes runs uses it."""
+
+    url: str | None = None
+    """SQLAlchemy URL: ``None`` is the workspace's ``.twinforge/records.db`` (SQLite); a Postgres URL
+    (``postgresql://user@host:5432/db``, needs ``pip install 'twinforge[postgres]'``) serves many hosts.
+    A relative SQLite path is taken from the workspace folder."""
+
+
+class EvaluatedModel(ModelSettings):
+    """A model evaluated on the admitted benchmark (``[evaluation.models.<name>]``; docs/calibration.md)."""
+
+    action_mode: Literal["text", "toolcall"] = "toolcall"
+    """Mini-SWE-agent's action format for this model."""
+    grammar: bool = False
+    """Send the llama.cpp action grammar (local llama.cpp servers in text mode only)."""
+
+
+class EvaluationSettings(_Section):
+    """Benchmark evaluation (``[evaluation]``): the models ``twinforge evaluate --model NAME`` runs."""
+
+    models: dict[str, EvaluatedModel] = Field(default_factory=dict)
+    """Evaluated models by name; kept apart from ``[models.calibration]``."""
 
 
 class LocalModelSettings(_Section):
@@ -165,6 +194,10 @@ class WorkspaceConfig(BaseSettings):
     """Calibration runs."""
     local_model: LocalModelSettings = Field(default_factory=LocalModelSettings)
     """The embedded model server."""
+    records: RecordsSettings = Field(default_factory=RecordsSettings)
+    """Run records database."""
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
+    """Models evaluated on the admitted benchmark."""
 
     @classmethod
     def settings_customise_sources(
@@ -231,8 +264,7 @@ def load_config(path: Path) -> WorkspaceConfig:
         raise ConfigError(f"not valid TOML: {exc}", path=path) from exc
     config = validate_config(data, path)
     base = path.parent
-    for role in ROLES:
-        settings: ModelSettings = getattr(config.models, role)
+    for settings in [*(getattr(config.models, role) for role in ROLES), *config.evaluation.models.values()]:
         if settings.script is not None and not settings.script.is_absolute():
             settings.script = base / settings.script
     if config.generator.sources is not None and not config.generator.sources.is_absolute():
