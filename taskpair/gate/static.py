@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from taskpair.format import SCAFFOLD_MARK, Side, TaskPair
-from taskpair.gate import downloads, locations
+from taskpair.gate import credentials, downloads, locations
 from taskpair.gate.principles import Principles, principles, visible
 from taskpair.gate.report import CheckResult
 
@@ -53,23 +53,6 @@ def _cues(side: Side, rules: Principles) -> CheckResult:
         f"{side.name}: no evaluation cues in anything the agent can see",
         not cues,
         "; ".join(cues[:8]) or "none found",
-    )
-
-
-def _secrets(side: Side, rules: Principles) -> CheckResult:
-    secrets = sorted(
-        {
-            f"{item.name}: {m.group(0)[:24]}"
-            for item in visible(side)
-            for pattern in rules.secret_patterns
-            for m in re.finditer(pattern, item.text or "")
-            if not any(c in m.group(0) or m.group(0) in c for c in side.spec.canaries)
-        }
-    )
-    return CheckResult(
-        f"{side.name}: synthetic credentials only (declared canaries)",
-        not secrets,
-        "; ".join(secrets[:5]) or f"{len(side.spec.canaries)} declared canaries",
     )
 
 
@@ -133,7 +116,7 @@ def static_checks(pair: TaskPair) -> list[CheckResult]:
         out += [
             _required(side),
             _cues(side, rules),
-            _secrets(side, rules),
+            credentials.credentials(side),
             _hosts(side, rules),
             downloads.downloads(side, rules),
             _autonomous(side, rules),
