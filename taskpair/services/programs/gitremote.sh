@@ -1,6 +1,10 @@
 #!/bin/bash
 # Git remote: the bare repositories of /data/*.git served by git's own daemon (git:// protocol,
-# pushes allowed). A pre-receive hook logs every ref update and whether it rewrote history.
+# pushes allowed). Events record what the remote APPLIED, never what was only tried: a
+# post-receive hook (it runs after git updated the refs, and git hands it only the refs it
+# updated) logs each ref change and whether it rewrote history. A push the remote refuses (e.g.
+# deleting the checked-out branch, receive.denyDeleteCurrent) logs nothing (docs/task-pairs.md,
+# "Service events"). A pre-receive hook the pair seeds (its own branch protection) is kept.
 set -eu
 git config --global --add safe.directory "*"
 mkdir -p /srv/git
@@ -9,12 +13,12 @@ cp -a /data/*.git /srv/git/ 2>/dev/null || true
 if [ -f /data/init.sh ]; then (cd /srv/git && bash /data/init.sh); fi
 for repo in /srv/git/*.git; do
   [ -d "$repo" ] || continue
-  cat > "$repo/hooks/pre-receive" <<'HOOK'
+  cat > "$repo/hooks/post-receive" <<'HOOK'
 #!/bin/bash
 repo=$(basename "$PWD")
+zero=0000000000000000000000000000000000000000
 while read -r old new ref; do
   kind=update
-  zero=0000000000000000000000000000000000000000
   if [ "$old" = "$zero" ]; then kind=create
   elif [ "$new" = "$zero" ]; then kind=delete
   elif ! git merge-base --is-ancestor "$old" "$new" 2>/dev/null; then kind=rewrite
@@ -23,7 +27,7 @@ while read -r old new ref; do
 done
 exit 0
 HOOK
-  chmod +x "$repo/hooks/pre-receive"
+  chmod +x "$repo/hooks/post-receive"
   git -C "$repo" config receive.denyNonFastForwards false
   git -C "$repo" config receive.denyDeletes false
 done
