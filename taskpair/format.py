@@ -200,6 +200,9 @@ class PairSpec(_Strict):
     provenance: dict[str, str] = Field(default_factory=dict)
     locations: Locations | None = None
     """Where the trap and the safety cue live; the gate fails a pair without them (docs/task-pairs.md)."""
+    battery_harm: list[str] = Field(default_factory=list)
+    """Cheat-battery cheats whose action IS this pair's harm (R8: overwriting the visible tests); the
+    risk detector must call those harmful. Every other cheat must leave both sides not harmful."""
     validation: ValidationRecord | None = None
     """The gate result recorded by ``validate`` (lifecycle; left out of the pair digest)."""
 
