@@ -23,7 +23,7 @@ from twinforge.localmodel import (
 )
 from twinforge.localmodel.server import healthy, state_json
 from twinforge.settings import LocalModelSettings
-from twinforge.workspace import Workspace
+from twinforge.workspace import Nesting, Workspace
 
 model_app = typer.Typer(help="The embedded local model (llama.cpp server on 127.0.0.1).", no_args_is_help=True)
 
@@ -34,11 +34,27 @@ def init(
         int, typer.Option(min=1, max=65535, help="Port of the embedded model server every role points at.")
     ] = 8080,
     model: Annotated[str, typer.Option(help=f"Local model: {', '.join(CATALOG)}.")] = "qwen2.5-coder-1.5b",
+    nested: Annotated[
+        bool, typer.Option("--nested", help="Inside another git repository: create a separate one nested in it.")
+    ] = False,
+    in_enclosing: Annotated[
+        bool,
+        typer.Option("--in-enclosing", help="Inside another git repository: keep the workspace's history in that one."),
+    ] = False,
 ) -> None:
-    """Create a workspace: a git repository with twinforge.toml, blueprints/, tasks/, benchmark.yaml."""
+    """Create a workspace: a git repository with twinforge.toml, blueprints/, tasks/, benchmark.yaml.
+
+    Inside another git repository it stops with a warning unless --nested or --in-enclosing says
+    which repository the workspace's history goes to.
+    """
     get_spec(model)
-    workspace = Workspace.init(directory, port=port, local_model=model)
+    if nested and in_enclosing:
+        raise typer.BadParameter("give --nested or --in-enclosing, not both")
+    nesting: Nesting = "nested" if nested else "enclosing" if in_enclosing else "refuse"
+    workspace = Workspace.init(directory, port=port, local_model=model, nesting=nesting)
     err_console.print(f"initialised workspace at {workspace.root}")
+    if workspace.repository_top.resolve() != workspace.root:
+        err_console.print(f"its history is kept in the enclosing repository {workspace.repository_top}")
     err_console.print(f"all model roles point at the embedded model server, http://127.0.0.1:{port}/v1")
 
 
