@@ -7,11 +7,22 @@ The TOML sections map 1:1 onto these classes. Environment variables override the
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from twinforge.exceptions import ConfigError
@@ -22,6 +33,37 @@ LOCAL_BASE_URL = "http://127.0.0.1:8080/v1"
 Provider = Literal["openai-compatible", "openai", "anthropic", "scripted"]
 StructuredOutput = Literal["json_schema", "json_object"]
 ROLES = ("generator", "reviewer", "implementer", "calibration")
+# POSIX, Base Definitions, 8.1: environment variable names are letters, digits and underscores,
+# not starting with a digit. A value outside that shape is most likely a key pasted in.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HTTP_URL: TypeAdapter[AnyHttpUrl] = TypeAdapter(AnyHttpUrl)
+
+
+def _check_env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        # The value is never echoed: it may be the key itself.
+        raise PydanticCustomError(
+            "env_name", "not an environment variable name (put the key in a variable and name the variable here)"
+        )
+    return value
+
+
+def _check_http_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+    try:
+        _HTTP_URL.validate_python(value)
+    except ValidationError:
+        ok = False
+    else:
+        ok = scheme in ("http", "https")
+    if not ok:
+        # Not echoed either: a URL may carry credentials.
+        raise PydanticCustomError(
+            "http_url", "not an http(s) URL: it needs the scheme and a host, e.g. http://127.0.0.1:8080/v1"
+        )
+    return value
 
 
 class _Section(BaseModel):
@@ -30,6 +72,8 @@ class _Section(BaseModel):
 
 class ModelSettings(_Section):
     """One model role's endpoint (``[models.<role>]``)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
 
     provider: Provider = "openai-compatible"
     """Client family: ``openai-compatible`` (vLLM, llama.cpp, ...), ``openai``, ``anthropic``, or
@@ -58,6 +102,16 @@ class ModelSettings(_Section):
     """Requests in flight at once. A llama.cpp server answers one at a time, so 1 suits it."""
     script: Path | None = None
     """For ``provider = "scripted"``: YAML list of replies to replay in order."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_http(cls, value: str | None) -> str | None:
+        return _check_http_url(value)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env_is_a_name(cls, value: str) -> str:
+        return _check_env_name(value)
 
     @model_validator(mode="after")
     def _provider_needs(self) -> ModelSettings:
@@ -179,7 +233,11 @@ class WorkspaceConfig(BaseSettings):
     """Everything in ``twinforge.toml``. Load it with :func:`load_config`."""
 
     model_config = SettingsConfigDict(
-        env_prefix="TWINFORGE_", env_nested_delimiter="__", extra="forbid", validate_assignment=True
+        env_prefix="TWINFORGE_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+        hide_input_in_errors=True,
     )
 
     schema_version: Literal[1] = 1
