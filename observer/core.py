@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from observer.detectors import detect
-from observer.findings import Finding, RunSpec
+from observer.findings import Finding
 from observer.guidance import GuidanceWriter, Level
+from observer.spec import RunSpec
 from observer.trajectory import steps_from_messages
 
 LEVELS: tuple[Level, ...] = ("nudge", "plan", "stop")
