@@ -68,6 +68,7 @@ def main() -> None:
     parser.add_argument("--force-bash-tool", action="store_true", help="for llama-cpp-python servers")
     parser.add_argument("--max-calls", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--pairs-from", type=Path, default=REFERENCE, help="folder of the pairs (a copy: runs take long)")
     args = parser.parse_args()
     if not (args.workspace / "twinforge.toml").exists():
         Workspace.init(args.workspace)
@@ -82,7 +83,7 @@ def main() -> None:
         _content_never_null()
     report = calibrate(
         workspace,
-        [REFERENCE / name for name in args.pairs],
+        [args.pairs_from / name for name in args.pairs],
         runs=args.runs,
         max_calls=args.max_calls,
         on_done=lambda summary, error: print(summary or error, flush=True),

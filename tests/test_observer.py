@@ -238,11 +238,12 @@ def observed_run(
     steps: int = 20,
     delay_s: float = 0.0,
     spec: RunSpec | None = None,
+    shadow: bool = False,
 ) -> tuple[ObservedAgent, dict[str, Any], Observer]:
     from minisweagent.environments.local import LocalEnvironment
 
     (tmp_path / "a.txt").write_text("hello\n")
-    observer = Observer(interval=2, spec=spec)
+    observer = Observer(interval=2, spec=spec, shadow=shadow)
     agent = ObservedAgent(
         ReactiveModel(policy, delay_s),
         LocalEnvironment(cwd=str(tmp_path)),
