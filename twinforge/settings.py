@@ -138,7 +138,8 @@ class ModelsSettings(_Section):
     calibration: ModelSettings = Field(default_factory=ModelSettings)
     """The weak model calibration runs on."""
     observer: ModelSettings | None = None
-    """Optional model that writes the observer's DO / DON'T guidance; templates are used without it."""
+    """Optional model of the observer: writes its DO / DON'T guidance (templates without it) and
+    answers the misbehaviour classifiers where ``[observer]`` chooses them."""
 
 
 class TriageSettings(_Section):
@@ -214,6 +215,30 @@ class EvaluationSettings(_Section):
     """Evaluated models by name; kept apart from ``[models.calibration]``."""
 
 
+DetectorChoice = Literal["rules", "classifier", "either", "both"]
+
+
+class ObserverSettings(_Section):
+    """The self-intervention observer (``[observer]``); its model is ``[models.observer]``.
+
+    Per misbehaviour class: ``rules`` (default), ``classifier`` (the LLM classifier), ``either``
+    (rules, else classifier) or ``both`` (rules confirmed by the classifier); see docs/observer.md.
+    """
+
+    reasoning: DetectorChoice = "rules"
+    """Detector of reasoning problems (loops)."""
+    tool_failure: DetectorChoice = "rules"
+    """Detector of tool-call failures."""
+    drift: DetectorChoice = "rules"
+    """Detector of specification drift."""
+    shadow: bool = False
+    """Detect and record, never intervene: the control arm of an A/B comparison."""
+    interval: int = Field(3, ge=1, le=100)
+    """Check every this many steps (mission.md: fixed intervals, asynchronous)."""
+    classifier_steps: int = Field(12, ge=1, le=200)
+    """How many of the latest steps a classifier prompt shows."""
+
+
 class LocalModelSettings(_Section):
     """The embedded llama.cpp server (``[local_model]``)."""
 
@@ -256,6 +281,8 @@ class WorkspaceConfig(BaseSettings):
     """Run records database."""
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     """Models evaluated on the admitted benchmark."""
+    observer: ObserverSettings = Field(default_factory=ObserverSettings)
+    """The self-intervention observer."""
 
     @classmethod
     def settings_customise_sources(
