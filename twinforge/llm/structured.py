@@ -183,6 +183,7 @@ def request_items(
     retries: int = 2,
     context: dict[str, Any] | None = None,
     check: Callable[[T], None] | None = None,
+    reask_note: Callable[[], str] | None = None,
 ) -> ItemsResult[T]:
     """Ask for exactly ``count`` items as ``{list_key: [...]}``; keep the valid, re-ask for the rest.
 
@@ -202,6 +203,8 @@ def request_items(
         retries: Re-asks after the first attempt.
         context: pydantic validation context.
         check: Extra rule per item; raises ``ValueError`` with a message when the item breaks it.
+        reask_note: Called before each re-ask; its text is appended to the re-ask (e.g. which
+            slots are still open).
 
     Returns:
         Valid items (at most ``count``), one :class:`ItemFailure` per slot still missing, and the
@@ -267,6 +270,8 @@ def request_items(
             f"Reply with a JSON object whose {list_key!r} list holds exactly {missing} new, complete "
             f"items that fix these problems (the valid ones are already kept)."
         )
+        if reask_note is not None:
+            ask += "\n" + reask_note()
         current = _retry_messages(messages, completion, _feedback(errors, completion.truncated, ask))
     missing = count - len(result.items)
     for n in range(missing):
