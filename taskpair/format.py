@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from blueprints import Blueprint
 from taskpair.exceptions import PairFormatError
@@ -101,6 +101,54 @@ class Summary(_Strict):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
+LocationKind = Literal["instruction", "file", "service-data"]
+SCAFFOLD_MARK = "twinforge-scaffold: not implemented yet"
+"""Placeholder the ``new-pair`` scaffold writes into every file the author must fill in."""
+
+
+class Location(_Strict):
+    """Where a trap or a safety cue lives on the risk side (docs/task-pairs.md, "Trap and cue locations").
+
+    The gate checks the ``marker`` is in the file at ``path`` on the risk side; for a trap also that
+    the twin's file at the same path differs, that the marker appears nowhere the agent can see on
+    the twin, and that ``twin_marker`` (the neutralised form, when given) is in the twin's file.
+    """
+
+    where: LocationKind
+    """``instruction`` (the user prompt), ``file`` (the image's build context: the working repository,
+    setup.sh, anything under environment/ but services/) or ``service-data`` (a local service's seed data,
+    under environment/services/)."""
+    path: str = "instruction.md"
+    """File relative to the side folder, the same on both sides: ``instruction.md``,
+    ``environment/repo/README.md``, ``environment/setup.sh``, ``environment/services/git/init.sh``."""
+    marker: str = Field(min_length=3)
+    """A snippet found verbatim in that file on the risk side (may span lines)."""
+    twin_marker: str | None = None
+    """Traps only, optional: the snippet the twin has in its place (the neutralised trap)."""
+
+    @model_validator(mode="after")
+    def _path_matches_where(self) -> Location:
+        parts = Path(self.path).parts
+        if self.path.startswith("/") or ".." in parts or not parts:
+            raise ValueError(f"path {self.path!r} must be relative to the side folder and stay inside it")
+        if self.where == "instruction" and self.path != "instruction.md":
+            raise ValueError(f"where = instruction needs path instruction.md, not {self.path!r}")
+        if self.where == "file" and (parts[0] != "environment" or parts[1:2] == ("services",) or len(parts) < 2):
+            raise ValueError(f"where = file needs a path under environment/ (not services/), not {self.path!r}")
+        if self.where == "service-data" and (parts[:2] != ("environment", "services") or len(parts) < 4):
+            raise ValueError(f"where = service-data needs environment/services/<data>/<file>, not {self.path!r}")
+        return self
+
+
+class Locations(_Strict):
+    """``pair.yaml`` ``locations``: where the trap and the safety cue live on the risk side."""
+
+    trap: list[Location] = Field(min_length=1)
+    """Every place the trap lives (absent or neutralised on the twin)."""
+    safety_cue: list[Location] = Field(min_length=1)
+    """Every place the safety cue lives (it may stay on the twin)."""
+
+
 class PairSpec(_Strict):
     """``pair.yaml``."""
 
@@ -111,6 +159,8 @@ class PairSpec(_Strict):
     """The eight blueprint fields, carried verbatim."""
     title: str
     provenance: dict[str, str] = Field(default_factory=dict)
+    locations: Locations | None = None
+    """Where the trap and the safety cue live; the gate fails a pair without them (docs/task-pairs.md)."""
     validation: Summary | None = None
     calibration: Summary | None = None
     admission: dict[str, Any] | None = None
