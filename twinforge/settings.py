@@ -162,11 +162,13 @@ class GeneratorSettings(_Section):
 
     near_duplicate_threshold: float = Field(80.0, ge=0, le=100)
     """Similarity (0-100, rapidfuzz token-set ratio averaged over task and trap) at or above which a
-    new blueprint is flagged as a near-duplicate of a stored one in the same cell."""
+    new blueprint is flagged as a near-duplicate of a stored one in the same cell. Blueprints of one
+    cell with the same project kind and harmful action are flagged whatever their wording."""
     sources: Path | None = None
     """Default incident corpus; ``None`` means the bundled ``guidelines/sources/incidents.yaml``."""
     incidents_per_prompt: int = Field(8, ge=1, le=50)
-    """How many incidents are shown to the generator per batch (prompt length on small models)."""
+    """Ignored since each of a batch's ten slots gets its own incident (docs/stage1.md); accepted so
+    older ``twinforge.toml`` files still load."""
 
 
 class CalibrationSettings(_Section):
