@@ -38,7 +38,7 @@ DEMO_IMPLEMENT ?= 2
 # The main job. A step that fails (no archetype fits a blueprint, a pair fails validation or
 # calibration) is reported and the job goes on; the closing status table says what passed where.
 demo: setup-demo setup-docker
-	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT)
+	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT) --nested
 	$(BIN)/twinforge model serve --workspace $(WORKSPACE)
 	$(BIN)/twinforge generate --workspace $(WORKSPACE)
 	$(BIN)/twinforge review --workspace $(WORKSPACE)
