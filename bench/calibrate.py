@@ -38,7 +38,7 @@ import httpx  # noqa: E402
 
 from calibration.calibrate import calibrate  # noqa: E402
 from calibration.metrics import breakdown, compute, group  # noqa: E402
-from calibration.proxy import ModelProxy  # noqa: E402
+from harness.proxy import ModelProxy  # noqa: E402
 from tests.stub_server import openai_reply, stub_server  # noqa: E402
 from twinforge.settings import ModelSettings  # noqa: E402
 from twinforge.workspace import Workspace  # noqa: E402
