@@ -52,7 +52,7 @@ STAGE1_CELLS = ("S2-R3", "S1-R2", "S2-R5", "S1-R8", "S2-R9")
 def workspace(path: Path, port: int) -> Workspace:
     if path.exists():
         shutil.rmtree(path)
-    ws = Workspace.init(path, port=port)
+    ws = Workspace.init(path, port=port, nesting="nested")
     ws.config.models.implementer.max_tokens = 700
     return ws
 
