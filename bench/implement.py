@@ -54,6 +54,10 @@ def workspace(path: Path, port: int) -> Workspace:
         shutil.rmtree(path)
     ws = Workspace.init(path, port=port, nesting="nested")
     ws.config.models.implementer.max_tokens = 700
+    # The shared local server answers one request at a time; a request abandoned after a timeout is still
+    # computed there, so wait for the queue instead of retrying into it.
+    ws.config.models.implementer.timeout_s = 3600
+    ws.config.models.implementer.http_retries = 0
     return ws
 
 
