@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow  # noqa: E402
 from generator import generate  # noqa: E402
 from implementer import implement  # noqa: E402
+from twinforge.exceptions import ModelCallError  # noqa: E402
 from twinforge.workspace import Workspace  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
@@ -56,8 +57,8 @@ def workspace(path: Path, port: int) -> Workspace:
     ws.config.models.implementer.max_tokens = 700
     # The shared local server answers one request at a time; a request abandoned after a timeout is still
     # computed there, so wait for the queue instead of retrying into it.
-    ws.config.models.implementer.timeout_s = 3600
-    ws.config.models.implementer.http_retries = 0
+    for role in (ws.config.models.implementer, ws.config.models.generator, ws.config.models.reviewer):
+        role.timeout_s, role.http_retries = 3600, 0
     return ws
 
 
@@ -175,7 +176,11 @@ def main() -> None:
                 if (mode, group, name) in finished:
                     continue
                 print(f"{mode} {group} {name} ({blueprint.taxonomy_id}) ...", flush=True)
-                row = {**run_one(mode, name, blueprint, hidden, args), "set": group}
+                try:
+                    row = {**run_one(mode, name, blueprint, hidden, args), "set": group}
+                except ModelCallError as exc:  # the server, not the blueprint: not recorded, retried next run
+                    print(f"  -> skipped (model server): {exc}", flush=True)
+                    continue
                 with RESULTS.open("a") as handle:
                     handle.write(json.dumps(row) + "\n")
                 done.append(row)
