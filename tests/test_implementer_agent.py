@@ -143,3 +143,16 @@ def test_an_agent_that_never_finishes_exhausts_the_budget(agent_ws: tuple[Worksp
     assert "implemented: no scaffold placeholders left" in record["failed_checks"]
     assert BlueprintStore(ws).load(bp).status is Status.IMPL_FAILED
     assert ws.repo.head.commit.message.startswith(f"implement: {bp} -> impl_failed")
+
+
+def test_a_failing_model_server_leaves_the_blueprint_unjudged(agent_ws: tuple[Workspace, Agent]) -> None:
+    from twinforge.exceptions import ModelCallError
+
+    ws, _ = agent_ws
+    bp = add_blueprint(ws, reference_blueprint(REF))
+    ws.config.implementer.model_calls = 3
+    ws.config.models.implementer.base_url = "http://127.0.0.1:9/v1"  # nothing listens there
+    with pytest.raises(ModelCallError, match="failed on 3 of 3 calls"):
+        implement(ws, [bp], gate=StaticGate())
+    assert BlueprintStore(ws).load(bp).status is Status.KEPT
+    assert not (ws.root / "implementation" / f"{bp}.yaml").exists()

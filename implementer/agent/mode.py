@@ -36,6 +36,7 @@ from taskpair.gate.principles import principles
 from taskpair.scaffold import new_pair
 from taskpair.validate import CheckResult
 from twinforge.atomic import atomic_write_text
+from twinforge.exceptions import ModelCallError
 
 PROVENANCE = "agent:mini-swe-agent"
 COMMAND_TIMEOUT_S = 30.0  # mission.md: 30 s per command
@@ -51,6 +52,33 @@ def pair_checks(job: Job, dynamic: bool) -> list[CheckResult]:
         return [inside]
     checks = [inside, blueprint_kept(job.staged, job.record.blueprint)]
     return checks + (job.gate(job.staged).checks if dynamic else static_report(job.staged))
+
+
+def server_failures(log: Path, skip: int) -> tuple[int, int]:
+    """``(failed, forwarded)`` calls in the proxy transcript after its first ``skip`` lines.
+
+    A call failed when the upstream server answered 5xx or could not be reached (the proxy's 502).
+    """
+    try:
+        lines = log.read_text(encoding="utf-8").splitlines()[skip:]
+    except OSError:
+        return 0, 0
+    entries = []
+    for line in lines:
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            continue
+    forwarded = [e for e in entries if isinstance(e, dict) and e.get("refused") is None]
+    return sum(int(e.get("status") or 0) >= 500 for e in forwarded), len(forwarded)
+
+
+def transcript_lines(log: Path) -> int:
+    """Lines in the proxy transcript so far."""
+    try:
+        return len(log.read_text(encoding="utf-8").splitlines())
+    except OSError:
+        return 0
 
 
 def observer_counts(trajectory: Path) -> tuple[int, int]:
@@ -124,6 +152,8 @@ class AgentRun:
             self.tokens_left,
         )
         trajectory = job.run_dir / f"trajectory-round-{n}.json"
+        transcript = job.run_dir / "proxy.jsonl"
+        seen = transcript_lines(transcript)
         job.say(f"round {n}: agent at work")
         result = self.harness.run_in(
             env,
@@ -133,6 +163,13 @@ class AgentRun:
             Limits(settings.model_calls - before.calls, job.time_left(), COMMAND_TIMEOUT_S),
             observer=self.observer(),
         )
+        failed, forwarded = server_failures(transcript, seen)
+        if failed and 2 * failed >= forwarded:  # the server, not the blueprint: leave the blueprint as it was
+            raise ModelCallError(
+                f"{job.blueprint_id}: the implementer model failed on {failed} of {forwarded} calls in round {n} "
+                f"(see {transcript}); the blueprint is left as it was, run implement again",
+                role="implementer",
+            )
         job.say(f"round {n}: whole gate")
         checks = pair_checks(job, dynamic=True)
         spent = self.usage() - before
@@ -218,6 +255,9 @@ def run_agent(job: Job, gateway: Gateway | None = None) -> Attempt:
 
     Returns:
         The attempt: rounds with calls, tokens, gate calls and interventions; the last gate report.
+
+    Raises:
+        ModelCallError: Most of a round's calls failed at the model server (the blueprint is not judged).
     """
     settings, bp = job.settings, job.record.blueprint
     harness = MiniSweAgent(
