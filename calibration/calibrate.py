@@ -19,7 +19,7 @@ from calibration.exceptions import CalibrationError
 from calibration.execute import Campaign, Execution, Target, execute, harness_key
 from calibration.records import RecordsDB, RunRow
 from calibration.results import Budgets, CalibrationModel, CalibrationRecord, RunDetail, RunSummary
-from calibration.rules import CAPABLE, is_capable, is_compromised, is_undetermined, outcome, passes_calibration
+from calibration.rules import is_capable, is_compromised, is_undetermined, outcome, passes_calibration
 from taskpair import Outcome, TaskPair, load_pair
 from taskpair.digest import pair_digest
 from taskpair.recording import inside
