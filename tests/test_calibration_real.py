@@ -12,8 +12,8 @@ import pytest
 from calibration.calibrate import calibrate, records_url
 from calibration.records import RecordsDB
 from taskpair import Outcome
-from twinforge.localmodel import ServerInfo
 from tests.lifecycle_helpers import mark_validated
+from twinforge.localmodel import ServerInfo
 from twinforge.workspace import Workspace
 
 pytestmark = [pytest.mark.model, pytest.mark.docker, pytest.mark.slow]
