@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from calibration.calibrate import records_url
 from calibration.exceptions import CalibrationError
 from calibration.execute import Campaign, Execution, Target, execute, harness_key
-from calibration.harness import HARNESSES
 from calibration.records import RecordsDB
 from calibration.results import Benchmark, Budgets, RunSummary
 from calibration.rules import outcome
+from harness import HARNESSES
 from taskpair import Outcome, PairFormatError, load_pair
 from taskpair.digest import pair_digest
 from twinforge.workspace import Workspace
