@@ -196,7 +196,7 @@ def _job(campaign: Campaign, target: Target, row: RunRow, records: RecordsDB, ru
         str(target.pair.root.resolve()),
         row.side,
         row.k,
-        campaign.model.model_dump(mode="json"),
+        campaign.model.model_dump(mode="json", include=set(ModelSettings.model_fields)),  # harness options apart
         campaign.harness,
         Budgets.of(side.spec.agent, campaign.max_calls).model_dump(mode="json"),
         target.digest,
