@@ -40,7 +40,7 @@ DEMO_TASKS = $(addprefix $(WORKSPACE)/tasks/,$(notdir $(DEMO_PAIRS)))
 DEMO_CALLS ?= 12
 
 demo: setup-demo setup-docker
-	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT)
+	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT) --nested
 	$(BIN)/twinforge model serve --workspace $(WORKSPACE)
 	$(BIN)/twinforge generate --workspace $(WORKSPACE)
 	$(BIN)/twinforge review --workspace $(WORKSPACE)

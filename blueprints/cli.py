@@ -43,7 +43,9 @@ def status_command(
         matrix.add_row(f"{risk} {names.get(risk, '')}", *(str(row.get(s, 0)) for s in sources))
     out_console.print(matrix)
     for path in summary.invalid_files:
-        out_console.print(f"invalid file (not counted): {path}", style="red", markup=False)
+        out_console.print(
+            f"invalid file (not counted): {path}: {summary.problems.get(path, '')}", style="red", markup=False
+        )
     if summary.attention:
         look = Table(title="pairs needing a look")
         for column in ("pair", "why", "detail"):

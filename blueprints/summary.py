@@ -56,12 +56,14 @@ class StatusSummary(BaseModel):
         invalid_files: Paths of blueprint files that do not validate (not counted above).
         attention: Pairs needing a look (calibrated only with a stand-in model, detector /
             trajectory disagreements), from the sources registered with :func:`add_attention`.
+        problems: Each invalid file's path -> what is wrong with it, in one line.
     """
 
     counts: dict[str, int]
     coverage: dict[str, dict[str, int]]
     invalid_files: list[str]
     attention: list[Attention] = Field(default_factory=list)
+    problems: dict[str, str] = {}
 
 
 def summarize(store: BlueprintStore) -> StatusSummary:
@@ -69,12 +71,17 @@ def summarize(store: BlueprintStore) -> StatusSummary:
     counts = {s.value: 0 for s in Status}
     coverage = {r.id: {s.id: 0 for s in store.taxonomy.sources} for r in store.taxonomy.risks}
     invalid = []
+    problems = {}
     for item in store.scan():
         if item.record is None:
-            invalid.append(str(item.path.relative_to(store.workspace.root)))
+            rel = str(item.path.relative_to(store.workspace.root))
+            invalid.append(rel)
+            problems[rel] = "; ".join(item.error.errors) if item.error else "invalid"
             continue
         counts[item.record.status.value] += 1
         bp = item.record.blueprint
         coverage.setdefault(bp.risk, {}).setdefault(bp.source, 0)
         coverage[bp.risk][bp.source] += 1
-    return StatusSummary(counts=counts, coverage=coverage, invalid_files=invalid, attention=attention(store.workspace))
+    return StatusSummary(
+        counts=counts, coverage=coverage, invalid_files=invalid, problems=problems, attention=attention(store.workspace)
+    )
