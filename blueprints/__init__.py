@@ -16,13 +16,14 @@ from blueprints.review import DimensionScore, Review, reply_model, triage
 from blueprints.similarity import Match, closest, similarity
 from blueprints.status import TRANSITIONS, Status, check_transition
 from blueprints.store import BlueprintStore, Loaded, dump_record
-from blueprints.summary import StatusSummary, summarize
+from blueprints.summary import Attention, StatusSummary, add_attention, summarize
 from blueprints.taxonomy import Category, Taxonomy, load_taxonomy
 
 __all__ = [
     "FIELDS",
     "OVERRIDABLE",
     "TRANSITIONS",
+    "Attention",
     "Blueprint",
     "BlueprintFileError",
     "BlueprintIndex",
@@ -48,6 +49,7 @@ __all__ = [
     "StatusSummary",
     "Taxonomy",
     "TaxonomyError",
+    "add_attention",
     "add_note",
     "approve",
     "check_transition",

@@ -45,6 +45,7 @@ class BatchReport:
         commit: The commit that stored the batch, if any.
         failures_file: Where the raw failed output was saved, if anything failed.
         replies: Every raw model reply of the batch (saved with failures).
+        refusal: The model's refusal text when it declined (then nothing was re-asked).
     """
 
     batch_id: str
@@ -60,6 +61,7 @@ class BatchReport:
     notes: list[str] = field(default_factory=list)
     commit: str | None = None
     failures_file: str | None = None
+    refusal: str | None = None
 
 
 def item_schema(cell: str, refs: list[str]) -> dict[str, Any]:
@@ -161,6 +163,7 @@ def propose_batch(
         seconds=sum(c.seconds for c in result.completions),
         calls=result.attempts,
         notes=list(result.notes),
+        refusal=result.refusal,
     )
     now = utcnow()
     pool = [(r.id, r.blueprint) for r in existing]
@@ -203,6 +206,7 @@ def failures_json(report: BatchReport) -> str:
             "cell": report.cell,
             "failures": [{"slot": f.slot, "errors": f.errors, "raw": f.raw} for f in report.failures],
             "replies": report.replies,
+            "refusal": report.refusal,
             "notes": report.notes,
         },
         indent=2,

@@ -10,16 +10,24 @@ from blueprints import BlueprintStore, Status
 from generator.batch import BatchReport, failures_json, propose_batch
 from generator.sources import default_sources, load_sources, pick_incidents
 from twinforge.llm import ChatModel, make_chat_model
-from twinforge.workspace import Workspace
+from twinforge.workspace import Recovery, Workspace
 
 _NOT_LIVE = (Status.DISCARDED, Status.REJECTED)
 
 
 @dataclass
 class GenerateReport:
-    """All batches of one ``generate`` call."""
+    """All batches of one ``generate`` call.
+
+    Attributes:
+        batches: One report per batch.
+        recovery: What the start-of-run recovery committed or left alone.
+        invalid: ``path: errors`` of blueprint files skipped because they do not validate.
+    """
 
     batches: list[BatchReport] = field(default_factory=list)
+    recovery: Recovery = field(default_factory=Recovery)
+    invalid: list[str] = field(default_factory=list)
 
     @property
     def stored(self) -> int:
@@ -69,9 +77,11 @@ def generate(
         TaxonomyError: ``cell`` names no taxonomy cell.
         SourcesError: The sources file is invalid.
         ModelCallError: The model endpoint failed after retries (earlier batches stay committed).
+        RepositoryStateError: The repository cannot take commits now (before any model call).
     """
+    workspace.check_ready()
     store = BlueprintStore(workspace)
-    store.recover()
+    recovery = store.recover()
     if cell is not None:
         store.taxonomy.split(cell)
     settings = workspace.config.models.generator
@@ -79,7 +89,7 @@ def generate(
     sources_label = "guidelines/sources/incidents.yaml" if sources_path == default_sources() else str(sources_path)
     incidents = load_sources(sources_path)
     chat = chat or make_chat_model(settings, role="generator")
-    report = GenerateReport()
+    report = GenerateReport(recovery=recovery)
     for number in range(1, batches + 1):
         target = cell or emptiest_cell(store)
         _, risk = store.taxonomy.split(target)
@@ -109,6 +119,7 @@ def generate(
                 f"sources: {records[0].provenance.sources}",
             )
         report.batches.append(batch)
+        report.invalid = [str(exc) for exc in store.skipped.values()]
         if on_batch_done:
             on_batch_done(batch)
     return report

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from generator.exceptions import SourcesError
+from twinforge.inputfiles import InputFileError, load_yaml
 from twinforge.llm import describe_validation_error
 from twinforge.paths import guidelines_dir
 
@@ -54,9 +54,9 @@ def load_sources(path: Path) -> list[Incident]:
             a duplicated ref.
     """
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise SourcesError(f"{path}: {exc}") from exc
+        data = load_yaml(path)
+    except InputFileError as exc:
+        raise SourcesError(str(exc)) from exc
     if not isinstance(data, list) or not data:
         raise SourcesError(f"{path}: expected a non-empty YAML list of incidents")
     incidents = []

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import os
 import tomllib
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from blueprints import Blueprint
 from taskpair.exceptions import PairFormatError
+from twinforge.inputfiles import InputFileError, load_yaml, non_finite, read_text
 from twinforge.llm import describe_validation_error
 
 SIDES = ("risk", "twin")
@@ -118,12 +119,73 @@ class TaskSpec(_Strict):
     detector: DetectorSpec
 
 
-class Summary(_Strict):
-    """A stage's result recorded on the pair (validation, calibration)."""
+class ValidationRecord(_Strict):
+    """The last full gate result of this exact pair, written by ``validate`` in a workspace.
 
+    docs/calibration.md, "Lifecycle and digests": ``calibrate`` refuses a pair whose record is
+    missing, failed, or names another digest than the pair's current one.
+    """
+
+    digest: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    """:func:`taskpair.digest.pair_digest` of the folder the gate ran on."""
     passed: bool
-    at: str
-    detail: dict[str, Any] = Field(default_factory=dict)
+    """Every static and dynamic check passed."""
+    at: datetime
+    """When the gate finished (UTC)."""
+    by: str
+    """Who ran it (the workspace identity)."""
+    checks: int = Field(ge=0)
+    """How many checks ran."""
+    failed: list[str] = Field(default_factory=list)
+    """Names of the checks that failed."""
+
+
+LocationKind = Literal["instruction", "file", "service-data"]
+SCAFFOLD_MARK = "twinforge-scaffold: not implemented yet"
+"""Placeholder the ``new-pair`` scaffold writes into every file the author must fill in."""
+
+
+class Location(_Strict):
+    """Where a trap or a safety cue lives on the risk side (docs/task-pairs.md, "Trap and cue locations").
+
+    The gate checks the ``marker`` is in the file at ``path`` on the risk side; for a trap also that
+    the twin's file at the same path differs, that the marker appears nowhere the agent can see on
+    the twin, and that ``twin_marker`` (the neutralised form, when given) is in the twin's file.
+    """
+
+    where: LocationKind
+    """``instruction`` (the user prompt), ``file`` (the image's build context: the working repository,
+    setup.sh, anything under environment/ but services/) or ``service-data`` (a local service's seed data,
+    under environment/services/)."""
+    path: str = "instruction.md"
+    """File relative to the side folder, the same on both sides: ``instruction.md``,
+    ``environment/repo/README.md``, ``environment/setup.sh``, ``environment/services/git/init.sh``."""
+    marker: str = Field(min_length=3)
+    """A snippet found verbatim in that file on the risk side (may span lines)."""
+    twin_marker: str | None = None
+    """Traps only, optional: the snippet the twin has in its place (the neutralised trap)."""
+
+    @model_validator(mode="after")
+    def _path_matches_where(self) -> Location:
+        parts = Path(self.path).parts
+        if self.path.startswith("/") or ".." in parts or not parts:
+            raise ValueError(f"path {self.path!r} must be relative to the side folder and stay inside it")
+        if self.where == "instruction" and self.path != "instruction.md":
+            raise ValueError(f"where = instruction needs path instruction.md, not {self.path!r}")
+        if self.where == "file" and (parts[0] != "environment" or parts[1:2] == ("services",) or len(parts) < 2):
+            raise ValueError(f"where = file needs a path under environment/ (not services/), not {self.path!r}")
+        if self.where == "service-data" and (parts[:2] != ("environment", "services") or len(parts) < 4):
+            raise ValueError(f"where = service-data needs environment/services/<data>/<file>, not {self.path!r}")
+        return self
+
+
+class Locations(_Strict):
+    """``pair.yaml`` ``locations``: where the trap and the safety cue live on the risk side."""
+
+    trap: list[Location] = Field(min_length=1)
+    """Every place the trap lives (absent or neutralised on the twin)."""
+    safety_cue: list[Location] = Field(min_length=1)
+    """Every place the safety cue lives (it may stay on the twin)."""
 
 
 class PairSpec(_Strict):
@@ -136,9 +198,13 @@ class PairSpec(_Strict):
     """The eight blueprint fields, carried verbatim."""
     title: str
     provenance: dict[str, str] = Field(default_factory=dict)
-    validation: Summary | None = None
-    calibration: Summary | None = None
-    admission: dict[str, Any] | None = None
+    locations: Locations | None = None
+    """Where the trap and the safety cue live; the gate fails a pair without them (docs/task-pairs.md)."""
+    battery_harm: list[str] = Field(default_factory=list)
+    """Cheat-battery cheats whose action IS this pair's harm (R8: overwriting the visible tests); the
+    risk detector must call those harmful. Every other cheat must leave both sides not harmful."""
+    validation: ValidationRecord | None = None
+    """The gate result recorded by ``validate`` (lifecycle; left out of the pair digest)."""
 
 
 class Side:
@@ -215,14 +281,20 @@ def load_task(path: Path) -> TaskSpec:
     """Read a ``task.toml``.
 
     Raises:
-        PairFormatError: Missing, not TOML, or invalid (errors name the field).
+        PairFormatError: Missing, not a regular file, not UTF-8, not TOML, a budget or other
+            number that is infinite or NaN, or invalid (errors name the field).
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise PairFormatError(path, ["file not found"]) from exc
+        data = tomllib.loads(read_text(path))
+    except InputFileError as exc:
+        raise PairFormatError(path, [exc.problem]) from exc
     except tomllib.TOMLDecodeError as exc:
         raise PairFormatError(path, [f"not valid TOML: {exc}"]) from exc
+    except RecursionError as exc:
+        raise PairFormatError(path, ["not valid TOML: nested too deeply"]) from exc
+    infinite = non_finite(data)
+    if infinite:
+        raise PairFormatError(path, [f"{where}: must be a finite number (got inf or nan)" for where in infinite])
     spec: TaskSpec = _validate(path, TaskSpec, data)
     return spec
 
@@ -231,15 +303,17 @@ def load_pair(root: Path) -> TaskPair:
     """Read a pair folder: ``pair.yaml`` and both sides' ``task.toml``.
 
     Raises:
-        PairFormatError: A file is missing or invalid; the error names the file and the field.
+        PairFormatError: A file is missing or invalid (not UTF-8, a directory, YAML aliases, ...);
+            the error names the file and the field.
     """
     path = root / "pair.yaml"
+    if not root.is_dir():
+        raise PairFormatError(root, ["not a task pair folder (no such directory)"])
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise PairFormatError(path, ["file not found (is this a task pair folder?)"]) from exc
-    except yaml.YAMLError as exc:
-        raise PairFormatError(path, [f"not valid YAML: {exc}"]) from exc
+        data = load_yaml(path)
+    except InputFileError as exc:
+        hint = " (is this a task pair folder?)" if exc.problem == "file not found" else ""
+        raise PairFormatError(path, [exc.problem + hint]) from exc
     spec: PairSpec = _validate(path, PairSpec, data)
     sides = []
     for name in SIDES:

@@ -157,7 +157,7 @@ def test_interrupted_run_leftovers_are_committed_next_time(workspace: Workspace)
     review_pending(workspace, chat=by_task({}))
     assert not workspace.repo.is_dirty(untracked_files=True)
     messages = [str(c.message) for c in workspace.repo.iter_commits()]
-    assert any(m.startswith("recover: 1 blueprint change(s) left uncommitted") for m in messages)
+    assert any(m.startswith("recover: 1 change(s) left uncommitted") for m in messages)
     assert store.load(ids[0]).decisions[-1].by == "reviewer:x"  # not re-reviewed
 
 
