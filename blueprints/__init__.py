@@ -1,6 +1,15 @@
 """The blueprint domain: Blueprint (8 fields), Review (6 scores), decisions, taxonomy, store."""
 
-from blueprints.actions import OVERRIDABLE, add_note, approve, edit_field, override, reject
+from blueprints.actions import (
+    OVERRIDABLE,
+    OVERRIDE_TARGETS,
+    add_note,
+    approve,
+    edit_field,
+    override,
+    override_targets,
+    reject,
+)
 from blueprints.blueprint import FIELDS, Blueprint
 from blueprints.dimensions import Dimension, Dimensions, load_dimensions
 from blueprints.exceptions import (
@@ -14,7 +23,7 @@ from blueprints.index import BlueprintIndex, Entry, entry_for
 from blueprints.record import BlueprintRecord, Decision, FieldEdit, Flag, Note, Provenance, utcnow
 from blueprints.review import DimensionScore, Review, reply_model, triage
 from blueprints.similarity import Match, closest, similarity
-from blueprints.status import TRANSITIONS, Status, check_transition
+from blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
 from blueprints.store import BlueprintStore, Loaded, dump_record
 from blueprints.summary import StatusSummary, summarize
 from blueprints.taxonomy import Category, Taxonomy, load_taxonomy
@@ -22,7 +31,10 @@ from blueprints.taxonomy import Category, Taxonomy, load_taxonomy
 __all__ = [
     "FIELDS",
     "OVERRIDABLE",
+    "OVERRIDE_TARGETS",
+    "PAST_REVIEW",
     "TRANSITIONS",
+    "TRIAGE_STATUSES",
     "Blueprint",
     "BlueprintFileError",
     "BlueprintIndex",
@@ -58,6 +70,7 @@ __all__ = [
     "load_dimensions",
     "load_taxonomy",
     "override",
+    "override_targets",
     "reject",
     "reply_model",
     "similarity",
