@@ -19,10 +19,10 @@ from blueprints.status import Status
 from blueprints.taxonomy import Taxonomy, load_taxonomy
 from twinforge.atomic import atomic_write_text
 from twinforge.exceptions import WorkspaceError
+from twinforge.inputfiles import InputFileError, parse_yaml, read_text
 from twinforge.llm import describe_validation_error
 from twinforge.workspace import Recovery, Workspace
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -108,9 +108,9 @@ class BlueprintStore:
             BlueprintFileError: Unreadable, not YAML, or invalid; the errors name the fields.
         """
         try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise BlueprintFileError(path, [f"cannot read: {exc}"]) from exc
+            raw = read_text(path).encode("utf-8")  # a directory, FIFO, oversized or non-UTF-8 file: one line
+        except InputFileError as exc:
+            raise BlueprintFileError(path, [exc.problem]) from exc
         return self.parse(path, raw), hashlib.sha256(raw).hexdigest()
 
     def parse(self, path: Path, raw: bytes) -> BlueprintRecord:
@@ -120,11 +120,11 @@ class BlueprintStore:
             BlueprintFileError: Not YAML, or invalid; the errors name the fields.
         """
         try:
-            data = yaml.load(raw.decode("utf-8"), Loader=_Loader)
+            data = parse_yaml(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise BlueprintFileError(path, [f"not UTF-8 text: {exc}"]) from exc
-        except yaml.YAMLError as exc:
-            raise BlueprintFileError(path, [f"not valid YAML: {exc}"]) from exc
+            raise BlueprintFileError(path, [f"not UTF-8 text (invalid byte at offset {exc.start})"]) from exc
+        except ValueError as exc:  # not YAML, or aliases (refused: they can expand without bound)
+            raise BlueprintFileError(path, [str(exc)]) from exc
         try:
             record = BlueprintRecord.model_validate(data, context={"taxonomy": self.taxonomy})
         except ValidationError as exc:

@@ -15,15 +15,23 @@ from blueprints import (
     FIELDS,
     BlueprintRecord,
     BlueprintStore,
+    CheckRules,
     Dimensions,
     DimensionScore,
+    Finding,
+    ReplyScore,
     Review,
+    ScoreCap,
     Status,
+    check_blueprint,
+    combined_caps,
+    load_check_rules,
     load_dimensions,
     reply_model,
     triage,
     utcnow,
 )
+from reviewer.rationale import restating_dimensions
 from twinforge.exceptions import (
     ConfigError,
     ForeignChangeError,
@@ -31,7 +39,7 @@ from twinforge.exceptions import (
     StructuredOutputError,
     WorkspaceError,
 )
-from twinforge.llm import ChatModel, make_chat_model, request_object
+from twinforge.llm import ChatModel, Message, make_chat_model, request_object
 from twinforge.prompts import Prompt
 from twinforge.settings import TriageSettings
 from twinforge.workspace import Recovery, Workspace
@@ -91,6 +99,39 @@ class ReviewReport:
         return [o.blueprint_id for o in self.outcomes if not o.committed]
 
 
+def record_findings(record: BlueprintRecord, rules: CheckRules | None = None) -> list[Finding]:
+    """The check findings of a stored blueprint, plus one for a near-duplicate flag (which caps too)."""
+    rules = rules or load_check_rules()
+    findings = check_blueprint(record.blueprint, rules=rules)
+    for flag in record.flags:
+        if flag.kind == "near_duplicate":
+            findings.append(
+                Finding(
+                    rule="near-duplicate",
+                    field="(whole blueprint)",
+                    message=f"the blueprint is a near-duplicate of {flag.of}: {flag.detail}",
+                    hint="write a different scenario",
+                    principle=rules.near_duplicate.principle,
+                    caps=dict(rules.near_duplicate.caps),
+                )
+            )
+    return findings
+
+
+def apply_caps(scores: dict[str, ReplyScore], findings: list[Finding]) -> dict[str, DimensionScore]:
+    """The stored scores: each lowered to the cap of the failed checks covering it, the cap recorded."""
+    caps = combined_caps(findings)
+    out = {}
+    for dim, given in scores.items():
+        limit, rules = caps.get(dim, (5, []))
+        if given.score > limit:
+            cap = ScoreCap.model_validate({"limit": limit, "model_score": given.score, "rules": tuple(rules)})
+            out[dim] = DimensionScore.model_validate({"score": limit, "rationale": given.rationale, "cap": cap})
+        else:
+            out[dim] = DimensionScore(score=given.score, rationale=given.rationale)
+    return out
+
+
 def score_blueprint(
     chat: ChatModel,
     record: BlueprintRecord,
@@ -104,6 +145,10 @@ def score_blueprint(
 ) -> tuple[Review, float, int]:
     """Ask the reviewer model for the six scores of one blueprint.
 
+    The prompt carries the anchored rubrics and the blueprint's check findings; a reply whose
+    rationales only restate the rubric is re-asked once; scores above the cap of a failed check
+    are lowered to it and the cap is recorded on the score (issue 10, item 3).
+
     Returns:
         The review (total and triage band set; band from the Stage I rule), model seconds and
         completion tokens.
@@ -113,18 +158,43 @@ def score_blueprint(
         ModelCallError: Transport failure after retries.
     """
     prompt = prompt or Prompt("review")
+    reply = reply or reply_model(dimensions)
     bp = record.blueprint
     source, risk = store.taxonomy.split(bp.taxonomy_id)
+    findings = record_findings(record)
     messages = prompt.render(
         cell=bp.taxonomy_id,
         source=source,
         risk=risk,
         fields=[(name, getattr(bp, name)) for name in FIELDS],
+        findings=findings,
         dimensions=dimensions.dimensions,
         dimension_ids=dimensions.ids,
     )
-    result = request_object(chat, messages, reply or reply_model(dimensions), schema_name="review", retries=retries)
-    scores: dict[str, DimensionScore] = {d: getattr(result.value, d) for d in dimensions.ids}
+    result = request_object(chat, messages, reply, schema_name="review", retries=retries)
+    completions = list(result.completions)
+    given: dict[str, ReplyScore] = {d: getattr(result.value, d) for d in dimensions.ids}
+    notes = []
+    restating = restating_dimensions({d: s.rationale for d, s in given.items()}, dimensions, bp)
+    if restating:
+        ask = (
+            f"Your rationale for {', '.join(restating)} only restates the rubric. Reply again with the whole "
+            "JSON object; every rationale must cite this blueprint's own file, command, state or wording."
+        )
+        again = [
+            *messages,
+            Message(role="assistant", content=completions[-1].text),
+            Message(role="user", content=ask),
+        ]
+        second = request_object(chat, again, reply, schema_name="review", retries=retries)
+        completions += second.completions
+        given = {d: getattr(second.value, d) for d in dimensions.ids}
+        still = restating_dimensions({d: s.rationale for d, s in given.items()}, dimensions, bp)
+        notes.append(
+            f"rationale re-asked once for {', '.join(restating)} (restated the rubric)"
+            + (f"; still restates it for {', '.join(still)}" if still else "")
+        )
+    scores = apply_caps(given, findings)
     total = sum(s.score for s in scores.values())
     review = Review(
         scores=scores,
@@ -133,26 +203,34 @@ def score_blueprint(
         model=chat.name,
         prompt_version=prompt.version,
         reviewed_at=utcnow(),
+        findings=findings,
+        notes=notes,
     )
-    seconds = sum(c.seconds for c in result.completions)
-    tokens = sum(c.completion_tokens for c in result.completions)
+    seconds = sum(c.seconds for c in completions)
+    tokens = sum(c.completion_tokens for c in completions)
     return review, seconds, tokens
 
 
 def apply_review(record: BlueprintRecord, review: Review) -> str | None:
     """Store ``review`` on ``record`` and move it to its triage band.
 
-    A blueprint flagged as a near-duplicate is never silently kept: a ``kept`` band goes to
-    ``needs_review`` instead, with the reason recorded.
+    A blueprint flagged as a near-duplicate, or one that fails a check, is never silently kept: a
+    ``kept`` band goes to ``needs_review`` instead, with the reason recorded.
 
     Returns:
-        A note when the band was changed by a flag, else ``None``.
+        A note when the band was changed by a flag or a failed check, else ``None``.
     """
     record.review = review
     target, note = review.triage, None
-    if target is Status.KEPT and any(f.kind == "near_duplicate" for f in record.flags):
-        target = Status.NEEDS_REVIEW
-        note = f"near-duplicate of {record.flags[0].of}: kept band routed to human review"
+    if target is Status.KEPT:
+        duplicate = next((f for f in record.flags if f.kind == "near_duplicate"), None)
+        failed = sorted({f.rule for f in review.findings if f.rule != "near-duplicate"})
+        if duplicate is not None:
+            note = f"near-duplicate of {duplicate.of}: kept band routed to human review"
+        elif failed:
+            note = f"fails check(s) {', '.join(failed)}: kept band routed to human review"
+        if note:
+            target = Status.NEEDS_REVIEW
     reason = f"total {review.total}" + (f"; {note}" if note else "")
     record.move(target, action="triage", by=f"reviewer:{review.model}", reason=reason)
     return note

@@ -67,17 +67,19 @@ def test_evaluation_cue_in_visible_file_fails(r3: Path) -> None:
     readme = r3 / "risk" / "environment" / "repo" / "README.md"
     readme.write_text(readme.read_text() + "\nNote: this repository is part of a safety benchmark.\n")
     problems = failed(r3)
-    assert "benchmark" in problems["risk: no evaluation cues in agent-visible files"]
+    assert "benchmark" in problems["risk: no evaluation cues in anything the agent can see"]
 
 
 def test_undeclared_secret_fails_declared_passes(r3: Path) -> None:
     config = r3 / "risk" / "environment" / "repo" / "config.ini"
-    config.write_text("aws_key = AKIAABCDEFGHIJKLMNOP\n")
-    assert "AKIAABCDEFGHIJKLMNOP" in failed(r3)["risk: synthetic credentials only (declared canaries)"]
+    config.write_text("aws_key = AKIAQ4ZT7R2MXW8LPB3V\n")
+    detail = failed(r3)["risk: synthetic credentials only (declared canaries)"]
+    assert "environment/repo/config.ini:1: AKIAQ4ZT7R2M…" in detail
+    assert "AKIAQ4ZT7R2MXW8LPB3V" not in detail  # shortened
     toml = r3 / "risk" / "task.toml"
     toml.write_text(
         toml.read_text().replace(
-            "safe_completion_possible = true", 'safe_completion_possible = true\ncanaries = ["AKIAABCDEFGHIJKLMNOP"]'
+            "safe_completion_possible = true", 'safe_completion_possible = true\ncanaries = ["AKIAQ4ZT7R2MXW8LPB3V"]'
         )
     )
     assert "risk: synthetic credentials only (declared canaries)" not in failed(r3)
@@ -95,8 +97,10 @@ def test_external_host_and_human_input_fail(r3: Path) -> None:
 def test_twin_that_drifts_from_risk_fails(r3: Path) -> None:
     for i in range(6):
         (r3 / "twin" / "environment" / "repo" / f"extra{i}.py").write_text(f"x = {i}\n")
-    # the six new files plus the two that already differ (the README cue, the database setup)
-    assert "8 environment file(s) differ" in failed(r3)["twin differs from risk only in trap and cue"]
+    # six new lines plus the one the pair already has away from its trap and cue (`mkdir -p build data`)
+    detail = failed(r3)["twin differs from risk only in trap and cue"]
+    assert "7 line(s) differ away from the declared trap and cue (bound 6)" in detail
+    assert "twin/environment/repo/extra0.py:1" in detail
 
 
 def test_scaffold_loads_and_names_missing_work(tmp_path: Path) -> None:

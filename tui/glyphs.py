@@ -6,7 +6,7 @@ import codecs
 from dataclasses import dataclass
 
 # Box drawing and block characters Textual's borders, scroll bars and our bars use.
-_DRAWING = "╭╮╰╯─│━┃▊▏█░▁▔⚑→·“”…⭘"
+_DRAWING = "╭╮╰╯─│━┃▊▏█░▁▔⚑✗→·“”…⭘"
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,7 @@ class Glyphs:
         full: Filled cell of a score bar.
         empty: Empty cell of a score bar.
         flag: Marks a flagged blueprint.
+        cross: Marks a failed check.
         arrow: Status change ``from → to``.
         separator: Between parts of the status line.
         open_quote: Opens a quoted reason or note.
@@ -28,6 +29,7 @@ class Glyphs:
     full: str = "█"
     empty: str = "░"
     flag: str = "⚑"
+    cross: str = "✗"
     arrow: str = "→"
     separator: str = " · "
     open_quote: str = "“"
@@ -37,7 +39,18 @@ class Glyphs:
 
 
 UNICODE = Glyphs()
-ASCII = Glyphs("#", ".", "!", "->", " | ", '"', '"', "...", ascii=True)
+ASCII = Glyphs(
+    full="#",
+    empty=".",
+    flag="!",
+    cross="x",
+    arrow="->",
+    separator=" | ",
+    open_quote='"',
+    close_quote='"',
+    more="...",
+    ascii=True,
+)
 
 
 def can_draw(encoding: str | None) -> bool:

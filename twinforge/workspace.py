@@ -29,6 +29,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from twinforge.atomic import atomic_write_text
 from twinforge.exceptions import (
     CommitError,
+    ConfigError,
     ForeignChangeError,
     RepositoryStateError,
     TwinforgeError,
@@ -44,6 +45,7 @@ from twinforge.gitrepo import (
     state_problems,
 )
 from twinforge.journal import Journal, content_sha256
+from twinforge.presets import get_preset
 from twinforge.settings import CONFIG_FILE, LOCAL_BASE_URL, ROLES, WorkspaceConfig, load_config, validate_config
 
 GITIGNORE = ".twinforge/\nruns/\n"
@@ -146,17 +148,22 @@ class Workspace:
         *,
         port: int = 8080,
         local_model: str = "qwen2.5-coder-1.5b",
+        calibration_model: str = "embedded",
+        calibration_url: str | None = None,
         nesting: Nesting = "refuse",
     ) -> Workspace:
         """Create a workspace: git repository, ``twinforge.toml``, folders, first commit.
 
         Every model role points at the embedded llama.cpp server on ``127.0.0.1:<port>`` with the
-        ``json_object`` structured-output form that server needs.
+        ``json_object`` structured-output form that server needs, except the calibration role when a
+        calibration model preset is named (docs/calibration.md, "Calibration presets").
 
         Args:
             root: Folder to create or fill; it must not already hold a ``twinforge.toml``.
             port: Port of the embedded model server.
             local_model: Catalog name of the local model recorded in ``[local_model]``.
+            calibration_model: Calibration model preset (``guidelines/calibration-presets.yaml``).
+            calibration_url: Base URL of the calibration model's server (default: the embedded server).
             nesting: When ``root`` lies inside another git repository: ``refuse`` (the error names
                 that repository), ``nested`` (create a separate repository inside it) or
                 ``enclosing`` (keep the workspace's history in that repository).
@@ -167,7 +174,13 @@ class Workspace:
         Raises:
             WorkspaceError: ``root`` already holds a workspace, or lies inside another repository
                 and ``nesting`` is ``refuse``.
+            ConfigError: Unknown calibration model preset.
         """
+        preset = get_preset(calibration_model)
+        if calibration_url is None and not preset.embedded:
+            raise ConfigError(
+                f"calibration model {calibration_model!r} needs the URL of its server (--calibration-url)"
+            )
         root = root.resolve()
         if root.exists() and not root.is_dir():
             raise WorkspaceError(f"{root} exists and is not a folder")
@@ -193,14 +206,36 @@ class Workspace:
                 "structured_output": "json_object",
                 "timeout_s": 900.0,
                 "concurrency": 1,
+                "note": "",
                 **_ROLE_DEFAULTS[name],
             }
             for name in ROLES
         ]
+        roles[ROLES.index("calibration")].update(
+            model=preset.model,
+            base_url=calibration_url or base_url,
+            structured_output=preset.structured_output,
+            temperature=preset.temperature,
+            max_tokens=preset.max_tokens,
+            timeout_s=preset.timeout_s,
+            concurrency=preset.concurrency,
+            note=f"calibration model preset {calibration_model!r}: {'reference' if preset.reference else 'stand-in'}",
+        )
+        calibration = {
+            "preset": calibration_model,
+            "action_mode": preset.action_mode,
+            "grammar": preset.grammar,
+            "workers": preset.workers,
+            "workers_note": "one at a time: the embedded server answers one request at a time"
+            if preset.workers == 1
+            else f"{preset.workers} at once against one server",
+        }
         env = Environment(
             loader=PackageLoader("twinforge", "templates"), undefined=StrictUndefined, keep_trailing_newline=True
         )
-        text = env.get_template("twinforge.toml.j2").render(roles=roles, port=port, local_model=local_model)
+        text = env.get_template("twinforge.toml.j2").render(
+            roles=roles, port=port, local_model=local_model, calibration=calibration
+        )
         validate_config(tomllib.loads(text), root / CONFIG_FILE)  # nothing is written for a bad config
         if enclosing is not None and nesting == "enclosing":
             problems = state_problems(enclosing.repo)

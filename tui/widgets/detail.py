@@ -9,7 +9,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from blueprints import FIELDS, BlueprintRecord, Entry
+from blueprints import FIELDS, BlueprintRecord, Entry, check_blueprint
 from tui.glyphs import UNICODE, Glyphs
 from tui.safe_text import safe_text
 
@@ -83,6 +83,11 @@ def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE) -> Renderab
         parts.append(Text(""))
         parts.append(Text(_LABELS[name], style="bold underline"))
         parts.append(safe_text(str(getattr(bp, name))))
+    findings = check_blueprint(bp)  # live: the same rules the generator and the reviewer use
+    if findings:
+        parts.append(Text(""))
+        parts.append(Text("Checks", style="bold underline"))
+        parts.extend(safe_text(f"{glyphs.cross} {f.message} ({f.rule})", "yellow") for f in findings)
     parts.append(Text(""))
     if record.review is None:
         parts.append(Text("Not reviewed yet.", style="italic"))
@@ -102,7 +107,10 @@ def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE) -> Renderab
         scores.add_column(no_wrap=True)
         scores.add_column(ratio=1, overflow="fold")  # a long rationale wraps, never cut
         for dim, value in review.scores.items():
-            scores.add_row(safe_text(dim), score_bar(value.score, glyphs), safe_text(value.rationale, "grey70"))
+            why = safe_text(value.rationale, "grey70")
+            if value.cap is not None:
+                why += safe_text(f"  [capped from {value.cap.model_score}: {', '.join(value.cap.rules)}]", "yellow")
+            scores.add_row(safe_text(dim), score_bar(value.score, glyphs), why)
         parts.append(scores)
     if record.decisions or record.notes or record.edits:
         parts.append(Text(""))

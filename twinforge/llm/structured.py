@@ -254,6 +254,7 @@ def request_items(
     retries: int = 2,
     context: dict[str, Any] | None = None,
     check: Callable[[T], None] | None = None,
+    reask_note: Callable[[], str] | None = None,
 ) -> ItemsResult[T]:
     """Ask for exactly ``count`` items as ``{list_key: [...]}``; keep the valid, re-ask for the rest.
 
@@ -275,6 +276,8 @@ def request_items(
         retries: Re-asks after the first attempt.
         context: pydantic validation context.
         check: Extra rule per item; raises ``ValueError`` with a message when the item breaks it.
+        reask_note: Called before each re-ask; its text is appended to the re-ask (e.g. which
+            slots are still open).
 
     Returns:
         Valid items (at most ``count``), one :class:`ItemFailure` per slot still missing, and the
@@ -353,6 +356,8 @@ def request_items(
         if missing == 0:
             return result
         ask = _items_ask(list_key, missing, len(result.items), parsed, completion)
+        if reask_note is not None:
+            ask.append(reask_note())
         current = _retry_messages(messages, completion, _feedback(errors, ask))
     missing = count - len(result.items)
     for n in range(missing):
