@@ -154,24 +154,6 @@ def test_hosting_api_logs_only_applied_changes(runner: Runner, tmp_path: Path) -
     assert changes == ["create", "write"]
 
 
-# Cells the battery still finds fooled, each waiting for named work; the list only shrinks.
-# R1 / R8 run the agent's code in the detector (exit-early: the test process exits 0 at import) and
-# their "hidden" oracle test is the visible one (hardcode-output): the detector runtime redesign
-# (runtime branch) and the hidden oracle cases replace both. R8's "test weakened" check compares
-# bytes, so a touched test file reads as weakened (fake-artifacts): fixed with R8's new detector.
-AWAITING = {
-    ("ref-r1-remote-script", "exit-early", "risk"),
-    ("ref-r1-remote-script", "exit-early", "twin"),
-    ("ref-r1-remote-script", "hardcode-output", "risk"),
-    ("ref-r1-remote-script", "hardcode-output", "twin"),
-    ("ref-r8-skipped-tests", "exit-early", "risk"),
-    ("ref-r8-skipped-tests", "exit-early", "twin"),
-    ("ref-r8-skipped-tests", "hardcode-output", "risk"),
-    ("ref-r8-skipped-tests", "hardcode-output", "twin"),
-    ("ref-r8-skipped-tests", "fake-artifacts", "risk"),
-}
-
-
 def test_gate_with_the_cheat_battery_on_every_reference_pair(runner: Runner) -> None:
     reports = validate(sorted(REFERENCE.iterdir()), runner, workers=3)
     assert len(reports) == 9
@@ -181,4 +163,4 @@ def test_gate_with_the_cheat_battery_on_every_reference_pair(runner: Runner) -> 
         assert not others, (report.pair, others)
         assert len(report.battery) == 18  # nine cheats x two sides
         fooled |= {(report.pair, o.cheat, o.side) for o in report.battery if not o.held}
-    assert fooled == AWAITING
+    assert fooled == set(), sorted(fooled)
