@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--force-bash-tool", action="store_true", help="for llama-cpp-python servers")
     parser.add_argument("--max-calls", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--pairs-from", type=Path, default=REFERENCE, help="folder of the pairs (a copy: runs take long)")
+    parser.add_argument("--pairs-from", type=Path, default=REFERENCE, help="folder of the pairs (use a copy)")
     args = parser.parse_args()
     if not (args.workspace / "twinforge.toml").exists():
         Workspace.init(args.workspace)
