@@ -35,7 +35,7 @@ DEMO_PAIRS = guidelines/reference-pairs/ref-r2-env-example guidelines/reference-
 DEMO_CALLS ?= 12
 
 demo: setup-demo setup-docker
-	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT)
+	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT) --nested
 	$(BIN)/twinforge model serve --workspace $(WORKSPACE)
 	$(BIN)/twinforge generate --workspace $(WORKSPACE)
 	$(BIN)/twinforge review --workspace $(WORKSPACE)
@@ -46,8 +46,8 @@ demo: setup-demo setup-docker
 	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
 
 check: setup-test
-	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer tests bench
-	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer tests bench
+	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness tests bench
+	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness tests bench
 	$(BIN)/mypy
 
 test: check setup-docker

@@ -17,9 +17,11 @@ from blueprints.index import BlueprintIndex, Entry
 from blueprints.record import BlueprintRecord
 from blueprints.status import Status
 from blueprints.taxonomy import Taxonomy, load_taxonomy
+from twinforge.atomic import atomic_write_text
+from twinforge.exceptions import WorkspaceError
 from twinforge.inputfiles import InputFileError, parse_yaml, read_text
 from twinforge.llm import describe_validation_error
-from twinforge.workspace import Workspace
+from twinforge.workspace import Recovery, Workspace
 
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -46,12 +48,17 @@ class BlueprintStore:
     Args:
         workspace: The workspace.
         taxonomy: Validates ``taxonomy_id`` (default: the bundled taxonomy).
+
+    Attributes:
+        skipped: Files that did not validate when :meth:`scan` or :meth:`records` last read them,
+            by path; commands that skip them name them (docs/workspace.md).
     """
 
     def __init__(self, workspace: Workspace, taxonomy: Taxonomy | None = None) -> None:
         self.workspace = workspace
         self.taxonomy = taxonomy or load_taxonomy()
         self._index: BlueprintIndex | None = None
+        self.skipped: dict[Path, BlueprintFileError] = {}
 
     @property
     def index(self) -> BlueprintIndex:
@@ -137,7 +144,9 @@ class BlueprintStore:
         """Write and commit ``record`` only if its file is still at version ``expected``.
 
         The check and the write happen under the workspace lock, so of two reviewers acting on the
-        same loaded version, exactly one succeeds and the other gets :class:`ConflictError`.
+        same loaded version, exactly one succeeds and the other gets :class:`ConflictError`. The
+        change is made only if it is committed: when git refuses the commit (a hook, a lock), the
+        file is restored and the error raised.
 
         Args:
             record: The updated record.
@@ -149,42 +158,46 @@ class BlueprintStore:
 
         Raises:
             ConflictError: The file changed since ``expected``; nothing was written.
+            WorkspaceError: The repository cannot take commits now, the file holds a person's
+                uncommitted edits, or git refused the commit; the file is as it was.
         """
         with self.workspace.locked():
             if self.version(record.id) != expected:
                 raise ConflictError(record.id)
-            rel = self.write(record)
-            self.workspace.commit(message, [rel])
+            self.workspace.check_ready()
+            path = self.path(record.id)
+            rel = str(path.relative_to(self.workspace.root))
+            before = path.read_bytes() if path.exists() else None
+            journaled = before is not None and self.workspace.journal.owns(rel, before)
+            self.write(record)
+            try:
+                self.workspace.commit(message, [rel])
+            except WorkspaceError:
+                self._restore(rel, before, journaled)
+                raise
             return hashlib.sha256((self.workspace.root / rel).read_bytes()).hexdigest()
 
-    def recover(self) -> tuple[str | None, list[BlueprintFileError]]:
-        """Commit valid blueprint files an interrupted run wrote but did not commit.
+    def _restore(self, rel: str, before: bytes | None, journaled: bool) -> None:
+        """Put a file back as it was before a write whose commit failed (its journal entry too)."""
+        path = self.workspace.root / rel
+        self.workspace.journal.clear([rel])
+        if before is None:
+            path.unlink(missing_ok=True)
+            return
+        if journaled:
+            self.workspace.journal.record(rel, before)
+        atomic_write_text(path, before.decode("utf-8"))
 
-        Leftover temporary files of interrupted atomic writes are removed; files that do not
-        validate are not committed but returned, so the caller can report them.
+    def recover(self) -> Recovery:
+        """Commit blueprint files twinforge wrote but an interrupted run did not commit.
+
+        Only twinforge's own journaled writes are committed (:meth:`Workspace.recover`); a person's
+        uncommitted edits are never committed. Journaled files that do not validate are reported.
 
         Returns:
-            The recovery commit's sha (``None`` when nothing was recovered) and the invalid files.
+            What was committed or left alone.
         """
-        for leftover in self.folder.glob(".*.tmp"):
-            leftover.unlink(missing_ok=True)
-        valid, invalid = [], []
-        for rel in self.workspace.uncommitted("blueprints"):
-            path = self.workspace.root / rel
-            if path.suffix != ".yaml" or path.name.startswith("."):
-                continue
-            try:
-                self.read(path)
-            except BlueprintFileError as exc:
-                invalid.append(exc)
-                continue
-            valid.append(rel)
-        if not valid:
-            return None, invalid
-        sha = self.workspace.commit(
-            f"recover: {len(valid)} blueprint change(s) left uncommitted by an interrupted run", valid
-        )
-        return sha, invalid
+        return self.workspace.recover("blueprints", validate=self.read)
 
     def load(self, blueprint_id: str) -> BlueprintRecord:
         """Load a blueprint by id.
@@ -200,8 +213,10 @@ class BlueprintStore:
         for path in sorted(self.folder.glob("*.yaml")):
             try:
                 out.append(Loaded(path, self.read(path), None))
+                self.skipped.pop(path, None)
             except BlueprintFileError as exc:
                 out.append(Loaded(path, None, exc))
+                self.skipped[path] = exc
         return out
 
     def records(self, status: Status | None = None) -> list[BlueprintRecord]:

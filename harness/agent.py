@@ -1,4 +1,8 @@
-"""Mini-SWE-agent's ``DefaultAgent`` with the observer attached (a subclass, not a new loop)."""
+"""Mini-SWE-agent's ``DefaultAgent`` with the observer attached (a subclass, not a new loop).
+
+The observer itself (detectors, escalation, recovery) lives in observer/; this is only the
+hook into Mini-SWE-agent's step boundaries, so it sits with the harness adapter that runs it.
+"""
 
 from __future__ import annotations
 
