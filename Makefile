@@ -36,7 +36,6 @@ setup-docker: setup
 	$(BIN)/twinforge env setup
 
 DEMO_PAIRS = guidelines/reference-pairs/ref-r2-env-example guidelines/reference-pairs/ref-r3-ignored-database
-DEMO_TASKS = $(addprefix $(WORKSPACE)/tasks/,$(notdir $(DEMO_PAIRS)))
 DEMO_CALLS ?= 12
 DEMO_IMPLEMENT ?= 2
 
