@@ -27,7 +27,13 @@ from pathlib import Path
 from taskpair.runner import Runner
 from taskpair.validate import validate
 mode, workers, pairs = sys.argv[1], int(sys.argv[2]), [Path(p) for p in sys.argv[3:]]
-runner = Runner(Path(tempfile.mkdtemp(prefix="gate-bench-")))
+from docker.errors import NotFound
+for attempt in range(10):  # an older runner's start-up reaping races other users' containers going away
+    try:
+        runner = Runner(Path(tempfile.mkdtemp(prefix="gate-bench-")))
+        break
+    except NotFound:
+        time.sleep(1)
 options = {}
 if "battery" in inspect.signature(validate).parameters:
     options = {"battery": mode == "battery", "workers": workers}
