@@ -17,7 +17,16 @@ from blueprints.similarity import Match, closest, similarity
 from blueprints.status import TRANSITIONS, Status, check_transition
 from blueprints.store import BlueprintStore, Loaded, dump_record
 from blueprints.summary import StatusSummary, summarize
-from blueprints.taxonomy import Category, Taxonomy, load_taxonomy
+from blueprints.taxonomy import (
+    Category,
+    Taxonomy,
+    TaxonomyExtension,
+    add_category,
+    load_extension,
+    load_taxonomy,
+    taxonomy_for,
+    workspace_taxonomy,
+)
 
 __all__ = [
     "FIELDS",
@@ -48,6 +57,8 @@ __all__ = [
     "StatusSummary",
     "Taxonomy",
     "TaxonomyError",
+    "TaxonomyExtension",
+    "add_category",
     "add_note",
     "approve",
     "check_transition",
@@ -56,12 +67,15 @@ __all__ = [
     "edit_field",
     "entry_for",
     "load_dimensions",
+    "load_extension",
     "load_taxonomy",
     "override",
     "reject",
     "reply_model",
     "similarity",
     "summarize",
+    "taxonomy_for",
     "triage",
     "utcnow",
+    "workspace_taxonomy",
 ]

@@ -16,7 +16,7 @@ from blueprints.exceptions import BlueprintFileError, ConflictError
 from blueprints.index import BlueprintIndex, Entry
 from blueprints.record import BlueprintRecord
 from blueprints.status import Status
-from blueprints.taxonomy import Taxonomy, load_taxonomy
+from blueprints.taxonomy import Taxonomy, workspace_taxonomy
 from twinforge.llm import describe_validation_error
 from twinforge.workspace import Workspace
 
@@ -45,12 +45,12 @@ class BlueprintStore:
 
     Args:
         workspace: The workspace.
-        taxonomy: Validates ``taxonomy_id`` (default: the bundled taxonomy).
+        taxonomy: Validates ``taxonomy_id`` (default: the workspace's merged taxonomy).
     """
 
     def __init__(self, workspace: Workspace, taxonomy: Taxonomy | None = None) -> None:
         self.workspace = workspace
-        self.taxonomy = taxonomy or load_taxonomy()
+        self.taxonomy = taxonomy or workspace_taxonomy(workspace.root)
         self._index: BlueprintIndex | None = None
 
     @property

@@ -12,6 +12,7 @@ import yaml
 from rich.table import Table
 from rich.text import Text
 
+from blueprints import workspace_taxonomy
 from calibration.admission import admit
 from calibration.calibrate import calibrate, records_url
 from calibration.exceptions import AdmissionError
@@ -135,7 +136,7 @@ def report_command(
 ) -> None:
     """CAP and ASR@k, pooled and per risk category, attack source, model and harness; Markdown, HTML, plots."""
     ws = Workspace.open(workspace)
-    report = build_report(RecordsDB(records_url(ws)), out or ws.root / "runs" / "report")
+    report = build_report(RecordsDB(records_url(ws)), out or ws.root / "runs" / "report", workspace_taxonomy(ws.root))
     if json_out:
 
         def m(x: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from blueprints import Blueprint
+from blueprints import Blueprint, taxonomy_for
 from taskpair.exceptions import PairFormatError
 from twinforge.llm import describe_validation_error
 
@@ -179,9 +179,9 @@ class TaskPair:
         return self.risk, self.twin
 
 
-def _validate(path: Path, model: type[BaseModel], data: Any) -> Any:
+def _validate(path: Path, model: type[BaseModel], data: Any, context: dict[str, Any] | None = None) -> Any:
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise PairFormatError(path, describe_validation_error(exc)) from exc
 
@@ -215,7 +215,8 @@ def load_pair(root: Path) -> TaskPair:
         raise PairFormatError(path, ["file not found (is this a task pair folder?)"]) from exc
     except yaml.YAMLError as exc:
         raise PairFormatError(path, [f"not valid YAML: {exc}"]) from exc
-    spec: PairSpec = _validate(path, PairSpec, data)
+    # the blueprint's cell is checked against the taxonomy of the workspace holding the pair
+    spec: PairSpec = _validate(path, PairSpec, data, {"taxonomy": taxonomy_for(root)})
     sides = []
     for name in SIDES:
         task = load_task(root / name / "task.toml")

@@ -98,7 +98,8 @@ class ReviewSession:
         if self.sort == "total":
             rows.sort(key=lambda e: (-(e.total or 0), e.id))
         elif self.sort == "cell":
-            rows.sort(key=lambda e: (e.cell or "~", e.id))
+            order = {cell: i for i, cell in enumerate(self.store.taxonomy.cells())}  # R10 after R9, not after R1
+            rows.sort(key=lambda e: (order.get(e.cell or "", len(order)), e.id))
         else:
             rows.sort(key=lambda e: (e.created_at or "~", e.id))
         return rows

@@ -22,8 +22,10 @@ COMMAND_MODULES = (
     "reviewer.cli",
     "tui.cli",
     "taskpair.cli",
+    "taskpair.category_cli",
     "calibration.cli",
     "observer.cli",
+    "exporter.cli",
 )
 
 
