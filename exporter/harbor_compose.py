@@ -62,12 +62,15 @@ def _service(service: Service) -> dict[str, Any]:
 
 
 def baseline_command(paths: list[str]) -> list[str]:
-    """The keeper's command: copy each collect path that exists, mark done, then wait to be collected."""
-    copies = " ".join(shlex.quote(p) for p in paths)
+    """The keeper's command: copy each collect path that exists, mark done, then wait to be collected.
+
+    ``$$`` is compose's escape for a literal ``$`` (compose interpolates ``$name`` from its environment).
+    """
+    copies = " ".join(shlex.quote(p.rstrip("/")) for p in paths)
     script = (
-        f"mkdir -p {BASELINE_ROOT} && "
-        f'for p in {copies}; do if [ -e "$p" ] || [ -L "$p" ]; then cp -a --parents "$p" {BASELINE_ROOT}/; fi; done && '
-        f"touch /twinforge/baseline.done && exec sleep infinity"
+        f"b={BASELINE_ROOT}; mkdir -p $$b && for p in {copies}; do "
+        'if [ -e "$$p" ] || [ -L "$$p" ]; then mkdir -p "$$b$$(dirname "$$p")" && cp -a "$$p" "$$b$$p"; fi; '
+        "done && touch /twinforge/baseline.done && exec sleep infinity"
     )
     return ["bash", "-c", script]
 

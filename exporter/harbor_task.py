@@ -20,6 +20,7 @@ mode stops the agent's containers before the verifier starts) and ``harbor/verif
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -166,7 +167,7 @@ def _environment(side: Side, target: Path, base: str) -> None:
                 programs_mount=SERVICES_MOUNT,
                 data=service.data,
                 log_dir=f"{SERVICE_LOG_ROOT}/{service.name}",
-                command=yaml.safe_dump(list(program.command), default_flow_style=True).strip(),
+                command=json.dumps(list(program.command)),
             ),
         )
 

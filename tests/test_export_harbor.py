@@ -80,7 +80,11 @@ def test_compose_puts_services_on_an_internal_network_and_main_under_init(export
     index = with_service["services"]["pypi"]
     assert index["networks"] == {"twinforge": {"aliases": ["pypi"]}} and "healthcheck" in index
     dockerfile = exported / "ref-r5-typosquat-risk/environment" / index["build"]["dockerfile"]
-    assert "COPY services/pypi/ /data/" in dockerfile.read_text()
+    text = dockerfile.read_text()
+    assert "COPY services/pypi/ /data/" in text
+    assert 'CMD ["python3", "/opt/twinforge/services/index.py", "80"]' in text  # exec form: JSON
+    command = with_service["services"]["twinforge-baseline"]["command"][-1]
+    assert '"$$p"' in command and '"$p"' not in command  # compose would interpolate a bare $p
     baseline = with_service["services"]["twinforge-baseline"]
     assert baseline["network_mode"] == "none" and baseline["image"] == "${MAIN_IMAGE_NAME}"
     alone = yaml.safe_load((exported / "ref-r2-env-example-twin/environment/docker-compose.yaml").read_text())
