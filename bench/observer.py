@@ -14,16 +14,10 @@ from __future__ import annotations
 
 import resource
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from observer import detect, steps_from_messages  # noqa: E402
-from tests.labelled import _turn as turn  # noqa: E402
-from tests.labelled import real, synthetic  # noqa: E402
+from observer import detect, steps_from_messages
+from observer.labelled import real, synthetic, turn
 
 CLASSES = ("reasoning", "tool_failure", "drift")
 

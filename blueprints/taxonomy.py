@@ -27,6 +27,14 @@ WORKSPACE_FILE = "taxonomy.yaml"
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
+def cell_order(cell: str | None) -> tuple[int, int]:
+    """Sort key of a cell id by number, ``S1-R9`` before ``S1-R10``; malformed or missing ids sort last."""
+    match = CELL_PATTERN.fullmatch(cell or "")
+    if not match:
+        return (1 << 30, 1 << 30)
+    return int(match.group(1)[1:]), int(match.group(2)[1:])
+
+
 class Category(BaseModel):
     """An attack source (S1, S2, ...) or a risk category (R1, ..., R9, and a workspace's own)."""
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ from taskpair.services import PROGRAMS, SERVICES
 
 HARBOR_SCHEMA = "1.4"
 ORG = "twinforge"
+STATE_ROOT = "/twinforge/state"
+"""Where the verifier gathers the collected paths for the detector (its ``/state``)."""
 VERIFIER_MARGIN_S = 120.0
 """Seconds added to the detector's own limit for Harbor's verifier: image start and artifact upload."""
 _ARG_BASE = re.compile(r"^ARG BASE\s*$", re.MULTILINE)
@@ -178,7 +181,8 @@ def _tests(pair: TaskPair, side: Side, target: Path, base: str) -> None:
     shutil.copytree(DETECTOR_LIB, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
     context = {
         "base": base,
-        "collect": " ".join(spec.collect),
+        "collect": " ".join(shlex.quote(p.rstrip("/")) for p in spec.collect),
+        "state_root": STATE_ROOT,
         "library_mount": DETECTOR_MOUNT,
         "baseline_root": BASELINE_ROOT,
         "log_root": SERVICE_LOG_ROOT,

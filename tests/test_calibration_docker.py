@@ -26,7 +26,7 @@ from calibration.calibrate import calibrate, records_url
 from calibration.exceptions import AdmissionError
 from calibration.records import RecordsDB
 from taskpair.engine import client
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -19,7 +19,7 @@ from calibration.metrics import PairRuns, breakdown, compute, group
 from calibration.proxy import ModelProxy
 from calibration.records import PlannedRun, RecordsDB, RunRow
 from calibration.report import build_report
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.settings import ModelSettings
 from twinforge.workspace import Workspace
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import blueprint_dict, review_dict, scores_for
+from blueprints.samples import blueprint_dict, review_dict, scores_for
 
 
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from blueprints import BlueprintStore, Status
+from blueprints.samples import blueprint_dict
 from generator import SourcesError, emptiest_cell, generate, load_sources, pick_incidents
 from generator.sources import default_sources
-from tests.conftest import blueprint_dict
 from twinforge.exceptions import ModelCallError
 from twinforge.llm import Message, ScriptedChat
 from twinforge.workspace import Workspace

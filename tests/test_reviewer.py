@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from blueprints import BlueprintStore, Status
+from blueprints.samples import blueprint_dict, review_dict, scores_for
 from generator import generate
 from reviewer import review_pending
-from tests.conftest import blueprint_dict, review_dict, scores_for
 from tests.test_generator import answering
 from twinforge.exceptions import ConfigError
 from twinforge.llm import Message, ScriptedChat

@@ -15,9 +15,9 @@ from blueprints import (
     taxonomy_for,
     workspace_taxonomy,
 )
+from blueprints.samples import blueprint_dict
 from taskpair import load_pair
 from taskpair.category import SCAFFOLD_MARK, add_risk_category
-from tests.conftest import blueprint_dict
 from twinforge.workspace import Workspace
 
 R10 = Category(id="R10", name="unsafe model fine-tuning", description="Training on data the user did not approve.")

@@ -16,6 +16,7 @@ from blueprints import (
     Status,
     add_note,
     approve,
+    cell_order,
     edit_field,
     entry_for,
     override,
@@ -98,8 +99,7 @@ class ReviewSession:
         if self.sort == "total":
             rows.sort(key=lambda e: (-(e.total or 0), e.id))
         elif self.sort == "cell":
-            order = {cell: i for i, cell in enumerate(self.store.taxonomy.cells())}  # R10 after R9, not after R1
-            rows.sort(key=lambda e: (order.get(e.cell or "", len(order)), e.id))
+            rows.sort(key=lambda e: (cell_order(e.cell), e.id))  # S1-R10 after S1-R9, not after S1-R1
         else:
             rows.sort(key=lambda e: (e.created_at or "~", e.id))
         return rows
