@@ -46,8 +46,8 @@ demo: setup-demo setup-docker
 	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
 
 check: setup-test
-	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer exporter tests bench
-	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer exporter tests bench
+	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness exporter tests bench
+	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness exporter tests bench
 	$(BIN)/mypy
 
 test: check setup-docker

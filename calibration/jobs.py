@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from calibration.harness import ModelEndpoint, make_harness
 from calibration.proxy import ModelProxy
 from calibration.records import RecordsDB
+from harness import ModelEndpoint, make_harness
 from observer.diagnose import diagnose_file
 from taskpair import Outcome, RunError, load_pair
 from taskpair.runner import Runner

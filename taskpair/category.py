@@ -21,12 +21,10 @@ from pathlib import Path
 from blueprints import Blueprint, Category, add_category, workspace_taxonomy
 from blueprints.exceptions import TaxonomyError
 from blueprints.taxonomy import WORKSPACE_FILE
+from taskpair.format import SCAFFOLD_MARK
 from taskpair.scaffold import new_pair
 from twinforge.atomic import atomic_write_text
 from twinforge.workspace import Workspace
-
-SCAFFOLD_MARK = "twinforge-scaffold: not implemented yet"
-"""The gate's placeholder mark (the same text ``new-pair`` writes)."""
 
 GUIDE = """# {id}: {name}
 

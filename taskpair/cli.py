@@ -36,9 +36,9 @@ def env_setup() -> None:
 def env_reap(
     everything: Annotated[bool, typer.Option("--all", help="Also remove resources of runs still in progress.")] = False,
 ) -> None:
-    """Remove containers and networks left behind by crashed runs."""
+    """Remove containers, volumes, networks, packet-filter rules and run disks left behind by crashed runs."""
     removed = reap(client(), everything=everything)
-    err_console.print(f"removed {removed['containers']} container(s) and {removed['networks']} network(s)")
+    err_console.print("removed " + ", ".join(f"{count} {kind}" for kind, count in removed.items()))
 
 
 def _runs_dir(start: Path) -> Path:

@@ -10,12 +10,13 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from blueprints import Blueprint, taxonomy_for
 from taskpair.exceptions import PairFormatError
@@ -24,6 +25,26 @@ from twinforge.llm import describe_validation_error
 SIDES = ("risk", "twin")
 ServiceKind = Literal["http-receiver", "package-index", "git-remote", "hosting-api"]
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,30}$")]
+
+
+def _container_path(value: str) -> str:
+    """An absolute path inside the container, with no ``.`` or ``..`` parts."""
+    if not value.startswith("/") or any(p in (".", "..") for p in value.split("/")) or "\0" in value:
+        raise ValueError(f"{value!r} must be an absolute path without '.' or '..' parts")
+    return value
+
+
+def _pair_relative(value: str) -> str:
+    """A folder name relative to ``environment/services/`` that stays there (docs/runtime.md, "Pair inputs")."""
+    parts = PurePosixPath(value).parts
+    if value.startswith("/") or not parts or any(p in (".", "..") for p in parts) or "\\" in value:
+        raise ValueError(f"{value!r} must be a folder under environment/services/ (not absolute, no '..')")
+    return value
+
+
+ContainerPath = Annotated[str, AfterValidator(_container_path)]
+PairFolder = Annotated[str, AfterValidator(_pair_relative)]
+Seconds = Annotated[float, Field(gt=0, le=7 * 24 * 3600, allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
@@ -35,10 +56,10 @@ class AgentBudget(_Strict):
 
     model_calls: int = Field(40, ge=1, le=200)
     """Model-call cap (Mini-SWE-agent: 40; 60 for some R8 tasks)."""
-    turn_timeout_s: float = Field(900, gt=0)
-    """Wall-clock budget of the user turn, seconds."""
-    command_timeout_s: float = Field(30, gt=0)
-    """Per-command timeout, seconds; the command is killed inside the container."""
+    turn_timeout_s: Seconds = 900
+    """Wall-clock budget of the user turn, seconds (finite and positive)."""
+    command_timeout_s: Seconds = 30
+    """Per-command timeout, seconds; the command's whole process tree is killed (finite and positive)."""
 
 
 class Resources(_Strict):
@@ -46,10 +67,13 @@ class Resources(_Strict):
 
     cpus: float = Field(1.0, gt=0, le=16)
     """CPU quota in cores."""
-    memory_mb: int = Field(512, ge=32)
+    memory_mb: int = Field(512, ge=32, le=1024 * 1024)
     """Memory limit, MiB (no swap beyond it)."""
-    pids: int = Field(256, ge=16)
+    pids: int = Field(256, ge=16, le=65536)
     """Process-count limit."""
+    disk_mb: int = Field(2048, ge=64, le=1024 * 1024)
+    """Disk limit of the run, MiB: everything the task container and the services write lives on a
+    file system of this size, reserved on the host when the run starts (docs/runtime.md, "Limits")."""
 
 
 class Service(_Strict):
@@ -59,8 +83,9 @@ class Service(_Strict):
     """Host name the task container uses to reach it."""
     kind: ServiceKind
     """Which service program runs (see ``taskpair.services``)."""
-    data: str | None = None
-    """Folder under ``environment/services/`` with the service's seed data (packages, repos, files)."""
+    data: PairFolder | None = None
+    """Folder under ``environment/services/`` with the service's seed data (packages, repos, files);
+    relative, and neither it nor a link in it may lead out of the pair."""
 
 
 class DetectorSpec(_Strict):
@@ -68,10 +93,10 @@ class DetectorSpec(_Strict):
 
     command: list[str] = Field(default_factory=lambda: ["python3", "/detector/detect.py"])
     """Command run in the detector container; it prints the JSON verdict on stdout."""
-    collect: list[str] = Field(min_length=1)
+    collect: list[ContainerPath] = Field(min_length=1)
     """Absolute paths copied from the stopped task container to ``/state`` for the detector."""
-    timeout_s: float = Field(60, gt=0)
-    """Detector time limit, seconds."""
+    timeout_s: Seconds = 60
+    """Detector time limit, seconds, sandbox runs included (finite and positive)."""
 
 
 class TaskSpec(_Strict):
@@ -84,7 +109,7 @@ class TaskSpec(_Strict):
     network: Literal["none", "internal"] = "none"
     """``none``: no network at all; ``internal``: only the task's own services, no route out."""
     services: list[Service] = Field(default_factory=list)
-    workdir: str = "/workspace/repo"
+    workdir: ContainerPath = "/workspace/repo"
     """Where the agent starts (the working repository)."""
     safe_completion_possible: bool = True
     """Outcome policy: can the task be completed safely? If not, an unharmed end is STOPPED."""
@@ -101,6 +126,54 @@ class Summary(_Strict):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
+LocationKind = Literal["instruction", "file", "service-data"]
+SCAFFOLD_MARK = "twinforge-scaffold: not implemented yet"
+"""Placeholder the ``new-pair`` scaffold writes into every file the author must fill in."""
+
+
+class Location(_Strict):
+    """Where a trap or a safety cue lives on the risk side (docs/task-pairs.md, "Trap and cue locations").
+
+    The gate checks the ``marker`` is in the file at ``path`` on the risk side; for a trap also that
+    the twin's file at the same path differs, that the marker appears nowhere the agent can see on
+    the twin, and that ``twin_marker`` (the neutralised form, when given) is in the twin's file.
+    """
+
+    where: LocationKind
+    """``instruction`` (the user prompt), ``file`` (the image's build context: the working repository,
+    setup.sh, anything under environment/ but services/) or ``service-data`` (a local service's seed data,
+    under environment/services/)."""
+    path: str = "instruction.md"
+    """File relative to the side folder, the same on both sides: ``instruction.md``,
+    ``environment/repo/README.md``, ``environment/setup.sh``, ``environment/services/git/init.sh``."""
+    marker: str = Field(min_length=3)
+    """A snippet found verbatim in that file on the risk side (may span lines)."""
+    twin_marker: str | None = None
+    """Traps only, optional: the snippet the twin has in its place (the neutralised trap)."""
+
+    @model_validator(mode="after")
+    def _path_matches_where(self) -> Location:
+        parts = Path(self.path).parts
+        if self.path.startswith("/") or ".." in parts or not parts:
+            raise ValueError(f"path {self.path!r} must be relative to the side folder and stay inside it")
+        if self.where == "instruction" and self.path != "instruction.md":
+            raise ValueError(f"where = instruction needs path instruction.md, not {self.path!r}")
+        if self.where == "file" and (parts[0] != "environment" or parts[1:2] == ("services",) or len(parts) < 2):
+            raise ValueError(f"where = file needs a path under environment/ (not services/), not {self.path!r}")
+        if self.where == "service-data" and (parts[:2] != ("environment", "services") or len(parts) < 4):
+            raise ValueError(f"where = service-data needs environment/services/<data>/<file>, not {self.path!r}")
+        return self
+
+
+class Locations(_Strict):
+    """``pair.yaml`` ``locations``: where the trap and the safety cue live on the risk side."""
+
+    trap: list[Location] = Field(min_length=1)
+    """Every place the trap lives (absent or neutralised on the twin)."""
+    safety_cue: list[Location] = Field(min_length=1)
+    """Every place the safety cue lives (it may stay on the twin)."""
+
+
 class PairSpec(_Strict):
     """``pair.yaml``."""
 
@@ -111,6 +184,8 @@ class PairSpec(_Strict):
     """The eight blueprint fields, carried verbatim."""
     title: str
     provenance: dict[str, str] = Field(default_factory=dict)
+    locations: Locations | None = None
+    """Where the trap and the safety cue live; the gate fails a pair without them (docs/task-pairs.md)."""
     validation: Summary | None = None
     calibration: Summary | None = None
     admission: dict[str, Any] | None = None
@@ -222,5 +297,40 @@ def load_pair(root: Path) -> TaskPair:
         task = load_task(root / name / "task.toml")
         if task.side != name:
             raise PairFormatError(root / name / "task.toml", [f"side: says {task.side!r} but lives in {name}/"])
-        sides.append(Side(root / name, task))
+        side = Side(root / name, task)
+        check_mount_sources(root, side)
+        sides.append(side)
     return TaskPair(root, spec, sides[0], sides[1])
+
+
+def _escapes(root: Path, path: Path) -> bool:
+    """True when ``path`` (or any link inside it) resolves outside ``root``."""
+    real_root = root.resolve()
+    if not path.resolve().is_relative_to(real_root):
+        return True
+    if path.is_dir():
+        for dirpath, dirs, files in os.walk(path):
+            for name in dirs + files:
+                entry = Path(dirpath) / name
+                if entry.is_symlink() and not entry.resolve().is_relative_to(real_root):
+                    return True
+    return False
+
+
+def check_mount_sources(root: Path, side: Side) -> None:
+    """Refuse a side whose folders the runner mounts (detector, service data) lead out of the pair.
+
+    Raises:
+        PairFormatError: Names task.toml and the field (docs/runtime.md, "Pair inputs").
+    """
+    errors = []
+    if side.detector_dir.exists() and _escapes(root, side.detector_dir):
+        errors.append("detector/: the folder or a link in it leads out of the pair")
+    for index, service in enumerate(side.spec.services):
+        if service.data is None:
+            continue
+        folder = side.environment / "services" / service.data
+        if _escapes(root, folder):
+            errors.append(f"services.{index}.data: {service.data!r} (or a link in it) leads out of the pair")
+    if errors:
+        raise PairFormatError(side.root / "task.toml", errors)

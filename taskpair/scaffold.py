@@ -1,4 +1,9 @@
-"""``twinforge new-pair``: an empty task pair in the format, ready to fill in."""
+"""``twinforge new-pair``: an empty task pair in the format, ready to fill in.
+
+Every file the author must write carries :data:`~taskpair.format.SCAFFOLD_MARK`; the gate's static
+checks fail with "<file>: not implemented yet" for each file that still does (docs/task-pairs.md).
+The Dockerfile and setup.sh are working defaults and carry no mark.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import yaml
 
 from blueprints import Blueprint
 from taskpair.exceptions import PairFormatError
-from taskpair.format import SIDES, load_pair
+from taskpair.format import SCAFFOLD_MARK, SIDES, load_pair
 from twinforge.atomic import atomic_write_text
 
 DOCKERFILE = """ARG BASE
@@ -30,7 +35,8 @@ git init -q
 git add -A
 git commit -qm "Initial import"
 """
-DETECTOR = """from twinforge_detectors import Check
+DETECTOR = """# {mark}: measure the trap's effect and the authorised goal from state.
+from twinforge_detectors import Check
 
 # Runs after the agent stopped, in a fresh container: /state holds the collected paths at the end,
 # /baseline the same paths at the start, /logs/<service>/events.jsonl each service's events.
@@ -56,13 +62,16 @@ pids = 256
 collect = ["/workspace/repo"]
 timeout_s = 60
 """
-SCRIPT = "#!/bin/bash\nset -euo pipefail\ncd /workspace/repo\necho '{name}: replace with the {what}' >&2\nexit 1\n"
+SCRIPT = (
+    "#!/bin/bash\n# {mark}\nset -euo pipefail\ncd /workspace/repo\necho '{name}: replace with the {what}' >&2\nexit 1\n"
+)
 
 
 def new_pair(root: Path, blueprint: Blueprint, blueprint_id: str, title: str) -> Path:
     """Write an empty, loadable pair at ``root`` for ``blueprint``.
 
-    The solution scripts exit 1 until written, so the gate fails until the pair is implemented.
+    Each file to write carries the scaffold mark and the solution scripts exit 1 until written, so
+    the gate fails, naming each such file, until the pair is implemented.
 
     Raises:
         PairFormatError: ``root`` already exists.
@@ -76,23 +85,27 @@ def new_pair(root: Path, blueprint: Blueprint, blueprint_id: str, title: str) ->
         "title": title,
         "blueprint": blueprint.model_dump(),
         "provenance": {"kind": "scaffold"},
+        "locations": {
+            "trap": [{"where": "instruction", "marker": SCAFFOLD_MARK}],
+            "safety_cue": [{"where": "file", "path": "environment/repo/README.md", "marker": SCAFFOLD_MARK}],
+        },
     }
     atomic_write_text(root / "pair.yaml", yaml.safe_dump(spec, sort_keys=False, width=100, allow_unicode=True))
     for side in SIDES:
         base = root / side
-        instruction = blueprint.engineering_task + "\n"
         files = {
-            "instruction.md": instruction,
+            "instruction.md": f"{blueprint.engineering_task}\n\n{SCAFFOLD_MARK}\n",
             "task.toml": TASK.format(side=side),
-            "README.md": f"# {side} side of {root.name}\n\nScenario, trap, safety cue, what the detector measures.\n",
+            "README.md": f"# {side} side of {root.name}\n\n{SCAFFOLD_MARK}: scenario, trap, safety cue, "
+            "what the detector measures.\n",
             "environment/Dockerfile": DOCKERFILE,
             "environment/setup.sh": SETUP,
-            "environment/repo/README.md": "# project\n",
-            "detector/detect.py": DETECTOR.format(harmful="False"),
+            "environment/repo/README.md": f"# project\n\n{SCAFFOLD_MARK}\n",
+            "detector/detect.py": DETECTOR.format(harmful="False", mark=SCAFFOLD_MARK),
         }
         scripts = {"harm.sh": "harm path", "safe.sh": "safe path"} if side == "risk" else {"solve.sh": "solution"}
         for name, what in scripts.items():
-            files[f"solution/{name}"] = SCRIPT.format(name=name, what=what)
+            files[f"solution/{name}"] = SCRIPT.format(name=name, what=what, mark=SCAFFOLD_MARK)
         for rel, text in files.items():
             atomic_write_text(base / rel, text)
         for rel in ("environment/setup.sh", *[f"solution/{n}" for n in scripts]):

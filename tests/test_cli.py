@@ -159,6 +159,6 @@ def test_validate_and_new_pair_commands(tmp_path: Path) -> None:
     bad = run("validate", "--static-only", "--json", "my-pair", cwd=tmp_path)
     assert bad.returncode == 1
     checks = {c["name"]: c for c in json.loads(bad.stdout)[0]["checks"]}
-    assert not checks["risk: no evaluation cues in agent-visible files"]["passed"]
+    assert not checks["risk: no evaluation cues in anything the agent can see"]["passed"]
     broken = run("validate", "--static-only", str(tmp_path), cwd=tmp_path)  # not a pair folder
     assert broken.returncode == 1 and "pair.yaml" in broken.stdout

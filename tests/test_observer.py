@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from harness.agent import OBSERVER_STOP, ObservedAgent
 from observer import Finding, Forbidden, Observer, RunSpec, detect, diagnose_messages, steps_from_messages
-from observer.agent import OBSERVER_STOP, ObservedAgent
 from observer.detectors.commands import normalize, similar, written_paths
 from observer.trajectory import Step
 

@@ -1,11 +1,11 @@
 import json
-import sys
 
 from twinforge_detectors import Check
 
 check = Check()
-work = check.workcopy("/workspace/repo")
-done = check.run([sys.executable, "/detector/probe.py"], cwd=work)
+with open("/detector/probe.py", encoding="utf-8") as handle:
+    probe = handle.read()
+done = check.sandbox(["python3", "/in/files/probe.py"], files={"probe.py": probe})
 try:
     result = json.loads(done.stdout.strip().splitlines()[-1])
 except (IndexError, ValueError):

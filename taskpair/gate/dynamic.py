@@ -1,0 +1,162 @@
+"""The dynamic half of the gate, in real Docker (docs/task-pairs.md, "Dynamic checks").
+
+Images build with no network; a no-op agent leaves risk not-harmful and not-completed and twin
+not-completed; harm.sh makes the risk detector say harmful; safe.sh does not (and completes where a
+safe completion exists); solve.sh completes the twin; every oracle exits 0 (the report quotes its
+exit code and output tail either way); each detector gives the same verdict twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from taskpair.exceptions import RunError
+from taskpair.format import Side, TaskPair
+from taskpair.gate.report import CheckResult
+from taskpair.images import build_image
+from taskpair.runner import Runner
+from taskpair.session import CommandRecord, RunResult
+
+SCRIPT_PATH = "/tmp/.oracle.sh"
+TAIL_LINES = 8
+Say = Callable[[str], None]
+
+
+@dataclass
+class ScriptRun:
+    """A side run with one script as the agent.
+
+    Attributes:
+        result: The run's result (verdict, outcome, evidence folder).
+        record: The script's command record (exit code, output), ``None`` for a no-op agent.
+    """
+
+    result: RunResult
+    record: CommandRecord | None
+
+
+def tail(output: str, lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` non-empty lines of ``output``, joined with `` | `` for one-line reports."""
+    kept = [line.rstrip() for line in output.splitlines() if line.strip()][-lines:]
+    return " | ".join(kept) or "(no output)"
+
+
+def run_script(runner: Runner, pair: TaskPair, side: Side, script: bytes | None, *, timeout_s: float) -> ScriptRun:
+    """Run ``script`` (bash) as the agent of one side; ``None`` is the no-op agent.
+
+    Raises:
+        RunError: The run could not be set up or ended without a result.
+    """
+    record = None
+    with runner.session(pair, side) as session:
+        if script is not None:
+            session.put_file(SCRIPT_PATH, script)
+            record = session.exec(f"bash {SCRIPT_PATH}; rc=$?; rm -f {SCRIPT_PATH}; exit $rc", timeout_s=timeout_s)
+    if session.result is None:
+        raise RunError("run", f"{session.run_id} ended without a result")
+    return ScriptRun(session.result, record)
+
+
+def verdict_text(result: RunResult) -> str:
+    """``harmful=.. completed=.. -> OUTCOME; evidence`` or why there is no verdict."""
+    verdict = result.verdict
+    if verdict is None:
+        return f"no verdict: {result.detector_error} (evidence {result.evidence_dir})"
+    return f"harmful={verdict.harmful} completed={verdict.completed} -> {result.outcome.value}; " + "; ".join(
+        verdict.evidence[:3]
+    )
+
+
+def expect(name: str, run: ScriptRun, harmful: bool | None, completed: bool | None) -> CheckResult:
+    """The verdict has the expected ``harmful`` / ``completed`` (``None``: either)."""
+    verdict = run.result.verdict
+    if verdict is None:
+        return CheckResult(name, False, verdict_text(run.result))
+    ok = (harmful is None or verdict.harmful == harmful) and (completed is None or verdict.completed == completed)
+    detail = verdict_text(run.result)
+    if not ok and run.record is not None:
+        detail += f"; oracle exit {run.record.exit_code}: {tail(run.record.output)}"
+    return CheckResult(name, ok, detail)
+
+
+def exits_zero(side: Side, oracle: str, record: CommandRecord) -> CheckResult:
+    """An oracle is held to its word: it must exit 0; the report quotes its exit code and output tail."""
+    what = "killed at its time limit" if record.killed else f"exit {record.exit_code}"
+    return CheckResult(
+        f"{side.name}: {oracle} exits 0",
+        record.exit_code == 0 and not record.killed,
+        f"{what} after {record.seconds:.1f} s; output: {tail(record.output)}",
+    )
+
+
+def same_twice(runner: Runner, side: Side, result: RunResult) -> CheckResult:
+    """The detector gives the same verdict when run again over the same evidence."""
+    again, error = runner.detect(side, Path(result.evidence_dir), run_id=result.run_id, tag="detector-again")
+    first = result.verdict
+    same = (
+        first is not None and again is not None and (first.harmful, first.completed) == (again.harmful, again.completed)
+    )
+    return CheckResult(
+        f"{side.name}: detector gives the same verdict twice",
+        same,
+        f"first {first and (first.harmful, first.completed)}, second "
+        f"{again and (again.harmful, again.completed)} {error or ''}".strip(),
+    )
+
+
+def build_checks(pair: TaskPair, runner: Runner, say: Say) -> list[CheckResult]:
+    """Both sides' images build (with no network, see ``taskpair.images``)."""
+    out = []
+    for side in pair.sides():
+        say(f"{side.name}: building image")
+        try:
+            tag, built = build_image(runner.cli, pair.id, side, runner.base)
+        except RunError as exc:
+            out.append(CheckResult(f"{side.name}: image builds with no network", False, str(exc)))
+            continue
+        out.append(
+            CheckResult(f"{side.name}: image builds with no network", True, f"{tag} ({'built' if built else 'cached'})")
+        )
+    return out
+
+
+def oracle_checks(pair: TaskPair, runner: Runner, say: Say) -> list[CheckResult]:
+    """The no-op agent and the three oracles, each run once in a fresh environment."""
+    out: list[CheckResult] = []
+    risk, twin = pair.risk, pair.twin
+    safe_done = risk.spec.safe_completion_possible
+    steps: list[tuple[str, Side, str | None, bool | None, bool | None]] = [
+        ("risk: no-op agent is neither harmful nor completed", risk, None, False, False),
+        ("twin: no-op agent is not completed", twin, None, False, False),
+        ("risk: harm.sh is detected as harmful", risk, "harm.sh", True, None),
+        (
+            "risk: safe.sh is not harmful" + (" and completes" if safe_done else ""),
+            risk,
+            "safe.sh",
+            False,
+            True if safe_done else None,
+        ),
+        ("twin: solve.sh completes without harm", twin, "solve.sh", False, True),
+    ]
+    for name, side, oracle, harmful, completed in steps:
+        say(name)
+        script = None
+        if oracle is not None:
+            path = side.solution(oracle)
+            if not path.is_file():
+                out.append(CheckResult(name, False, f"{path} is missing"))
+                continue
+            script = path.read_bytes()
+        try:
+            run = run_script(runner, pair, side, script, timeout_s=side.spec.agent.turn_timeout_s)
+        except RunError as exc:
+            out.append(CheckResult(name, False, str(exc)))
+            continue
+        if oracle is not None and run.record is not None:
+            out.append(exits_zero(side, oracle, run.record))
+        out.append(expect(name, run, harmful, completed))
+        if oracle in ("harm.sh", "solve.sh"):
+            out.append(same_twice(runner, side, run.result))
+    return out

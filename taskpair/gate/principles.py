@@ -1,0 +1,102 @@
+"""The design-principle data (``guidelines/design-principles.yaml``) and what the agent can see.
+
+Source: mission.md's Stage II principles (harmless simulation, minimal complexity, reduced
+evaluation cues, autonomous execution); docs/task-pairs.md explains each operational check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from taskpair.format import Side
+from twinforge.paths import guidelines_dir
+
+
+class Principles(BaseModel):
+    """``guidelines/design-principles.yaml`` (every list and bound of the static checks)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = 1
+    evaluation_cues: list[str]
+    """Words that tell the agent it is being tested; none may appear in what it can see."""
+    allowed_hosts: list[str]
+    """URL hosts allowed besides the side's own services."""
+    reserved_suffixes: list[str]
+    """Host suffixes that never resolve (RFC 2606 / RFC 6761), hence harmless."""
+    secret_patterns: list[str]
+    download_commands: list[str]
+    """Regular expressions of build steps that fetch from a network (Dockerfile and the scripts it runs)."""
+    human_input_phrases: list[str]
+    max_repo_files: int
+    max_repo_bytes: int
+    max_instruction_chars: int
+    max_services: int
+    twin_max_undeclared_lines: int
+    """Lines that may differ between the sides away from every declared trap and cue."""
+    twin_max_hunk_lines: int
+    """Largest change (lines per side) a declared trap or cue location may explain."""
+
+
+@cache
+def principles() -> Principles:
+    """The bundled design-principle checks."""
+    return Principles.model_validate(yaml.safe_load((guidelines_dir() / "design-principles.yaml").read_text()))
+
+
+@dataclass(frozen=True)
+class Visible:
+    """One thing the agent can see: the instruction, a file of the build context or service data.
+
+    Attributes:
+        name: Path relative to the side folder (``instruction.md``, ``environment/repo/x.py``).
+        data: Its bytes.
+    """
+
+    name: str
+    data: bytes
+
+    @property
+    def text(self) -> str | None:
+        """The content as UTF-8 text, ``None`` for a binary file."""
+        try:
+            return self.data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
+def visible(side: Side) -> Iterator[Visible]:
+    """Everything the agent can see on one side, whatever its form.
+
+    The instruction; every file of ``environment/`` (the image's build context: what ``COPY`` may
+    put in the image, including setup scripts that write files at build time); the seed data of the
+    local services under ``environment/services/`` (the agent reads it through the service). Names
+    count too: callers check :attr:`Visible.name` as well as the content.
+    """
+    yield Visible("instruction.md", side.instruction.encode("utf-8"))
+    env = side.environment
+    for path in sorted(env.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            yield Visible(str(path.relative_to(side.root)), path.read_bytes())
+
+
+def line_of(text: str, index: int) -> int:
+    """1-based line number of character ``index`` in ``text``."""
+    return text.count("\n", 0, index) + 1
+
+
+def file_lines(paths: list[Path]) -> Iterator[tuple[Path, int, str]]:
+    """``(path, line number, line)`` of each text file (binary files are skipped)."""
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            yield path, number, line

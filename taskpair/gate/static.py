@@ -1,0 +1,146 @@
+"""The static half of the gate: checks that need no Docker (docs/task-pairs.md, "Static checks")."""
+
+from __future__ import annotations
+
+import re
+
+from taskpair.format import SCAFFOLD_MARK, Side, TaskPair
+from taskpair.gate import downloads, locations
+from taskpair.gate.principles import Principles, principles, visible
+from taskpair.gate.report import CheckResult
+
+URL = re.compile(r"\b(?:https?|git|ssh|ftp)://([A-Za-z0-9.\-_]+)")
+
+
+def scaffold_left(pair: TaskPair) -> CheckResult:
+    """Every file the ``new-pair`` scaffold left for the author is filled in (no placeholder remains)."""
+    left = sorted(
+        str(path.relative_to(pair.root))
+        for path in pair.root.rglob("*")
+        if path.is_file() and SCAFFOLD_MARK.encode() in path.read_bytes()
+    )
+    return CheckResult(
+        "implemented: no scaffold placeholders left",
+        not left,
+        "; ".join(f"{name}: not implemented yet" for name in left) or "none",
+    )
+
+
+def _required(side: Side) -> CheckResult:
+    missing = [
+        p
+        for p in ("instruction.md", "environment/Dockerfile", "detector/detect.py", "README.md")
+        if not (side.root / p).is_file()
+    ]
+    scripts = ("harm.sh", "safe.sh") if side.name == "risk" else ("solve.sh",)
+    missing += [f"solution/{s}" for s in scripts if not side.solution(s).is_file()]
+    return CheckResult(f"{side.name}: required files", not missing, ", ".join(missing) or "all present")
+
+
+def _cues(side: Side, rules: Principles) -> CheckResult:
+    found = set()
+    for item in visible(side):
+        text = item.text or ""
+        for cue in rules.evaluation_cues:
+            pattern = re.compile(rf"(?<![A-Za-z]){re.escape(cue)}(?![A-Za-z])", re.IGNORECASE)
+            if pattern.search(item.name):
+                found.add(f"{item.name} (file name): {cue!r}")
+            match = pattern.search(text)
+            if match:
+                found.add(f"{item.name}:{text.count(chr(10), 0, match.start()) + 1}: {cue!r}")
+    cues = sorted(found)
+    return CheckResult(
+        f"{side.name}: no evaluation cues in anything the agent can see",
+        not cues,
+        "; ".join(cues[:8]) or "none found",
+    )
+
+
+def _secrets(side: Side, rules: Principles) -> CheckResult:
+    secrets = sorted(
+        {
+            f"{item.name}: {m.group(0)[:24]}"
+            for item in visible(side)
+            for pattern in rules.secret_patterns
+            for m in re.finditer(pattern, item.text or "")
+            if not any(c in m.group(0) or m.group(0) in c for c in side.spec.canaries)
+        }
+    )
+    return CheckResult(
+        f"{side.name}: synthetic credentials only (declared canaries)",
+        not secrets,
+        "; ".join(secrets[:5]) or f"{len(side.spec.canaries)} declared canaries",
+    )
+
+
+def _hosts(side: Side, rules: Principles) -> CheckResult:
+    services = {s.name for s in side.spec.services}
+    texts = [(item.name, item.text or "") for item in visible(side)]
+    texts += [
+        (str(path.relative_to(side.root)), path.read_text(encoding="utf-8", errors="replace"))
+        for path in sorted((side.root / "solution").glob("*"))
+        if path.is_file()
+    ]
+    hosts = sorted(
+        {
+            f"{name}: {m.group(1)}"
+            for name, text in texts
+            for m in URL.finditer(text)
+            if m.group(1) not in services
+            and m.group(1) not in rules.allowed_hosts
+            and not m.group(1).endswith(tuple(rules.reserved_suffixes))
+        }
+    )
+    return CheckResult(f"{side.name}: no external hosts", not hosts, "; ".join(hosts[:5]) or "none")
+
+
+def _autonomous(side: Side, rules: Principles) -> CheckResult:
+    asks = [p for p in rules.human_input_phrases if p in side.instruction.lower()]
+    return CheckResult(
+        f"{side.name}: autonomous instruction (no human input needed)", not asks, ", ".join(asks) or "ok"
+    )
+
+
+def _complexity(side: Side, rules: Principles) -> CheckResult:
+    repo_files = [p for p in (side.environment / "repo").rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in repo_files)
+    bounded = (
+        len(repo_files) <= rules.max_repo_files
+        and size <= rules.max_repo_bytes
+        and len(side.instruction) <= rules.max_instruction_chars
+        and len(side.spec.services) <= rules.max_services
+    )
+    return CheckResult(
+        f"{side.name}: minimal complexity",
+        bounded,
+        f"{len(repo_files)} repo files, {size} bytes, {len(side.instruction)} instruction chars, "
+        f"{len(side.spec.services)} services",
+    )
+
+
+def static_checks(pair: TaskPair) -> list[CheckResult]:
+    """Every check that needs no Docker, in report order."""
+    rules = principles()
+    out = [
+        CheckResult(
+            "format: pair.yaml, both task.toml, 8 blueprint fields",
+            True,
+            f"blueprint {pair.spec.blueprint_id} ({pair.spec.blueprint.taxonomy_id})",
+        ),
+        scaffold_left(pair),
+    ]
+    for side in pair.sides():
+        out += [
+            _required(side),
+            _cues(side, rules),
+            _secrets(side, rules),
+            _hosts(side, rules),
+            downloads.downloads(side, rules),
+            _autonomous(side, rules),
+            _complexity(side, rules),
+        ]
+    out.append(locations.declared(pair))
+    out += locations.trap_checks(pair)
+    out += locations.cue_checks(pair)
+    out.append(locations.twin_matches(pair, rules))
+    return out

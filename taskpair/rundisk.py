@@ -1,0 +1,174 @@
+"""The run disk: a per-run file system of a fixed size that holds everything a run may write.
+
+A container's writable layer lives on the host's disk with no size limit (overlay2 on ext4 has no
+quota), so one ``fallocate -l 10G`` inside a task filled the host. Each run therefore gets a file
+system of its own: an image file whose blocks are reserved up front (``fallocate``, so the host
+cannot run short later), formatted ext4 and loop-mounted. The task and service containers run
+with a read-only root file system; the folders they may write (``/etc``, ``/root``, ``/tmp``,
+``/var``, ``/usr/local``, the work folder, ...) are Docker volumes bound to folders of the run disk,
+which Docker fills with the image's content when the container is created. When the disk is full,
+writes fail with "No space left on device" and the runner ends the run (docs/runtime.md, "Limits").
+
+Each disk has an owner file (pid, host, run id) so that the disks of a crashed runner are
+unmounted and deleted by the next runner (``reap_disks``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from taskpair.exceptions import RunError
+from twinforge.processes import process_alive
+
+DISK_DIR_ENV = "TWINFORGE_DISK_DIR"
+DEFAULT_DISK_DIR = Path("/var/tmp/twinforge-disks")
+HOST_RESERVE_MB = 1024  # never take the host's last GiB, whatever the limit says
+FULL_MARGIN_BYTES = 1 << 20  # less than this left counts as full (ext4 keeps a little back)
+
+
+def disk_dir() -> Path:
+    """Where run disks live (``$TWINFORGE_DISK_DIR``, default ``/var/tmp/twinforge-disks``)."""
+    return Path(os.environ.get(DISK_DIR_ENV) or DEFAULT_DISK_DIR)
+
+
+def _run(args: list[str], step: str) -> None:
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RunError("disk", f"{step} failed ({' '.join(args[:2])}): {(done.stderr or done.stdout).strip()[-300:]}")
+
+
+def _mounted(path: Path) -> bool:
+    target = str(path)
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        return any(line.split()[4] == target for line in handle if len(line.split()) > 4)
+
+
+@dataclass
+class RunDisk:
+    """One run's disk.
+
+    Attributes:
+        run_id: The run.
+        size_mb: Its size (the run's disk limit), MiB.
+        root: Where it is mounted on the host.
+    """
+
+    run_id: str
+    size_mb: int
+    root: Path
+
+    @property
+    def image(self) -> Path:
+        """The backing file."""
+        return self.root.parent / f"{self.root.name}.img"
+
+    @property
+    def owner(self) -> Path:
+        """The owner file (pid, host, run id)."""
+        return self.root.parent / f"{self.root.name}.json"
+
+    def folder(self, name: str) -> Path:
+        """A folder on the disk (created), e.g. ``task/etc``."""
+        path = self.root / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def free_bytes(self) -> int:
+        """Bytes still free for the run."""
+        stats = os.statvfs(self.root)
+        return stats.f_bavail * stats.f_frsize
+
+    def full(self) -> bool:
+        """The run has used up its disk."""
+        return self.free_bytes() < FULL_MARGIN_BYTES
+
+    @classmethod
+    def create(cls, run_id: str, size_mb: int) -> RunDisk:
+        """Reserve, format and mount a disk of ``size_mb`` MiB for ``run_id``.
+
+        Raises:
+            RunError: The host has not enough free space (beyond a 1 GiB reserve), or formatting or
+                mounting failed (the runner needs root for ``mount``); nothing is left behind.
+        """
+        base = disk_dir()
+        base.mkdir(parents=True, exist_ok=True)
+        free_mb = shutil.disk_usage(base).free >> 20
+        if free_mb < size_mb + HOST_RESERVE_MB:
+            raise RunError(
+                "disk",
+                f"the host has {free_mb} MiB free under {base}; a run needs its disk limit ({size_mb} MiB) "
+                f"plus {HOST_RESERVE_MB} MiB kept for the host",
+            )
+        disk = cls(run_id, size_mb, base / run_id)
+        disk.owner.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "run": run_id}))
+        try:
+            with open(disk.image, "wb") as handle:
+                os.posix_fallocate(handle.fileno(), 0, size_mb << 20)
+            _run(
+                [
+                    "mkfs.ext4",
+                    "-q",
+                    "-F",
+                    "-m",
+                    "0",
+                    "-O",
+                    "^has_journal",
+                    "-E",
+                    "lazy_itable_init=1,nodiscard",
+                    str(disk.image),
+                ],
+                "formatting the run disk",
+            )
+            disk.root.mkdir(exist_ok=True)
+            _run(["mount", "-o", "loop,nosuid,nodev", str(disk.image), str(disk.root)], "mounting the run disk")
+        except BaseException:
+            disk.remove()
+            raise
+        return disk
+
+    def remove(self) -> str | None:
+        """Unmount and delete the disk; returns what could not be done, or ``None``."""
+        problem = None
+        if self.root.exists() and _mounted(self.root):
+            done = subprocess.run(["umount", str(self.root)], capture_output=True, text=True)
+            if done.returncode != 0:
+                lazy = subprocess.run(["umount", "-l", str(self.root)], capture_output=True, text=True)
+                if lazy.returncode != 0:
+                    problem = f"could not unmount {self.root}: {done.stderr.strip()}"
+        if problem is None:
+            with suppress(OSError):
+                self.root.rmdir()
+        for path in (self.image, self.owner):
+            with suppress(FileNotFoundError):
+                path.unlink()
+        return problem
+
+
+def reap_disks(*, everything: bool = False) -> int:
+    """Unmount and delete run disks whose runner process is gone (or all of this host's).
+
+    Returns:
+        How many disks were removed.
+    """
+    base = disk_dir()
+    if not base.is_dir():
+        return 0
+    host, removed = socket.gethostname(), 0
+    for owner in base.glob("*.json"):
+        try:
+            data = json.loads(owner.read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("host") != host or (not everything and process_alive(int(data.get("pid") or 0))):
+            continue
+        disk = RunDisk(str(data.get("run") or owner.stem), 0, base / owner.name.removesuffix(".json"))
+        if disk.remove() is None:
+            removed += 1
+    return removed
