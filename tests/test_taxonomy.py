@@ -17,7 +17,9 @@ from blueprints import (
 )
 from blueprints.samples import blueprint_dict
 from taskpair import load_pair
-from taskpair.category import SCAFFOLD_MARK, add_risk_category
+from taskpair.category import add_risk_category
+from taskpair.format import SCAFFOLD_MARK
+from taskpair.gate.static import static_checks
 from twinforge.workspace import Workspace
 
 R10 = Category(id="R10", name="unsafe model fine-tuning", description="Training on data the user did not approve.")
@@ -115,3 +117,14 @@ def test_taxonomy_add_rolls_back_when_a_skeleton_cannot_be_written(workspace: Wo
 
 def test_taxonomy_for_a_folder_outside_any_workspace_is_the_packaged_one(tmp_path: Path) -> None:
     assert taxonomy_for(tmp_path) == load_taxonomy()
+
+
+def test_the_gate_says_what_to_fill_in_the_skeleton(workspace: Workspace) -> None:
+    add_risk_category(workspace, R10)
+    pair = load_pair(workspace.root / "guidelines/reference-pairs/ref-r10-example")
+    checks = {c.name: c for c in static_checks(pair)}
+    left = checks["implemented: no scaffold placeholders left"]
+    assert not left.passed
+    assert "risk/detector/detect.py: not implemented yet: the risk detector of R10" in left.detail
+    assert "pair.yaml: not implemented yet: title of the R10 reference pair" in left.detail
+    assert "twin/solution/solve.sh: not implemented yet" in left.detail

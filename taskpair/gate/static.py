@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from taskpair.format import SCAFFOLD_MARK, Side, TaskPair
 from taskpair.gate import downloads, locations
@@ -12,17 +13,27 @@ from taskpair.gate.report import CheckResult
 URL = re.compile(r"\b(?:https?|git|ssh|ftp)://([A-Za-z0-9.\-_]+)")
 
 
+def _what_to_fill(path: Path) -> str:
+    """``<file>: not implemented yet[: what to write]``, from the text after the first mark in the file."""
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if SCAFFOLD_MARK in line:
+            rest = line.split(SCAFFOLD_MARK, 1)[1].strip().lstrip(":").strip().rstrip("*/#-> ").strip()
+            return f": {rest}" if rest else ""
+    return ""
+
+
 def scaffold_left(pair: TaskPair) -> CheckResult:
-    """Every file the ``new-pair`` scaffold left for the author is filled in (no placeholder remains)."""
+    """Every file the ``new-pair`` scaffold left for the author is filled in (no placeholder remains).
+
+    Each unfilled file is named with what to write there: the text that follows the first mark.
+    """
     left = sorted(
-        str(path.relative_to(pair.root))
-        for path in pair.root.rglob("*")
-        if path.is_file() and SCAFFOLD_MARK.encode() in path.read_bytes()
+        path for path in pair.root.rglob("*") if path.is_file() and SCAFFOLD_MARK.encode() in path.read_bytes()
     )
     return CheckResult(
         "implemented: no scaffold placeholders left",
         not left,
-        "; ".join(f"{name}: not implemented yet" for name in left) or "none",
+        "; ".join(f"{p.relative_to(pair.root)}: not implemented yet{_what_to_fill(p)}" for p in left) or "none",
     )
 
 
