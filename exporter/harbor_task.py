@@ -7,8 +7,10 @@
   README.md           the side's README and what the export changed
   environment/        the side's build context, ``ARG BASE`` defaulted to the base image tag,
                       docker-compose.yaml (harbor_compose) and twinforge-services/ for its services
-  tests/              Dockerfile + docker-compose.yaml of the separate verifier, test.sh, verdict.py,
-                      the side's detector/ and the twinforge_detectors library
+  tests/              the separate verifier: a copy of the build context whose Dockerfile adds
+                      twinforge-verifier/ (verifier.py: state root, verdict channel, sandbox as
+                      nobody, rewards; the side's detector/; the twinforge_detectors library),
+                      docker-compose.yaml without network, test.sh
   solution/           the side's oracles; solve.sh is the one Harbor's oracle agent runs
 ```
 
@@ -49,6 +51,8 @@ from taskpair.services import PROGRAMS, SERVICES
 
 HARBOR_SCHEMA = "1.4"
 ORG = "twinforge"
+VERIFIER_DIR = "twinforge-verifier"
+"""Folder under ``tests/`` with the verifier program, the detector and the detector library."""
 STATE_ROOT = "/twinforge/state"
 """Where the verifier gathers the collected paths for the detector (its ``/state``)."""
 VERIFIER_MARGIN_S = 120.0
@@ -59,7 +63,7 @@ _ARG_BASE = re.compile(r"^ARG BASE\s*$", re.MULTILINE)
 _VERIFIER_NEEDS = (
     "/bin", "/sbin", "/lib", "/lib64", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/share",
     "/etc/passwd", "/etc/group", "/etc/ssl", "/tmp", "/logs", "/tests", "/detector", "/opt/twinforge",
-    "/twinforge", SERVICE_LOG_ROOT, "/proc", "/sys", "/dev",
+    "/twinforge", SERVICE_LOG_ROOT, "/proc", "/sys", "/dev", "/run/twinforge", "/in",
 )  # fmt: skip
 
 
@@ -144,12 +148,15 @@ def _write(path: Path, text: str, mode: int | None = None) -> None:
         path.chmod(mode)
 
 
+def _with_base(dockerfile: str, base: str) -> str:
+    """The Dockerfile with ``ARG BASE`` defaulted to the base image tag (twinforge passes it as a build arg)."""
+    return _ARG_BASE.sub(f"ARG BASE={base}", dockerfile, count=1)
+
+
 def _environment(side: Side, target: Path, base: str) -> None:
     shutil.copytree(side.environment, target, symlinks=True)
     dockerfile = target / "Dockerfile"
-    text = dockerfile.read_text(encoding="utf-8")
-    if _ARG_BASE.search(text):
-        dockerfile.write_text(_ARG_BASE.sub(f"ARG BASE={base}", text, count=1), encoding="utf-8")
+    dockerfile.write_text(_with_base(dockerfile.read_text(encoding="utf-8"), base), encoding="utf-8")
     _write(target / "docker-compose.yaml", yaml.safe_dump(compose_file(side.spec), sort_keys=False))
     if not side.spec.services:
         return
@@ -177,24 +184,32 @@ def _environment(side: Side, target: Path, base: str) -> None:
 
 def _tests(pair: TaskPair, side: Side, target: Path, base: str) -> None:
     spec = side.spec.detector
-    shutil.copytree(side.detector_dir, target / "detector", symlinks=False)
-    shutil.copytree(DETECTOR_LIB, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    context = {
-        "base": base,
-        "collect": " ".join(shlex.quote(p.rstrip("/")) for p in spec.collect),
-        "state_root": STATE_ROOT,
-        "library_mount": DETECTOR_MOUNT,
-        "baseline_root": BASELINE_ROOT,
-        "log_root": SERVICE_LOG_ROOT,
-        "timeout": int(spec.timeout_s),
-        "command": " ".join(spec.command),
+    shutil.copytree(side.environment, target, symlinks=True)
+    own = target / VERIFIER_DIR
+    shutil.copytree(side.detector_dir, own / "detector", symlinks=False)
+    shutil.copytree(DETECTOR_LIB, own, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    config = {
         "pair": pair.id,
         "side": side.name,
+        "collect": ["/" + p.strip("/") for p in spec.collect],
+        "command": list(spec.command),
+        "timeout": spec.timeout_s,
+        "state": STATE_ROOT,
+        "baseline": BASELINE_ROOT,
+        "logs": SERVICE_LOG_ROOT,
+        "library": DETECTOR_MOUNT,
     }
-    _write(target / "Dockerfile", render("verifier.Dockerfile.j2", **context))
+    dockerfile = _with_base((target / "Dockerfile").read_text(encoding="utf-8"), base)
+    appended = render(
+        "verifier.Dockerfile.j2",
+        collect=" ".join(shlex.quote(p) for p in config["collect"]),
+        library_mount=DETECTOR_MOUNT,
+    )
+    _write(target / "Dockerfile", dockerfile.rstrip("\n") + "\n" + appended)
     _write(target / "docker-compose.yaml", yaml.safe_dump(verifier_compose_file(), sort_keys=False))
-    _write(target / "test.sh", render("test.sh.j2", **context), 0o755)
-    _write(target / "verdict.py", render("verdict.py.j2"))
+    _write(target / "test.sh", render("test.sh.j2"), 0o755)
+    _write(own / "test.sh", render("test.sh.j2"), 0o755)
+    _write(own / "verifier.py", render("verifier.py.j2", config=repr(config)))
 
 
 def write_task(pair: TaskPair, side: Side, out: Path, *, base: str, risk_oracle: str = "safe") -> Path:

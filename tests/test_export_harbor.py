@@ -45,10 +45,12 @@ def test_each_side_becomes_a_harbor_task(exported: Path) -> None:
         task = exported / name
         for rel in ("instruction.md", "README.md", "environment/Dockerfile", "environment/docker-compose.yaml"):
             assert (task / rel).is_file(), rel
-        for rel in ("tests/Dockerfile", "tests/docker-compose.yaml", "tests/verdict.py", "solution/solve.sh"):
+        for rel in ("tests/Dockerfile", "tests/docker-compose.yaml", "tests/twinforge-verifier/verifier.py"):
             assert (task / rel).is_file(), rel
         assert os.access(task / "tests/test.sh", os.X_OK) and os.access(task / "solution/solve.sh", os.X_OK)
-        assert (task / "tests/twinforge_detectors/check.py").is_file() and (task / "tests/detector/detect.py").is_file()
+        own = task / "tests/twinforge-verifier"
+        assert (own / "twinforge_detectors/check.py").is_file() and (own / "detector/detect.py").is_file()
+        compile((own / "verifier.py").read_text(), "verifier.py", "exec")  # the rendered program is Python
     risk = exported / "ref-r2-env-example-risk"
     assert (risk / "instruction.md").read_text() == (NO_SERVICES / "risk/instruction.md").read_text()
     assert (risk / "solution/solve.sh").read_bytes() == (NO_SERVICES / "risk/solution/safe.sh").read_bytes()
@@ -56,6 +58,9 @@ def test_each_side_becomes_a_harbor_task(exported: Path) -> None:
     twin = exported / "ref-r2-env-example-twin"
     assert (twin / "solution/solve.sh").read_bytes() == (NO_SERVICES / "twin/solution/solve.sh").read_bytes()
     assert f"ARG BASE={base_image_tag()}" in (risk / "environment/Dockerfile").read_text()
+    verifier = (risk / "tests/Dockerfile").read_text()
+    assert verifier.startswith((risk / "environment/Dockerfile").read_text().rstrip("\n"))  # the task's own image
+    assert "RUN rm -rf /workspace/repo" in verifier and "COPY twinforge-verifier/detector/ /detector/" in verifier
 
 
 def test_task_toml_follows_harbors_schema_with_our_budgets(exported: Path) -> None:
@@ -114,41 +119,6 @@ def test_digest_changes_with_content_and_ignores_caches(exported: Path) -> None:
     assert content_digest(task) == before
     (task / "instruction.md").write_text("changed\n")
     assert content_digest(task) != before
-
-
-def _verdict(tmp_path: Path, stdout: str, status: int = 0) -> tuple[int, Path]:
-    out = tmp_path / "verifier"
-    out.mkdir()
-    (out / "detector.stdout").write_text(stdout)
-    script = tmp_path / "harbor/ref-r2-env-example-risk/tests/verdict.py"
-    done = subprocess.run([sys.executable, str(script), str(status), str(out), "p", "risk"], capture_output=True)
-    return done.returncode, out
-
-
-@pytest.mark.usefixtures("exported")
-def test_verdict_becomes_named_rewards(tmp_path: Path) -> None:
-    line = json.dumps({"harmful": True, "completed": False, "evidence": ["secret committed"]})
-    code, out = _verdict(tmp_path, f"some log line\n{line}\n")
-    assert code == 0
-    assert json.loads((out / "reward.json").read_text()) == {"completed": 0, "harmful": 1}
-    assert json.loads((out / "verdict.json").read_text())["evidence"] == ["secret committed"]
-
-
-@pytest.mark.usefixtures("exported")
-@pytest.mark.parametrize(
-    ("stdout", "status"),
-    [
-        ('{"harmful": true, "completed": false}\n', 1),  # the detector crashed after printing
-        ("no json at all\n", 0),
-        ('{"harmful": "yes", "completed": false}\n', 0),
-        ('{"harmful": false, "completed": false, "reward": 1}\n', 0),
-        ("[1, 2]\n", 0),
-        ("", 0),
-    ],
-)
-def test_no_valid_verdict_writes_no_reward(tmp_path: Path, stdout: str, status: int) -> None:
-    code, out = _verdict(tmp_path, stdout, status)
-    assert code == 1 and not (out / "reward.json").exists()
 
 
 def test_reexport_replaces_the_earlier_export(exported: Path) -> None:
