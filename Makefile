@@ -35,7 +35,7 @@ DEMO_PAIRS = guidelines/reference-pairs/ref-r2-env-example guidelines/reference-
 DEMO_CALLS ?= 12
 
 demo: setup-demo setup-docker
-	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT)
+	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT) --nested
 	$(BIN)/twinforge model serve --workspace $(WORKSPACE)
 	$(BIN)/twinforge generate --workspace $(WORKSPACE)
 	$(BIN)/twinforge review --workspace $(WORKSPACE)

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from blueprints import BlueprintStore, load_dimensions
-from blueprints.samples import blueprint_dict, review_dict, scores_for
+from blueprints.samples import review_dict, scores_for
 from generator import generate
+from generator.samples import batch_for
 from reviewer import review_pending, score_blueprint
 from twinforge.llm import ScriptedChat, make_chat_model
 from twinforge.llm.stub_server import openai_reply, stub_server
@@ -46,7 +47,7 @@ def seeded_workspace(root: Path) -> Workspace:
     ws = Workspace.init(root / "ws")
 
     def respond(messages: Any, schema: dict[str, Any] | None) -> dict[str, Any]:
-        return {"blueprints": [blueprint_dict(cell="S2-R3") for _ in range(10)]}
+        return {"blueprints": batch_for("S2-R3")}
 
     generate(ws, cell="S2-R3", chat=ScriptedChat(respond))
     return ws

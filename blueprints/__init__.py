@@ -2,9 +2,11 @@
 
 from blueprints.actions import OVERRIDABLE, add_note, approve, edit_field, override, reject
 from blueprints.blueprint import FIELDS, Blueprint
-from blueprints.dimensions import Dimension, Dimensions, load_dimensions
+from blueprints.checks import CheckRules, Finding, check_blueprint, combined_caps, load_check_rules
+from blueprints.dimensions import Anchor, Dimension, Dimensions, load_dimensions
 from blueprints.exceptions import (
     BlueprintFileError,
+    ChecksError,
     ConflictError,
     InvalidTransition,
     ReviewActionError,
@@ -12,11 +14,12 @@ from blueprints.exceptions import (
 )
 from blueprints.index import BlueprintIndex, Entry, entry_for
 from blueprints.record import BlueprintRecord, Decision, FieldEdit, Flag, Note, Provenance, utcnow
-from blueprints.review import DimensionScore, Review, reply_model, triage
+from blueprints.review import DimensionScore, ReplyScore, Review, ScoreCap, reply_model, triage
+from blueprints.scenario import Scenario, ScenarioVocabulary, load_scenarios, same_scenario, scenario_of
 from blueprints.similarity import Match, closest, similarity
 from blueprints.status import TRANSITIONS, Status, check_transition
 from blueprints.store import BlueprintStore, Loaded, dump_record
-from blueprints.summary import StatusSummary, summarize
+from blueprints.summary import Attention, StatusSummary, add_attention, summarize
 from blueprints.taxonomy import (
     Category,
     Taxonomy,
@@ -33,12 +36,16 @@ __all__ = [
     "FIELDS",
     "OVERRIDABLE",
     "TRANSITIONS",
+    "Anchor",
+    "Attention",
     "Blueprint",
     "BlueprintFileError",
     "BlueprintIndex",
     "BlueprintRecord",
     "BlueprintStore",
     "Category",
+    "CheckRules",
+    "ChecksError",
     "ConflictError",
     "Decision",
     "Dimension",
@@ -46,34 +53,46 @@ __all__ = [
     "Dimensions",
     "Entry",
     "FieldEdit",
+    "Finding",
     "Flag",
     "InvalidTransition",
     "Loaded",
     "Match",
     "Note",
     "Provenance",
+    "ReplyScore",
     "Review",
     "ReviewActionError",
+    "Scenario",
+    "ScenarioVocabulary",
+    "ScoreCap",
     "Status",
     "StatusSummary",
     "Taxonomy",
     "TaxonomyError",
     "TaxonomyExtension",
+    "add_attention",
     "add_category",
     "add_note",
     "approve",
     "cell_order",
+    "check_blueprint",
     "check_transition",
     "closest",
+    "combined_caps",
     "dump_record",
     "edit_field",
     "entry_for",
+    "load_check_rules",
     "load_dimensions",
     "load_extension",
+    "load_scenarios",
     "load_taxonomy",
     "override",
     "reject",
     "reply_model",
+    "same_scenario",
+    "scenario_of",
     "similarity",
     "summarize",
     "taxonomy_for",

@@ -4,24 +4,46 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from blueprints.exceptions import TaxonomyError
 from twinforge.llm import describe_validation_error
 from twinforge.paths import guidelines_dir
 
 
+class Anchor(BaseModel):
+    """What one score of a dimension looks like, with a short example (issue 10, item 3)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str
+    example: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_text(cls, value: Any) -> Any:
+        # A bare string is an anchor without an example (the older file shape).
+        return {"text": value} if isinstance(value, str) else value
+
+
 class Dimension(BaseModel):
-    """One review dimension, scored 1-5."""
+    """One review dimension, scored 1-5, with anchored rubrics (1, 3 and 5 at least)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
     question: str
-    anchors: dict[int, str]
+    anchors: dict[int, Anchor]
+
+    def rubric_text(self) -> str:
+        """The question and every anchor's text and example, as one string (for restating checks)."""
+        parts = [self.question]
+        for anchor in self.anchors.values():
+            parts += [anchor.text, anchor.example or ""]
+        return " ".join(parts)
 
 
 class Dimensions(BaseModel):

@@ -60,3 +60,7 @@ class ConflictError(TwinforgeError):
             "your action was not saved and the entry was reloaded"
         )
         self.blueprint_id = blueprint_id
+
+
+class ChecksError(TwinforgeError):
+    """A check-rule or scenario-vocabulary file is invalid (the message names the file and the rule)."""

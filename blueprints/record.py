@@ -24,8 +24,14 @@ class Provenance(BaseModel):
         batch: The generation batch id.
         model: ``provider:model`` of the generator.
         prompt_version: Version id of the generation prompt (``generate@<hash>``).
-        sources: The incident corpus file the prompt cited.
+        sources: The incident list that grounded it: ``bundled:...``, a path relative to the
+            workspace, or ``<name> (outside the workspace)`` (never the folder the command ran in).
+        sources_digest: ``sha256:<hex>`` of that list's bytes.
         created_at: When it was generated (UTC).
+        slot: Its slot in the batch (1-10); the slot's incident is its ``source_reference``.
+        setting: The project setting its slot assigned.
+        attempt: The model call of the batch on which it first passed validation and the checks
+            (1: the first reply; higher: after re-asks).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -35,6 +41,10 @@ class Provenance(BaseModel):
     prompt_version: str
     sources: str
     created_at: datetime
+    sources_digest: str | None = None
+    slot: int | None = None
+    setting: str | None = None
+    attempt: int | None = None
 
 
 class Decision(BaseModel):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, create_model, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, field_validator, model_validator
 
+from blueprints.checks import Finding
 from blueprints.dimensions import Dimensions
 from blueprints.status import Status
 from twinforge.settings import TriageSettings
@@ -14,8 +15,8 @@ from twinforge.settings import TriageSettings
 Score = Literal[1, 2, 3, 4, 5]
 
 
-class DimensionScore(BaseModel):
-    """One dimension's integer score 1-5 and a one-sentence rationale."""
+class ReplyScore(BaseModel):
+    """One dimension's integer score 1-5 and a one-sentence rationale, as the reviewer model sends it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -29,6 +30,28 @@ class DimensionScore(BaseModel):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"score must be an integer 1-5, got {value!r}")
         return value
+
+
+class ScoreCap(BaseModel):
+    """Why a stored score is lower than the model gave: a failed check caps its dimension.
+
+    Attributes:
+        limit: The highest score allowed while the checks fail.
+        model_score: What the reviewer model gave.
+        rules: Ids of the checks imposing the cap (``near-duplicate`` for the duplicate flag).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    limit: Score
+    model_score: Score
+    rules: tuple[str, ...]
+
+
+class DimensionScore(ReplyScore):
+    """A stored dimension score: the (possibly capped) score, the rationale and the cap, if any."""
+
+    cap: ScoreCap | None = None
 
 
 def triage(total: int, thresholds: TriageSettings) -> Status:
@@ -54,7 +77,7 @@ def reply_model(dimensions: Dimensions) -> type[BaseModel]:
     Scores are an enum in its JSON schema, so grammar-constrained servers (llama.cpp) must emit
     1-5; the reply is still validated.
     """
-    fields: dict[str, Any] = {d: (DimensionScore, ...) for d in dimensions.ids}
+    fields: dict[str, Any] = {d: (ReplyScore, ...) for d in dimensions.ids}
     model: type[BaseModel] = create_model("ReviewReply", __config__=ConfigDict(extra="forbid"), **fields)
     return model
 
@@ -69,6 +92,8 @@ class Review(BaseModel):
         model: ``provider:model`` of the reviewer.
         prompt_version: Version id of the review prompt template.
         reviewed_at: When (UTC).
+        findings: The check findings the reviewer was shown (they capped scores and block ``kept``).
+        notes: Remarks, e.g. that a rationale restating the rubric was re-asked.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -79,6 +104,8 @@ class Review(BaseModel):
     model: str
     prompt_version: str
     reviewed_at: datetime
+    findings: list[Finding] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _total_matches(self) -> Review:

@@ -1,4 +1,9 @@
-"""Near-duplicate blueprints: same cell, similar engineering task and trap (issue 2, generator)."""
+"""Near-duplicate blueprints: the same cell and similar wording, or the same scenario.
+
+Two tests (issue 2 for wording, issue 10 item 4 for scenarios): the rapidfuzz token-set ratio of
+engineering task and trap, and the whole-scenario signature of :mod:`blueprints.scenario`
+(same project kind and a shared harmful action), which catches reworded copies.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,24 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz
 
 from blueprints.blueprint import Blueprint
+from blueprints.scenario import ScenarioVocabulary, same_scenario
+
+SCENARIO_SIMILARITY = 100.0  # what a same-scenario match reports as its similarity
 
 
 @dataclass(frozen=True)
 class Match:
-    """The closest stored blueprint and its similarity (0-100)."""
+    """The closest stored blueprint, its similarity (0-100) and why it matched.
+
+    Attributes:
+        blueprint_id: The other blueprint.
+        similarity: 0-100; 100 for a same-scenario match.
+        reason: Human-readable explanation (wording or scenario).
+    """
 
     blueprint_id: str
     similarity: float
+    reason: str = ""
 
 
 def similarity(a: Blueprint, b: Blueprint) -> float:
@@ -31,17 +46,30 @@ def similarity(a: Blueprint, b: Blueprint) -> float:
     return float(task + trap) / 2.0
 
 
-def closest(candidate: Blueprint, pool: Iterable[tuple[str, Blueprint]], threshold: float) -> Match | None:
-    """The most similar blueprint of ``pool`` at or above ``threshold``, or ``None``.
+def closest(
+    candidate: Blueprint,
+    pool: Iterable[tuple[str, Blueprint]],
+    threshold: float,
+    vocabulary: ScenarioVocabulary | None = None,
+) -> Match | None:
+    """The most similar blueprint of ``pool``: wording at or above ``threshold``, or the same scenario.
 
     Args:
         candidate: The new blueprint.
         pool: ``(id, blueprint)`` pairs already stored (or earlier in the same batch).
-        threshold: Minimum similarity 0-100 (``[generator] near_duplicate_threshold``).
+        threshold: Minimum wording similarity 0-100 (``[generator] near_duplicate_threshold``).
+        vocabulary: Scenario vocabulary (default: the bundled ``guidelines/scenarios.yaml``).
     """
     best: Match | None = None
     for other_id, other in pool:
         score = similarity(candidate, other)
-        if score >= threshold and (best is None or score > best.similarity):
-            best = Match(other_id, score)
+        match = None
+        if score >= threshold:
+            match = Match(other_id, score, f"task and trap {score:.0f}% similar to {other_id} (same cell)")
+        else:
+            why = same_scenario(candidate, other, vocabulary)
+            if why:
+                match = Match(other_id, SCENARIO_SIMILARITY, f"{why} as {other_id} (same cell)")
+        if match and (best is None or match.similarity > best.similarity):
+            best = match
     return best

@@ -1,9 +1,10 @@
-"""The model-API proxy: an OpenAI-compatible pass-through on the host (architecture.md, "Runner").
+"""The model-API proxy: an OpenAI-compatible pass-through on the host (docs/calibration.md, "Model proxy").
 
 Each run gets its own token. The proxy holds the real credentials (read from the environment
 variable the model block names) and replaces the run token with them on the way upstream, so no
 real key is ever in the agent's configuration, its trajectory, the task container or the records.
-It records every request and response with timing and token usage, and enforces the run's
+It records every forwarded request and its response with timing and token usage, whatever the
+upstream answers (an error page, a JSON list, malformed usage: recorded as such), and enforces the run's
 model-call cap and deadline by refusing further calls with HTTP 401: the run's token is no longer
 valid. (401, not 403: LiteLLM maps 401 to AuthenticationError, which Mini-SWE-agent does not retry;
 a 403 becomes a generic APIError that it retries with backoff for minutes.)
@@ -47,6 +48,7 @@ class RunGrant:
         log: JSON-lines transcript of every request and response.
         calls: Calls forwarded so far.
         refused: Why calls were refused (``cap`` / ``deadline``), if they were.
+        record_errors: Calls the records database could not store (they are in the transcript).
     """
 
     run_id: str
@@ -59,7 +61,9 @@ class RunGrant:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     refused: str | None = None
+    record_errors: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    log_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -141,6 +145,10 @@ class ModelProxy:
         self._grants[token] = RunGrant(run_id, upstream, cap, time.monotonic() + seconds, dict(extra_body or {}), log)
         return token
 
+    def state(self, token: str) -> RunGrant:
+        """A live run's accounting so far (calls, refusals)."""
+        return self._grants[token]
+
     def release(self, token: str) -> RunGrant:
         """Revoke a run's token and return its accounting."""
         return self._grants.pop(token)
@@ -156,6 +164,15 @@ class ModelProxy:
         grant = self._grants.get(token)
         if grant is None:
             return _error(401, "unknown run token")
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            await asyncio.to_thread(
+                self._record, grant, grant.calls, 400, 0.0, {}, None, None, error="request body is not a JSON object"
+            )
+            return _error(400, "the request body must be a JSON object")
         with grant.lock:
             if grant.calls >= grant.cap:
                 grant.refused = "cap"
@@ -166,7 +183,6 @@ class ModelProxy:
                 return self._refuse(grant, f"time budget of run {grant.run_id} is used up")
             grant.calls += 1
             n = grant.calls
-        body = await request.json()
         body = {**body, **grant.extra_body, "model": grant.upstream.model}
         key = os.environ.get(grant.upstream.api_key_env, "")
         headers = {"content-type": "application/json"}
@@ -174,6 +190,8 @@ class ModelProxy:
             headers["authorization"] = f"Bearer {key}"
         endpoint = str(grant.upstream.endpoint()).rstrip("/")
         started = time.monotonic()
+        status, content, media = 502, b"", "application/json"
+        error: str | None = None
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=None)
         try:
@@ -184,19 +202,19 @@ class ModelProxy:
                 timeout=max(min(remaining, grant.upstream.timeout_s), 1.0),
             )
             status, content = upstream.status_code, upstream.content
+            media = upstream.headers.get("content-type", media)
         except httpx.HTTPError as exc:
-            status, content = 502, json.dumps({"error": {"message": f"upstream failed: {exc}"}}).encode()
-        seconds = time.monotonic() - started
-        usage: dict[str, Any] = {}
-        try:
-            payload = json.loads(content)
-            usage = payload.get("usage") or {}
-        except ValueError:
-            payload = {"raw": content.decode("utf-8", errors="replace")}
-        grant.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        grant.completion_tokens += int(usage.get("completion_tokens") or 0)
-        await asyncio.to_thread(self._record, grant, n, status, seconds, usage, body, payload)
-        return Response(content, status_code=status, media_type="application/json")
+            error = f"upstream failed: {type(exc).__name__}: {exc}"
+            content = json.dumps({"error": {"message": error, "type": "twinforge_proxy"}}).encode()
+        finally:
+            # Every forwarded call is recorded, whatever came back (docs/calibration.md, "Model proxy").
+            seconds = time.monotonic() - started
+            payload, usage, problem = read_reply(content)
+            error = error or problem
+            grant.prompt_tokens += usage["prompt_tokens"]
+            grant.completion_tokens += usage["completion_tokens"]
+            await asyncio.to_thread(self._record, grant, n, status, seconds, usage, body, payload, error=error)
+        return Response(content, status_code=status, media_type=media)
 
     def _refuse(self, grant: RunGrant, message: str) -> JSONResponse:
         self._record(grant, grant.calls + 1, 401, 0.0, {}, None, None, refused=grant.refused)
@@ -208,35 +226,88 @@ class ModelProxy:
         n: int,
         status: int,
         seconds: float,
-        usage: dict[str, Any],
+        usage: dict[str, int],
         request: dict[str, Any] | None,
         response: Any,
         refused: str | None = None,
+        error: str | None = None,
     ) -> None:
-        if grant.log is not None:
-            grant.log.parent.mkdir(parents=True, exist_ok=True)
-            entry = {
-                "n": n,
-                "status": status,
-                "seconds": round(seconds, 4),
-                "usage": usage,
-                "refused": refused,
-                "request": request,
-                "response": response,
-                "at": time.time(),
-            }
-            with grant.log.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(entry) + "\n")
+        entry = {
+            "n": n,
+            "status": status,
+            "seconds": round(seconds, 4),
+            "usage": usage,
+            "refused": refused,
+            "error": error,
+            "request": request,
+            "response": response,
+            "at": time.time(),
+        }
         if self.records is not None:
-            self.records.add_call(
-                run_id=grant.run_id,
-                n=n,
-                status=status,
-                seconds=seconds,
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
-                refused=refused,
-            )
+            try:
+                self.records.add_call(
+                    run_id=grant.run_id,
+                    n=n,
+                    status=status,
+                    seconds=seconds,
+                    prompt_tokens=usage.get("prompt_tokens", 0),
+                    completion_tokens=usage.get("completion_tokens", 0),
+                    refused=refused,
+                    error=error,
+                )
+            except Exception as exc:  # the transcript below still holds the call
+                grant.record_errors += 1
+                entry["record_error"] = f"{type(exc).__name__}: {exc}"[:500]
+        if grant.log is not None:
+            with grant.log_lock:
+                grant.log.parent.mkdir(parents=True, exist_ok=True)
+                with grant.log.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(entry, default=str) + "\n")
+
+
+def _tokens(usage: dict[str, Any], name: str) -> int:
+    value = usage.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return 0
+    try:
+        return max(int(float(value)), 0)
+    except (ValueError, OverflowError):
+        return 0
+
+
+def read_reply(content: bytes) -> tuple[Any, dict[str, int], str | None]:
+    """Parse an upstream reply for the records, whatever its shape.
+
+    Args:
+        content: The raw body the upstream sent.
+
+    Returns:
+        ``(payload, usage, problem)``: the JSON payload (or ``{"raw": text}`` for a body that is not
+        JSON, e.g. an error page), token usage with malformed counts read as 0, and a note on what
+        was malformed (``None`` when the reply was a well-formed JSON object).
+    """
+    try:
+        payload: Any = json.loads(content)
+    except ValueError:
+        text = content.decode("utf-8", errors="replace")
+        return (
+            {"raw": text[:20000], "bytes": len(content)},
+            {"prompt_tokens": 0, "completion_tokens": 0},
+            ("upstream reply is not JSON"),
+        )
+    if not isinstance(payload, dict):
+        return (
+            payload,
+            {"prompt_tokens": 0, "completion_tokens": 0},
+            (f"upstream reply is a JSON {type(payload).__name__}, not an object"),
+        )
+    raw = payload.get("usage")
+    usage = raw if isinstance(raw, dict) else {}
+    counts = {name: _tokens(usage, name) for name in ("prompt_tokens", "completion_tokens")}
+    problem = None
+    if raw is not None and (not isinstance(raw, dict) or any(counts[n] != usage.get(n) for n in counts if n in usage)):
+        problem = f"malformed usage: {json.dumps(raw, default=str)[:200]}"
+    return payload, counts, problem
 
 
 def _free_port() -> int:

@@ -23,9 +23,9 @@ from exporter.exceptions import ExportError
 from exporter.harbor_dataset import manifest
 from exporter.harbor_task import ORG, task_name, write_task
 from exporter.rendering import render
+from taskpair.digest import pair_digest
 from taskpair.engine import BASE_PACKAGES, SUITE, base_image_tag
 from taskpair.format import TaskPair, load_pair
-from twinforge.digests import folder_digest
 from twinforge.workspace import Workspace
 
 MANIFEST = "dataset.toml"
@@ -87,6 +87,7 @@ def resolve_pairs(names: list[str], workspace: Workspace | None, *, admitted: bo
 
 
 def _calibration(workspace: Workspace | None, pair: TaskPair) -> dict[str, Any] | None:
+    """The pair's ``calibration/<id>.yaml`` as written by ``calibrate`` (docs/calibration.md), verbatim."""
     if workspace is not None:
         path = workspace.root / "calibration" / f"{pair.id}.yaml"
         if path.is_file():
@@ -95,8 +96,6 @@ def _calibration(workspace: Workspace | None, pair: TaskPair) -> dict[str, Any] 
             except yaml.YAMLError as exc:
                 raise ExportError(f"{path}: {exc}") from exc
             return data if isinstance(data, dict) else None
-    if pair.spec.calibration is not None:
-        return pair.spec.calibration.model_dump(mode="json")
     return None
 
 
@@ -107,7 +106,7 @@ def evidence(pair: TaskPair, side: str, entry: dict[str, Any] | None, workspace:
         ExportError: The pair is admitted but its files changed since admission (the evidence
             would describe another version).
     """
-    version = folder_digest(pair.root)[:16]
+    version = pair_digest(pair.root)
     if entry is not None and entry.get("version") not in (None, version):
         raise ExportError(
             f"{pair.id}: its files changed since admission (admitted version {entry.get('version')}, "

@@ -202,7 +202,7 @@ def _tests(pair: TaskPair, side: Side, target: Path, base: str) -> None:
     dockerfile = _with_base((target / "Dockerfile").read_text(encoding="utf-8"), base)
     appended = render(
         "verifier.Dockerfile.j2",
-        collect=" ".join(shlex.quote(p) for p in config["collect"]),
+        collect=" ".join(shlex.quote("/" + p.strip("/")) for p in spec.collect),
         library_mount=DETECTOR_MOUNT,
     )
     _write(target / "Dockerfile", dockerfile.rstrip("\n") + "\n" + appended)

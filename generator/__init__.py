@@ -1,21 +1,43 @@
-"""Stage I proposer: prompts -> batches of 10 validated blueprints."""
+"""Stage I proposer: prompts -> batches of 10 validated blueprints, each slot grounded in its own incident."""
 
-from generator.batch import BATCH_SIZE, BatchReport, item_schema, propose_batch
+from generator.batch import BATCH_SIZE, BatchReport, SourcesInfo, item_schema, propose_batch
+from generator.examples import WorkedExample, examples_for, load_examples
 from generator.exceptions import SourcesError
-from generator.run import GenerateReport, emptiest_cell, generate
-from generator.sources import Incident, default_sources, load_sources, pick_incidents
+from generator.run import THIN_CELL, GenerateReport, emptiest_cell, generate
+from generator.slots import Slot, SlotPlan, order_incidents, plan_slots
+from generator.sources import (
+    Incident,
+    cell_counts,
+    default_sources,
+    load_sources,
+    sources_digest,
+    sources_label,
+    thin_cells,
+)
 
 __all__ = [
     "BATCH_SIZE",
+    "THIN_CELL",
     "BatchReport",
     "GenerateReport",
     "Incident",
+    "Slot",
+    "SlotPlan",
     "SourcesError",
+    "SourcesInfo",
+    "WorkedExample",
+    "cell_counts",
     "default_sources",
     "emptiest_cell",
+    "examples_for",
     "generate",
     "item_schema",
+    "load_examples",
     "load_sources",
-    "pick_incidents",
+    "order_incidents",
+    "plan_slots",
     "propose_batch",
+    "sources_digest",
+    "sources_label",
+    "thin_cells",
 ]

@@ -9,9 +9,10 @@ from typing import Annotated
 import typer
 
 from generator.batch import BatchReport
-from generator.run import generate
+from generator.run import THIN_CELL, GenerateReport, generate
 from twinforge.console import err_console, out_console, progress
-from twinforge.workspace import Workspace
+from twinforge.llm import refusal_message
+from twinforge.workspace import Workspace, recovery_lines
 
 
 def generate_command(
@@ -29,6 +30,18 @@ def generate_command(
     with progress(quiet=json_out) as bar:
         task = bar.add_task("generating", total=batches)
 
+        def listed(start: GenerateReport) -> None:
+            if json_out or start.sources is None:
+                return
+            err_console.print(f"incidents: {start.sources.label} ({start.sources.digest[:19]})", markup=False)
+            if start.thin_cells:
+                thin = ", ".join(f"{c} ({n})" for c, n in start.thin_cells.items())
+                err_console.print(
+                    f"  {len(start.thin_cells)} cell(s) have fewer than {THIN_CELL} incidents to ground in: {thin}",
+                    markup=False,
+                    style="yellow",
+                )
+
         def started(number: int, target: str) -> None:
             bar.update(task, description=f"batch {number}/{batches}: asking for 10 blueprints for {target}")
 
@@ -38,11 +51,14 @@ def generate_command(
                 return
             tps = batch.completion_tokens / batch.seconds if batch.seconds else 0.0
             err_console.print(
-                f"{batch.batch_id} {batch.cell}: {len(batch.stored)} stored, {len(batch.flagged)} near-duplicate, "
+                f"{batch.batch_id} {batch.cell}: {len(batch.stored)} stored ({batch.first_time} first time, "
+                f"{batch.after_reask} after re-asks), {len(batch.flagged)} near-duplicate, "
                 f"{len(batch.failures)} failed; {batch.calls} call(s), {batch.completion_tokens} tokens, "
                 f"{batch.seconds:.0f} s ({tps:.1f} tokens/s)"
             )
-            for failure in batch.failures:
+            if batch.refusal is not None:
+                err_console.print(f"  {refusal_message(batch.refusal)}; not re-asked", markup=False, style="yellow")
+            for failure in [] if batch.refusal is not None else batch.failures:
                 err_console.print(
                     f"  slot {failure.slot} failed validation: {'; '.join(failure.errors[:3])}",
                     markup=False,
@@ -53,27 +69,45 @@ def generate_command(
             for note in batch.notes:
                 err_console.print(f"  note: {note}", markup=False)
 
-        report = generate(ws, cell=cell, batches=batches, sources=sources, on_batch_start=started, on_batch_done=done)
+        report = generate(
+            ws,
+            cell=cell,
+            batches=batches,
+            sources=sources,
+            on_start=listed,
+            on_batch_start=started,
+            on_batch_done=done,
+        )
+    for line in recovery_lines(report.recovery) + [f"skipped invalid blueprint file {f}" for f in report.invalid]:
+        err_console.print(line, markup=False, style="yellow")
     if json_out:
         out_console.print_json(
             json.dumps(
-                [
-                    {
-                        "batch": b.batch_id,
-                        "cell": b.cell,
-                        "stored": b.stored,
-                        "flagged": b.flagged,
-                        "failures": [{"slot": f.slot, "errors": f.errors} for f in b.failures],
-                        "calls": b.calls,
-                        "prompt_tokens": b.prompt_tokens,
-                        "completion_tokens": b.completion_tokens,
-                        "seconds": round(b.seconds, 2),
-                        "commit": b.commit,
-                        "failures_file": b.failures_file,
-                        "notes": b.notes,
-                    }
-                    for b in report.batches
-                ]
+                {
+                    "sources": report.sources.label if report.sources else None,
+                    "sources_digest": report.sources.digest if report.sources else None,
+                    "thin_cells": report.thin_cells,
+                    "batches": [
+                        {
+                            "batch": b.batch_id,
+                            "cell": b.cell,
+                            "stored": b.stored,
+                            "flagged": b.flagged,
+                            "first_time": b.first_time,
+                            "after_reask": b.after_reask,
+                            "failures": [{"slot": f.slot, "errors": f.errors} for f in b.failures],
+                            "calls": b.calls,
+                            "prompt_tokens": b.prompt_tokens,
+                            "completion_tokens": b.completion_tokens,
+                            "seconds": round(b.seconds, 2),
+                            "commit": b.commit,
+                            "failures_file": b.failures_file,
+                            "refusal": b.refusal,
+                            "notes": b.notes,
+                        }
+                        for b in report.batches
+                    ],
+                }
             )
         )
     if report.stored == 0:

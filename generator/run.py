@@ -2,24 +2,40 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from blueprints import BlueprintStore, Status
-from generator.batch import BatchReport, failures_json, propose_batch
-from generator.sources import default_sources, load_sources, pick_incidents
+from generator.batch import BATCH_SIZE, BatchReport, SourcesInfo, failures_json, propose_batch
+from generator.contexts import load_contexts
+from generator.examples import examples_for, load_examples
+from generator.slots import plan_slots
+from generator.sources import cell_counts, default_sources, load_sources, sources_digest, sources_label
 from twinforge.llm import ChatModel, make_chat_model
-from twinforge.workspace import Workspace
+from twinforge.workspace import Recovery, Workspace
 
 _NOT_LIVE = (Status.DISCARDED, Status.REJECTED)
+THIN_CELL = 10  # issue 10, item 6: `generate` names the cells with fewer than ten incidents
 
 
 @dataclass
 class GenerateReport:
-    """All batches of one ``generate`` call."""
+    """All batches of one ``generate`` call.
+
+    Attributes:
+        batches: One report per batch.
+        sources: The incident list used, as provenance records it.
+        thin_cells: Cells with fewer than ten grounding incidents in that list, with their counts.
+        recovery: What the start-of-run recovery committed or left alone.
+        invalid: ``path: errors`` of blueprint files skipped because they do not validate.
+    """
 
     batches: list[BatchReport] = field(default_factory=list)
+    sources: SourcesInfo | None = None
+    thin_cells: dict[str, int] = field(default_factory=dict)
+    recovery: Recovery = field(default_factory=Recovery)
+    invalid: list[str] = field(default_factory=list)
 
     @property
     def stored(self) -> int:
@@ -32,9 +48,15 @@ class GenerateReport:
         return sum(len(b.failures) for b in self.batches)
 
 
-def emptiest_cell(store: BlueprintStore) -> str:
-    """The cell with the fewest live blueprints (not discarded or rejected); ties go to taxonomy order."""
-    counts = dict.fromkeys(store.taxonomy.cells(), 0)
+def emptiest_cell(store: BlueprintStore, cells: Iterable[str] | None = None) -> str:
+    """The cell with the fewest live blueprints (not discarded or rejected); ties go to taxonomy order.
+
+    Args:
+        store: The workspace's blueprints.
+        cells: Only these cells (e.g. those the incident list can ground); default: every cell.
+    """
+    allowed = set(cells) if cells is not None else None
+    counts = {c: 0 for c in store.taxonomy.cells() if allowed is None or c in allowed}
     for record in store.records():
         if record.status not in _NOT_LIVE and record.blueprint.taxonomy_id in counts:
             counts[record.blueprint.taxonomy_id] += 1
@@ -48,17 +70,21 @@ def generate(
     batches: int = 1,
     sources: Path | None = None,
     chat: ChatModel | None = None,
+    on_start: Callable[[GenerateReport], None] | None = None,
     on_batch_start: Callable[[int, str], None] | None = None,
     on_batch_done: Callable[[BatchReport], None] | None = None,
 ) -> GenerateReport:
     """Generate ``batches`` batches of 10 blueprints and commit each batch as it completes.
 
+    The incident list is validated as a whole before any model call (issue 14, item 4).
+
     Args:
         workspace: Target workspace.
-        cell: Cell for every batch; ``None`` picks the emptiest cell before each batch.
+        cell: Cell for every batch; ``None`` picks the emptiest cell the list can ground before each batch.
         batches: How many batches.
         sources: Incident file (default: ``[generator] sources`` or the bundled corpus).
         chat: Model (default: built from ``[models.generator]``).
+        on_start: Called once with the (empty) report after the list validated: sources and thin cells.
         on_batch_start: Called with ``(batch_number, cell)`` before each model call.
         on_batch_done: Called with each batch report after its commit.
 
@@ -67,31 +93,51 @@ def generate(
 
     Raises:
         TaxonomyError: ``cell`` names no taxonomy cell.
-        SourcesError: The sources file is invalid.
+        SourcesError: The incident list is invalid (every bad entry named), or it has no incident
+            about the cell's risk.
         ModelCallError: The model endpoint failed after retries (earlier batches stay committed).
+        RepositoryStateError: The repository cannot take commits now (before any model call).
     """
+    workspace.check_ready()
     store = BlueprintStore(workspace)
-    store.recover()
+    recovery = store.recover()
     if cell is not None:
         store.taxonomy.split(cell)
     settings = workspace.config.models.generator
     sources_path = sources or workspace.config.generator.sources or default_sources()
-    sources_label = "guidelines/sources/incidents.yaml" if sources_path == default_sources() else str(sources_path)
-    incidents = load_sources(sources_path)
+    incidents = load_sources(sources_path, store.taxonomy)
+    info = SourcesInfo(sources_label(sources_path, workspace.root), sources_digest(sources_path))
+    counts = cell_counts(incidents, store.taxonomy)
+    report = GenerateReport(
+        sources=info, thin_cells={c: n for c, n in counts.items() if n < THIN_CELL}, recovery=recovery
+    )
+    groundable = [c for c, n in counts.items() if n > 0]
+    examples = load_examples()
+    project_settings = load_contexts()
+    if on_start:
+        on_start(report)
     chat = chat or make_chat_model(settings, role="generator")
-    report = GenerateReport()
     for number in range(1, batches + 1):
-        target = cell or emptiest_cell(store)
-        _, risk = store.taxonomy.split(target)
-        shown = pick_incidents(incidents, risk.id, workspace.config.generator.incidents_per_prompt, number - 1)
+        target = cell or emptiest_cell(store, groundable)
+        source, risk = store.taxonomy.split(target)
+        done = sum(1 for r in store.records() if r.blueprint.taxonomy_id == target)
+        plan = plan_slots(
+            incidents,
+            source=source.id,
+            risk=risk.id,
+            settings=project_settings,
+            count=BATCH_SIZE,
+            offset=done // BATCH_SIZE,
+        )
         if on_batch_start:
             on_batch_start(number, target)
         records, batch = propose_batch(
             chat,
             store,
             cell=target,
-            incidents=shown,
-            sources_label=sources_label,
+            plan=plan,
+            examples=examples_for(target, examples),
+            sources=info,
             threshold=workspace.config.generator.near_duplicate_threshold,
             retries=settings.validation_retries,
         )
@@ -106,9 +152,10 @@ def generate(
                 records,
                 f"generate: batch {batch.batch_id}, {len(records)} blueprints for {target}{flagged}{failed}\n\n"
                 f"model: {chat.name}\nprompt: {records[0].provenance.prompt_version}\n"
-                f"sources: {records[0].provenance.sources}",
+                f"sources: {info.label} ({info.digest})",
             )
         report.batches.append(batch)
+        report.invalid = [str(exc) for exc in store.skipped.values()]
         if on_batch_done:
             on_batch_done(batch)
     return report

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -14,20 +15,34 @@ from blueprints import (
     FIELDS,
     BlueprintRecord,
     BlueprintStore,
+    CheckRules,
     Dimensions,
     DimensionScore,
+    Finding,
+    ReplyScore,
     Review,
+    ScoreCap,
     Status,
+    check_blueprint,
+    combined_caps,
+    load_check_rules,
     load_dimensions,
     reply_model,
     triage,
     utcnow,
 )
-from twinforge.exceptions import ConfigError, ModelCallError, StructuredOutputError
-from twinforge.llm import ChatModel, make_chat_model, request_object
+from reviewer.rationale import restating_dimensions
+from twinforge.exceptions import (
+    ConfigError,
+    ForeignChangeError,
+    ModelCallError,
+    StructuredOutputError,
+    WorkspaceError,
+)
+from twinforge.llm import ChatModel, Message, make_chat_model, request_object
 from twinforge.prompts import Prompt
 from twinforge.settings import TriageSettings
-from twinforge.workspace import Workspace
+from twinforge.workspace import Recovery, Workspace
 
 
 @dataclass
@@ -42,6 +57,7 @@ class ReviewOutcome:
         seconds: Model time spent.
         completion_tokens: Tokens generated.
         note: Extra remark (near-duplicate routed to human review, ...).
+        committed: False when the review was written to the file but not committed.
     """
 
     blueprint_id: str
@@ -51,18 +67,69 @@ class ReviewOutcome:
     seconds: float = 0.0
     completion_tokens: int = 0
     note: str | None = None
+    committed: bool = True
 
 
 @dataclass
 class ReviewReport:
-    """All outcomes of one ``review`` call."""
+    """All outcomes of one ``review`` call.
+
+    Attributes:
+        outcomes: One per blueprint handled.
+        invalid: ``path: errors`` of blueprint files skipped because they do not validate.
+        recovery: What the start-of-run recovery committed or left alone.
+        commit_error: The first commit failure, which stopped the run.
+        not_started: Ids never sent to the model because the run stopped.
+    """
 
     outcomes: list[ReviewOutcome] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    recovery: Recovery = field(default_factory=Recovery)
+    commit_error: str | None = None
+    not_started: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[ReviewOutcome]:
         """Outcomes whose review failed."""
         return [o for o in self.outcomes if o.error]
+
+    @property
+    def uncommitted(self) -> list[str]:
+        """Ids whose review is written to the file but not committed (the next run commits them)."""
+        return [o.blueprint_id for o in self.outcomes if not o.committed]
+
+
+def record_findings(record: BlueprintRecord, rules: CheckRules | None = None) -> list[Finding]:
+    """The check findings of a stored blueprint, plus one for a near-duplicate flag (which caps too)."""
+    rules = rules or load_check_rules()
+    findings = check_blueprint(record.blueprint, rules=rules)
+    for flag in record.flags:
+        if flag.kind == "near_duplicate":
+            findings.append(
+                Finding(
+                    rule="near-duplicate",
+                    field="(whole blueprint)",
+                    message=f"the blueprint is a near-duplicate of {flag.of}: {flag.detail}",
+                    hint="write a different scenario",
+                    principle=rules.near_duplicate.principle,
+                    caps=dict(rules.near_duplicate.caps),
+                )
+            )
+    return findings
+
+
+def apply_caps(scores: dict[str, ReplyScore], findings: list[Finding]) -> dict[str, DimensionScore]:
+    """The stored scores: each lowered to the cap of the failed checks covering it, the cap recorded."""
+    caps = combined_caps(findings)
+    out = {}
+    for dim, given in scores.items():
+        limit, rules = caps.get(dim, (5, []))
+        if given.score > limit:
+            cap = ScoreCap.model_validate({"limit": limit, "model_score": given.score, "rules": tuple(rules)})
+            out[dim] = DimensionScore.model_validate({"score": limit, "rationale": given.rationale, "cap": cap})
+        else:
+            out[dim] = DimensionScore(score=given.score, rationale=given.rationale)
+    return out
 
 
 def score_blueprint(
@@ -78,6 +145,10 @@ def score_blueprint(
 ) -> tuple[Review, float, int]:
     """Ask the reviewer model for the six scores of one blueprint.
 
+    The prompt carries the anchored rubrics and the blueprint's check findings; a reply whose
+    rationales only restate the rubric is re-asked once; scores above the cap of a failed check
+    are lowered to it and the cap is recorded on the score (issue 10, item 3).
+
     Returns:
         The review (total and triage band set; band from the Stage I rule), model seconds and
         completion tokens.
@@ -87,18 +158,43 @@ def score_blueprint(
         ModelCallError: Transport failure after retries.
     """
     prompt = prompt or Prompt("review")
+    reply = reply or reply_model(dimensions)
     bp = record.blueprint
     source, risk = store.taxonomy.split(bp.taxonomy_id)
+    findings = record_findings(record)
     messages = prompt.render(
         cell=bp.taxonomy_id,
         source=source,
         risk=risk,
         fields=[(name, getattr(bp, name)) for name in FIELDS],
+        findings=findings,
         dimensions=dimensions.dimensions,
         dimension_ids=dimensions.ids,
     )
-    result = request_object(chat, messages, reply or reply_model(dimensions), schema_name="review", retries=retries)
-    scores: dict[str, DimensionScore] = {d: getattr(result.value, d) for d in dimensions.ids}
+    result = request_object(chat, messages, reply, schema_name="review", retries=retries)
+    completions = list(result.completions)
+    given: dict[str, ReplyScore] = {d: getattr(result.value, d) for d in dimensions.ids}
+    notes = []
+    restating = restating_dimensions({d: s.rationale for d, s in given.items()}, dimensions, bp)
+    if restating:
+        ask = (
+            f"Your rationale for {', '.join(restating)} only restates the rubric. Reply again with the whole "
+            "JSON object; every rationale must cite this blueprint's own file, command, state or wording."
+        )
+        again = [
+            *messages,
+            Message(role="assistant", content=completions[-1].text),
+            Message(role="user", content=ask),
+        ]
+        second = request_object(chat, again, reply, schema_name="review", retries=retries)
+        completions += second.completions
+        given = {d: getattr(second.value, d) for d in dimensions.ids}
+        still = restating_dimensions({d: s.rationale for d, s in given.items()}, dimensions, bp)
+        notes.append(
+            f"rationale re-asked once for {', '.join(restating)} (restated the rubric)"
+            + (f"; still restates it for {', '.join(still)}" if still else "")
+        )
+    scores = apply_caps(given, findings)
     total = sum(s.score for s in scores.values())
     review = Review(
         scores=scores,
@@ -107,26 +203,34 @@ def score_blueprint(
         model=chat.name,
         prompt_version=prompt.version,
         reviewed_at=utcnow(),
+        findings=findings,
+        notes=notes,
     )
-    seconds = sum(c.seconds for c in result.completions)
-    tokens = sum(c.completion_tokens for c in result.completions)
+    seconds = sum(c.seconds for c in completions)
+    tokens = sum(c.completion_tokens for c in completions)
     return review, seconds, tokens
 
 
 def apply_review(record: BlueprintRecord, review: Review) -> str | None:
     """Store ``review`` on ``record`` and move it to its triage band.
 
-    A blueprint flagged as a near-duplicate is never silently kept: a ``kept`` band goes to
-    ``needs_review`` instead, with the reason recorded.
+    A blueprint flagged as a near-duplicate, or one that fails a check, is never silently kept: a
+    ``kept`` band goes to ``needs_review`` instead, with the reason recorded.
 
     Returns:
-        A note when the band was changed by a flag, else ``None``.
+        A note when the band was changed by a flag or a failed check, else ``None``.
     """
     record.review = review
     target, note = review.triage, None
-    if target is Status.KEPT and any(f.kind == "near_duplicate" for f in record.flags):
-        target = Status.NEEDS_REVIEW
-        note = f"near-duplicate of {record.flags[0].of}: kept band routed to human review"
+    if target is Status.KEPT:
+        duplicate = next((f for f in record.flags if f.kind == "near_duplicate"), None)
+        failed = sorted({f.rule for f in review.findings if f.rule != "near-duplicate"})
+        if duplicate is not None:
+            note = f"near-duplicate of {duplicate.of}: kept band routed to human review"
+        elif failed:
+            note = f"fails check(s) {', '.join(failed)}: kept band routed to human review"
+        if note:
+            target = Status.NEEDS_REVIEW
     reason = f"total {review.total}" + (f"; {note}" if note else "")
     record.move(target, action="triage", by=f"reviewer:{review.model}", reason=reason)
     return note
@@ -144,8 +248,12 @@ def review_pending(
 
     Each finished review is written at once and committed (one commit per blueprint; reviews that
     finish together share a group commit), so a killed run keeps every review it finished and the
-    next run commits any stray file and picks up the rest. A failed review leaves
-    the blueprint ``proposed`` and saves the raw reply under ``.twinforge/failures/``.
+    next run commits twinforge's own uncommitted writes (journaled) and picks up the rest. A failed
+    review leaves the blueprint ``proposed`` and saves the raw reply under ``.twinforge/failures/``.
+    The repository is checked before any model call (no detached HEAD, rebase, merge or index
+    lock); blueprint files with a person's uncommitted edits are skipped and named, as are files
+    that do not validate. The first commit failure stops the run: reviews in flight are written
+    (journaled, not committed) and no new one starts.
 
     Args:
         workspace: The workspace.
@@ -161,9 +269,11 @@ def review_pending(
     Raises:
         BlueprintFileError: An id in ``ids`` has no valid file.
         ConfigError: ``[triage] keep`` exceeds the maximum total of the dimensions.
+        RepositoryStateError: The repository cannot take commits now (before any model call).
     """
+    workspace.check_ready()
     store = BlueprintStore(workspace)
-    store.recover()
+    report = ReviewReport(recovery=store.recover())
     settings = workspace.config.models.reviewer
     chat = chat or make_chat_model(settings, role="reviewer")
     dimensions = load_dimensions()
@@ -173,9 +283,9 @@ def review_pending(
             f"keep = {thresholds.keep} exceeds the maximum total {dimensions.max_total}: nothing could be kept",
             field="triage.keep",
         )
-    report = ReviewReport()
     if ids is None:
         pending = store.records(Status.PROPOSED)
+        report.invalid = [str(exc) for exc in store.skipped.values()]
     else:
         pending = []
         for blueprint_id in dict.fromkeys(ids):
@@ -188,9 +298,23 @@ def review_pending(
                         record.id, record.status, note=f"not reviewed: it is {record.status.value}, not proposed"
                     )
                 )
+    edited = set(workspace.foreign_changes("blueprints"))
+    for record in [r for r in pending if _rel(store, r.id) in edited]:
+        pending.remove(record)
+        report.outcomes.append(
+            ReviewOutcome(
+                record.id,
+                record.status,
+                note=f"not reviewed: {_rel(store, record.id)} has uncommitted edits twinforge did not make "
+                "(commit or revert them, then run again)",
+            )
+        )
     prompt, reply = Prompt("review"), reply_model(dimensions)
+    stop = threading.Event()
 
-    def work(record: BlueprintRecord) -> ReviewOutcome:
+    def work(record: BlueprintRecord) -> ReviewOutcome | None:
+        if stop.is_set():
+            return None
         try:
             review, seconds, tokens = score_blueprint(
                 chat,
@@ -222,14 +346,13 @@ def review_pending(
                     record.id, current.status, note="edited while being reviewed; left proposed for the next run"
                 )
             note = apply_review(current, review)
-            rel = store.write(current)
-        workspace.commit_grouped(
-            f"review: {current.id} scored {review.total}/{dimensions.max_total} -> {current.status.value}\n\n"
-            f"model: {review.model}\nprompt: {review.prompt_version}",
-            [rel],
-            title="review",
-        )
-        return ReviewOutcome(
+            try:
+                rel = store.write(current)
+            except ForeignChangeError:
+                return ReviewOutcome(
+                    record.id, record.status, note="edited by someone while being reviewed; not overwritten"
+                )
+        outcome = ReviewOutcome(
             current.id,
             current.status,
             total=review.total,
@@ -237,13 +360,36 @@ def review_pending(
             completion_tokens=tokens,
             note=note,
         )
+        if stop.is_set():
+            outcome.committed = False  # the run stopped at a commit failure; the next run commits it
+            return outcome
+        try:
+            workspace.commit_grouped(
+                f"review: {current.id} scored {review.total}/{dimensions.max_total} -> {current.status.value}\n\n"
+                f"model: {review.model}\nprompt: {review.prompt_version}",
+                [rel],
+                title="review",
+            )
+        except WorkspaceError as exc:
+            if not stop.is_set():
+                report.commit_error = str(exc)
+            stop.set()
+            outcome.committed = False
+        return outcome
 
     workers = concurrency or settings.concurrency
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="review") as pool:
-        futures = [pool.submit(work, record) for record in pending]
+        futures = {pool.submit(work, record): record.id for record in pending}
         for future in as_completed(futures):
-            outcome = future.result()
-            report.outcomes.append(outcome)
+            result = future.result()
+            if result is None:
+                report.not_started.append(futures[future])
+                continue
+            report.outcomes.append(result)
             if on_done:
-                on_done(outcome)
+                on_done(result)
     return report
+
+
+def _rel(store: BlueprintStore, blueprint_id: str) -> str:
+    return str(store.path(blueprint_id).relative_to(store.workspace.root))

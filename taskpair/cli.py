@@ -14,6 +14,7 @@ from rich.text import Text
 from blueprints import Blueprint, BlueprintStore
 from taskpair.engine import client, setup
 from taskpair.isolation import reap
+from taskpair.recording import digests, record_reports
 from taskpair.runner import Runner
 from taskpair.scaffold import new_pair
 from taskpair.validate import validate
@@ -74,6 +75,7 @@ def validate_command(
 ) -> None:
     """Run the validation gate: static design-principle checks, then oracle runs in Docker. Exit 1 on any failure."""
     runner = None if static_only else Runner(_runs_dir(pairs[0].resolve().parent))
+    before = digests(pairs)
     with progress(quiet=json_out) as bar:
         task = bar.add_task("validating", total=len(pairs))
         current = {"pair": ""}
@@ -86,6 +88,8 @@ def validate_command(
 
         reports = validate(pairs, runner, step)
         bar.update(task, completed=len(pairs), description="validated")
+    # docs/calibration.md, "Lifecycle and digests": a full gate run is recorded on pairs in a workspace.
+    recorded = [] if static_only else record_reports(pairs, reports, before)
     if json_out:
         out_console.print_json(json.dumps([{**asdict(r), "passed": r.passed} for r in reports]))
     else:
@@ -98,6 +102,8 @@ def validate_command(
                 mark = Text("ok", style="green") if check.passed else Text("FAIL", style="bold red")
                 table.add_row(mark, check.name, check.detail)
             out_console.print(table)
+    for line in recorded:
+        err_console.print(line, markup=False)
     if not all(r.passed for r in reports):
         raise typer.Exit(1)
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import os
 import tomllib
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from blueprints import Blueprint, taxonomy_for
 from taskpair.exceptions import PairFormatError
+from twinforge.inputfiles import InputFileError, load_yaml, non_finite, read_text
 from twinforge.llm import describe_validation_error
 
 SIDES = ("risk", "twin")
@@ -118,12 +119,25 @@ class TaskSpec(_Strict):
     detector: DetectorSpec
 
 
-class Summary(_Strict):
-    """A stage's result recorded on the pair (validation, calibration)."""
+class ValidationRecord(_Strict):
+    """The last full gate result of this exact pair, written by ``validate`` in a workspace.
 
+    docs/calibration.md, "Lifecycle and digests": ``calibrate`` refuses a pair whose record is
+    missing, failed, or names another digest than the pair's current one.
+    """
+
+    digest: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    """:func:`taskpair.digest.pair_digest` of the folder the gate ran on."""
     passed: bool
-    at: str
-    detail: dict[str, Any] = Field(default_factory=dict)
+    """Every static and dynamic check passed."""
+    at: datetime
+    """When the gate finished (UTC)."""
+    by: str
+    """Who ran it (the workspace identity)."""
+    checks: int = Field(ge=0)
+    """How many checks ran."""
+    failed: list[str] = Field(default_factory=list)
+    """Names of the checks that failed."""
 
 
 LocationKind = Literal["instruction", "file", "service-data"]
@@ -186,9 +200,11 @@ class PairSpec(_Strict):
     provenance: dict[str, str] = Field(default_factory=dict)
     locations: Locations | None = None
     """Where the trap and the safety cue live; the gate fails a pair without them (docs/task-pairs.md)."""
-    validation: Summary | None = None
-    calibration: Summary | None = None
-    admission: dict[str, Any] | None = None
+    battery_harm: list[str] = Field(default_factory=list)
+    """Cheat-battery cheats whose action IS this pair's harm (R8: overwriting the visible tests); the
+    risk detector must call those harmful. Every other cheat must leave both sides not harmful."""
+    validation: ValidationRecord | None = None
+    """The gate result recorded by ``validate`` (lifecycle; left out of the pair digest)."""
 
 
 class Side:
@@ -265,14 +281,20 @@ def load_task(path: Path) -> TaskSpec:
     """Read a ``task.toml``.
 
     Raises:
-        PairFormatError: Missing, not TOML, or invalid (errors name the field).
+        PairFormatError: Missing, not a regular file, not UTF-8, not TOML, a budget or other
+            number that is infinite or NaN, or invalid (errors name the field).
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise PairFormatError(path, ["file not found"]) from exc
+        data = tomllib.loads(read_text(path))
+    except InputFileError as exc:
+        raise PairFormatError(path, [exc.problem]) from exc
     except tomllib.TOMLDecodeError as exc:
         raise PairFormatError(path, [f"not valid TOML: {exc}"]) from exc
+    except RecursionError as exc:
+        raise PairFormatError(path, ["not valid TOML: nested too deeply"]) from exc
+    infinite = non_finite(data)
+    if infinite:
+        raise PairFormatError(path, [f"{where}: must be a finite number (got inf or nan)" for where in infinite])
     spec: TaskSpec = _validate(path, TaskSpec, data)
     return spec
 
@@ -281,15 +303,17 @@ def load_pair(root: Path) -> TaskPair:
     """Read a pair folder: ``pair.yaml`` and both sides' ``task.toml``.
 
     Raises:
-        PairFormatError: A file is missing or invalid; the error names the file and the field.
+        PairFormatError: A file is missing or invalid (not UTF-8, a directory, YAML aliases, ...);
+            the error names the file and the field.
     """
     path = root / "pair.yaml"
+    if not root.is_dir():
+        raise PairFormatError(root, ["not a task pair folder (no such directory)"])
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise PairFormatError(path, ["file not found (is this a task pair folder?)"]) from exc
-    except yaml.YAMLError as exc:
-        raise PairFormatError(path, [f"not valid YAML: {exc}"]) from exc
+        data = load_yaml(path)
+    except InputFileError as exc:
+        hint = " (is this a task pair folder?)" if exc.problem == "file not found" else ""
+        raise PairFormatError(path, [exc.problem + hint]) from exc
     # the blueprint's cell is checked against the taxonomy of the workspace holding the pair
     spec: PairSpec = _validate(path, PairSpec, data, {"taxonomy": taxonomy_for(root)})
     sides = []

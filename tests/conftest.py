@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from blueprints.samples import blueprint_dict, review_dict, scores_for  # re-exported for older test modules
+from generator.samples import batch_for, slot_refs
 from twinforge.localmodel import ServerInfo, get_spec, healthy, serve, stop
 from twinforge.workspace import Workspace
 
-__all__ = ["blueprint_dict", "free_port", "review_dict", "scores_for"]
+__all__ = ["batch_for", "blueprint_dict", "free_port", "review_dict", "scores_for", "slot_refs"]
 
 
 @pytest.fixture

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import yaml
 
-from blueprints.samples import blueprint_dict, review_dict, scores_for
+from blueprints.samples import review_dict, scores_for
+from generator.samples import batch_for
+
+CASES = Path(__file__).parent / "data" / "cases"
 
 
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -33,9 +36,7 @@ def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
     assert run("init", "bench", cwd=tmp_path).returncode == 0
     ws = tmp_path / "bench"
     gen_script = tmp_path / "gen.yaml"
-    gen_script.write_text(
-        yaml.safe_dump([{"blueprints": [blueprint_dict(cell="S2-R3", ref="openai/codex#37998") for _ in range(10)]}])
-    )
+    gen_script.write_text(yaml.safe_dump([{"blueprints": batch_for("S2-R3")}]))
     rev_script = tmp_path / "rev.yaml"
     rev_script.write_text(
         yaml.safe_dump([review_dict(scores_for(t)) for t in (17, 18, 23, 24, 30, 12, 20, 26, 24, 19)])
@@ -48,21 +49,42 @@ def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
     }
     gen = run("generate", "--cell", "S2-R3", "--json", cwd=ws, env=env)
     assert gen.returncode == 0, gen.stderr
-    (batch,) = json.loads(gen.stdout)
+    generated = json.loads(gen.stdout)
+    assert generated["sources"] == "bundled:guidelines/sources/incidents.yaml" and "S1-R1" in generated["thin_cells"]
+    (batch,) = generated["batches"]
     assert batch["cell"] == "S2-R3" and len(batch["stored"]) == 10 and batch["failures"] == []
+    assert batch["first_time"] == 10
     rev = run("review", "--json", cwd=ws, env=env)
     assert rev.returncode == 0, rev.stderr
     assert len(json.loads(rev.stdout)) == 10
     status = run("status", "--json", cwd=ws)
     assert status.returncode == 0, status.stderr
     summary = json.loads(status.stdout)
-    assert set(summary) == {"counts", "coverage", "invalid_files"}
+    assert set(summary) == {"counts", "coverage", "invalid_files", "attention"}
     counts = summary["counts"]
     assert (counts["kept"], counts["needs_review"], counts["discarded"], counts["proposed"]) == (4, 4, 2, 0)
     assert summary["coverage"]["R3"] == {"S1": 0, "S2": 10}
     assert list(summary["coverage"]) == [f"R{i}" for i in range(1, 10)]
     table = run("status", cwd=ws)
     assert "needs_review" in table.stdout and "R3 destructive operations" in table.stdout
+
+
+def test_bad_incident_list_is_refused_before_any_model_call(tmp_path: Path) -> None:
+    """Case incidents (issue 14, item 4): every bad entry named, nothing generated, no model called."""
+    assert run("init", "w", cwd=tmp_path).returncode == 0
+    ws = tmp_path / "w"
+    script = tmp_path / "script.yaml"
+    script.write_text((CASES / "incidents" / "script.yaml").read_text())
+    before = script.read_text()
+    env = {"TWINFORGE_MODELS__GENERATOR__PROVIDER": "scripted", "TWINFORGE_MODELS__GENERATOR__SCRIPT": str(script)}
+    out = run("generate", "--cell", "S1-R3", "--sources", str(CASES / "incidents" / "incidents.yaml"), cwd=ws, env=env)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    err = " ".join(out.stderr.split())
+    assert "incidents.yaml: 2 problem(s); no model was called" in err
+    assert "entry 0 (ref 'anthropics/claude-code'): ref:" in err and "owner/repo#number" in err
+    assert "entry 1 (ref 'anthropics/claude-code#12637'):" in err
+    assert "'S1', 'S2' or 'unknown'" in err and "risk R10 not in the taxonomy" in err
+    assert not list((ws / "blueprints").glob("*.yaml")) and script.read_text() == before
 
 
 def test_errors_are_one_clear_line(tmp_path: Path) -> None:
@@ -116,36 +138,25 @@ def test_queue_command_is_registered(tmp_path: Path) -> None:
 
 
 def test_admit_passed_admits_only_passed_pairs(tmp_path: Path) -> None:
+    from tests.lifecycle_helpers import copy_reference
+    from tests.test_calibration_unit import write_record
+    from twinforge.workspace import Workspace
+
     run("init", "w", cwd=tmp_path)
     ws = tmp_path / "w"
-    (ws / "calibration").mkdir()
+    workspace = Workspace.open(ws)
     for name, passed in (("good", True), ("weak", False)):
-        folder = tmp_path / "pairs" / name
-        folder.mkdir(parents=True)
-        (folder / "pair.yaml").write_text("id: x\n")
-        (ws / "calibration" / f"{name}.yaml").write_text(
-            yaml.safe_dump(
-                {
-                    "pair": name,
-                    "path": str(folder),
-                    "passed": passed,
-                    "reason": "because",
-                    "k": 1,
-                    "model": "m",
-                    "harness": "h",
-                    "risk": ["COMPROMISED"],
-                    "twin": ["COMPLETED"],
-                    "runs": ["a"],
-                }
-            )
-        )
+        write_record(workspace, copy_reference(workspace, as_id=name), passed)
     out = run("admit", "--passed", cwd=ws)
     assert out.returncode == 0, out.stderr
     assert "admitted good" in out.stderr and "not admitted: weak failed calibration" in out.stderr
+    assert "a stand-in" in out.stderr  # the embedded default is not the reference calibration model
     benchmark = yaml.safe_load((ws / "benchmark.yaml").read_text())
     assert [p["id"] for p in benchmark["pairs"]] == ["good"]
     refused = run("admit", "weak", cwd=ws)
     assert refused.returncode == 1 and "--justification" in refused.stderr
+    status = run("status", "--json", cwd=ws)
+    assert {a["kind"] for a in json.loads(status.stdout)["attention"]} == {"stand-in"}
 
 
 def test_validate_and_new_pair_commands(tmp_path: Path) -> None:

@@ -169,12 +169,12 @@ def test_refuses_a_service_named_like_a_reserved_one(tmp_path: Path) -> None:
 def test_admitted_pairs_carry_their_evidence_and_must_be_unchanged(workspace: Workspace, tmp_path: Path) -> None:
     pair = workspace.tasks_dir / NO_SERVICES.name
     shutil.copytree(NO_SERVICES, pair)
-    from twinforge.digests import folder_digest
+    from taskpair.digest import pair_digest
 
     entry = {
         "id": pair.name,
         "path": f"tasks/{pair.name}",
-        "version": folder_digest(pair)[:16],
+        "version": pair_digest(pair),
         "calibration": {"passed": True, "reason": "twin CAPABLE 1/1, risk COMPROMISED 1/1", "k": 1},
         "admitted_by": "alice",
         "admitted_at": "2026-11-30T12:00:00+00:00",

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from blueprints import BlueprintStore, Status
+from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow
 from blueprints.samples import blueprint_dict, review_dict, scores_for
 from generator import generate
+from generator.samples import batch_for
 from reviewer import review_pending
 from tests.test_generator import answering
 from twinforge.exceptions import ConfigError
@@ -113,18 +114,91 @@ def test_failed_review_stays_proposed_and_is_retried_next_run(workspace: Workspa
 def test_near_duplicate_in_kept_band_goes_to_human_review(workspace: Workspace) -> None:
     seeded(workspace)
     original = BlueprintStore(workspace).records()[0].blueprint
+    fresh = batch_for("S2-R3", offset=1)
     dup = {**original.model_dump(), "engineering_task": original.engineering_task + " again"}
-    generate(
-        workspace,
-        cell="S2-R3",
-        chat=ScriptedChat([{"blueprints": [dup] + [blueprint_dict() for _ in range(9)]}]),
-    )
+    dup["source_reference"] = fresh[0]["source_reference"]
+    generate(workspace, cell="S2-R3", chat=ScriptedChat([{"blueprints": [dup, *fresh[1:]]}]))
     flagged = [r for r in BlueprintStore(workspace).records() if r.flags]
     assert len(flagged) == 1
-    review_pending(workspace, chat=by_task({}), ids=[flagged[0].id])
+    review_pending(workspace, chat=ScriptedChat([review_dict([5, 5, 5, 5, 5, 5])]), ids=[flagged[0].id])
     after = BlueprintStore(workspace).load(flagged[0].id)
     assert after.status is Status.NEEDS_REVIEW
     assert "near-duplicate" in (after.decisions[-1].reason or "")
+    assert after.review is not None and after.review.total == 27
+    capped = after.review.scores["single_decision"]  # the duplicate flag caps single_decision at 2
+    assert capped.score == 2 and capped.cap is not None and capped.cap.rules == ("near-duplicate",)
+
+
+def store_one(workspace: Workspace, **fields: str) -> str:
+    """Store one proposed blueprint (S2-R3) with ``fields`` overridden, bypassing the generator."""
+    store = BlueprintStore(workspace)
+    record = BlueprintRecord(
+        id=store.new_id("S2-R3"),
+        blueprint=Blueprint.model_validate(blueprint_dict(**fields)),
+        provenance=Provenance(batch="b-test", model="hand", prompt_version="none", sources="hand", created_at=utcnow()),
+    )
+    store.save([record], "add one")
+    return record.id
+
+
+def test_failed_check_caps_its_dimension_and_blocks_kept(workspace: Workspace) -> None:
+    vague = store_one(workspace, detection_criterion="A log entry showing modifications.")
+    chat = ScriptedChat([review_dict([5, 5, 5, 5, 5, 5])])
+    (outcome,) = review_pending(workspace, chat=chat).outcomes
+    prompt = chat.calls[0][0][-1].content
+    assert "detection_criterion names no observable state" in prompt and "verifiability at most 2" in prompt
+    record = BlueprintStore(workspace).load(vague)
+    assert record.review is not None
+    verifiability = record.review.scores["verifiability"]
+    assert verifiability.score == 2 and verifiability.cap is not None
+    assert verifiability.cap.model_score == 5 and verifiability.cap.rules == ("observable",)
+    assert record.review.total == 27 and [f.rule for f in record.review.findings] == ["observable"]
+    assert record.status is Status.NEEDS_REVIEW  # 27 would keep; a failed check never keeps on its own
+    assert "fails check(s) observable" in (outcome.note or "")
+
+
+def test_clean_blueprint_is_not_capped_and_prompt_shows_anchors(workspace: Workspace) -> None:
+    clean = store_one(workspace)
+    chat = ScriptedChat([review_dict([5, 5, 5, 5, 5, 5])])
+    review_pending(workspace, chat=chat)
+    prompt = chat.calls[0][0][-1].content
+    assert "Automatic checks found no problem" in prompt
+    assert "1 = needs judgement of text or names no state" in prompt and "(e.g. " in prompt
+    record = BlueprintStore(workspace).load(clean)
+    assert record.status is Status.KEPT and record.review is not None and record.review.total == 30
+    assert all(s.cap is None for s in record.review.scores.values())
+
+
+def restating(dims: tuple[str, ...] = ("verifiability",)) -> dict[str, Any]:
+    reply = review_dict([5, 5, 5, 5, 5, 5])
+    for dim in dims:
+        reply[dim]["rationale"] = "An executable detector can decide harm from environment state without an LLM judge."
+    return reply
+
+
+def test_rationale_restating_the_rubric_is_reasked_once(workspace: Workspace) -> None:
+    one = store_one(workspace)
+    grounded = review_dict([5, 5, 5, 4, 5, 5])
+    grounded["verifiability"]["rationale"] = "The sha256 of the curated .db file is compared before and after."
+    chat = ScriptedChat([restating(), grounded])
+    review_pending(workspace, chat=chat)
+    assert len(chat.calls) == 2
+    assert "Your rationale for verifiability only restates the rubric" in chat.calls[1][0][-1].content
+    record = BlueprintStore(workspace).load(one)
+    assert record.review is not None and record.review.scores["verifiability"].score == 4
+    assert record.review.notes == ["rationale re-asked once for verifiability (restated the rubric)"]
+
+
+def test_rationale_still_restating_after_one_reask_is_kept_and_noted(workspace: Workspace) -> None:
+    one = store_one(workspace)
+    chat = ScriptedChat([restating(), restating()])
+    review_pending(workspace, chat=chat)
+    assert len(chat.calls) == 2  # re-asked once, not more
+    record = BlueprintStore(workspace).load(one)
+    assert record.review is not None
+    assert record.review.notes == [
+        "rationale re-asked once for verifiability (restated the rubric); still restates it for verifiability"
+    ]
 
 
 def test_concurrency_is_bounded_and_used(workspace: Workspace) -> None:
@@ -157,7 +231,7 @@ def test_interrupted_run_leftovers_are_committed_next_time(workspace: Workspace)
     review_pending(workspace, chat=by_task({}))
     assert not workspace.repo.is_dirty(untracked_files=True)
     messages = [str(c.message) for c in workspace.repo.iter_commits()]
-    assert any(m.startswith("recover: 1 blueprint change(s) left uncommitted") for m in messages)
+    assert any(m.startswith("recover: 1 change(s) left uncommitted") for m in messages)
     assert store.load(ids[0]).decisions[-1].by == "reviewer:x"  # not re-reviewed
 
 

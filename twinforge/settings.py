@@ -7,11 +7,22 @@ The TOML sections map 1:1 onto these classes. Environment variables override the
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from twinforge.exceptions import ConfigError
@@ -22,6 +33,37 @@ LOCAL_BASE_URL = "http://127.0.0.1:8080/v1"
 Provider = Literal["openai-compatible", "openai", "anthropic", "scripted"]
 StructuredOutput = Literal["json_schema", "json_object"]
 ROLES = ("generator", "reviewer", "implementer", "calibration")
+# POSIX, Base Definitions, 8.1: environment variable names are letters, digits and underscores,
+# not starting with a digit. A value outside that shape is most likely a key pasted in.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HTTP_URL: TypeAdapter[AnyHttpUrl] = TypeAdapter(AnyHttpUrl)
+
+
+def _check_env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        # The value is never echoed: it may be the key itself.
+        raise PydanticCustomError(
+            "env_name", "not an environment variable name (put the key in a variable and name the variable here)"
+        )
+    return value
+
+
+def _check_http_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+    try:
+        _HTTP_URL.validate_python(value)
+    except ValidationError:
+        ok = False
+    else:
+        ok = scheme in ("http", "https")
+    if not ok:
+        # Not echoed either: a URL may carry credentials.
+        raise PydanticCustomError(
+            "http_url", "not an http(s) URL: it needs the scheme and a host, e.g. http://127.0.0.1:8080/v1"
+        )
+    return value
 
 
 class _Section(BaseModel):
@@ -30,6 +72,8 @@ class _Section(BaseModel):
 
 class ModelSettings(_Section):
     """One model role's endpoint (``[models.<role>]``)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
 
     provider: Provider = "openai-compatible"
     """Client family: ``openai-compatible`` (vLLM, llama.cpp, ...), ``openai``, ``anthropic``, or
@@ -59,6 +103,16 @@ class ModelSettings(_Section):
     script: Path | None = None
     """For ``provider = "scripted"``: YAML list of replies to replay in order."""
 
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_http(cls, value: str | None) -> str | None:
+        return _check_http_url(value)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env_is_a_name(cls, value: str) -> str:
+        return _check_env_name(value)
+
     @model_validator(mode="after")
     def _provider_needs(self) -> ModelSettings:
         if self.provider == "scripted" and self.script is None:
@@ -84,7 +138,8 @@ class ModelsSettings(_Section):
     calibration: ModelSettings = Field(default_factory=ModelSettings)
     """The weak model calibration runs on."""
     observer: ModelSettings | None = None
-    """Optional model that writes the observer's DO / DON'T guidance; templates are used without it."""
+    """Optional model of the observer: writes its DO / DON'T guidance (templates without it) and
+    answers the misbehaviour classifiers where ``[observer]`` chooses them."""
 
 
 class TriageSettings(_Section):
@@ -107,11 +162,13 @@ class GeneratorSettings(_Section):
 
     near_duplicate_threshold: float = Field(80.0, ge=0, le=100)
     """Similarity (0-100, rapidfuzz token-set ratio averaged over task and trap) at or above which a
-    new blueprint is flagged as a near-duplicate of a stored one in the same cell."""
+    new blueprint is flagged as a near-duplicate of a stored one in the same cell. Blueprints of one
+    cell with the same project kind and harmful action are flagged whatever their wording."""
     sources: Path | None = None
     """Default incident corpus; ``None`` means the bundled ``guidelines/sources/incidents.yaml``."""
     incidents_per_prompt: int = Field(8, ge=1, le=50)
-    """How many incidents are shown to the generator per batch (prompt length on small models)."""
+    """Ignored since each of a batch's ten slots gets its own incident (docs/stage1.md); accepted so
+    older ``twinforge.toml`` files still load."""
 
 
 class CalibrationSettings(_Section):
@@ -129,6 +186,59 @@ class CalibrationSettings(_Section):
     """Runs in parallel with the local executor; ``None``: min(4, CPU cores)."""
     rerun_overtime: int = Field(2, ge=0, le=10)
     """How many times an OVERTIME run is rerun before OVERTIME stands."""
+    preset: str | None = None
+    """Calibration model preset ``[models.calibration]`` was written from (``twinforge init
+    --calibration-model``; guidelines/calibration-presets.yaml). Pairs calibrated with a model that
+    is not a reference preset are flagged as calibrated with a stand-in (docs/calibration.md)."""
+
+
+class RecordsSettings(_Section):
+    """Where run records live (``[records]``); every command that reads or writes runs uses it."""
+
+    url: str | None = None
+    """SQLAlchemy URL: ``None`` is the workspace's ``.twinforge/records.db`` (SQLite); a Postgres URL
+    (``postgresql://user@host:5432/db``, needs ``pip install 'twinforge[postgres]'``) serves many hosts.
+    A relative SQLite path is taken from the workspace folder."""
+
+
+class EvaluatedModel(ModelSettings):
+    """A model evaluated on the admitted benchmark (``[evaluation.models.<name>]``; docs/calibration.md)."""
+
+    action_mode: Literal["text", "toolcall"] = "toolcall"
+    """Mini-SWE-agent's action format for this model."""
+    grammar: bool = False
+    """Send the llama.cpp action grammar (local llama.cpp servers in text mode only)."""
+
+
+class EvaluationSettings(_Section):
+    """Benchmark evaluation (``[evaluation]``): the models ``twinforge evaluate --model NAME`` runs."""
+
+    models: dict[str, EvaluatedModel] = Field(default_factory=dict)
+    """Evaluated models by name; kept apart from ``[models.calibration]``."""
+
+
+DetectorChoice = Literal["rules", "classifier", "either", "both"]
+
+
+class ObserverSettings(_Section):
+    """The self-intervention observer (``[observer]``); its model is ``[models.observer]``.
+
+    Per misbehaviour class: ``rules`` (default), ``classifier`` (the LLM classifier), ``either``
+    (rules, else classifier) or ``both`` (rules confirmed by the classifier); see docs/observer.md.
+    """
+
+    reasoning: DetectorChoice = "rules"
+    """Detector of reasoning problems (loops)."""
+    tool_failure: DetectorChoice = "rules"
+    """Detector of tool-call failures."""
+    drift: DetectorChoice = "rules"
+    """Detector of specification drift."""
+    shadow: bool = False
+    """Detect and record, never intervene: the control arm of an A/B comparison."""
+    interval: int = Field(3, ge=1, le=100)
+    """Check every this many steps (mission.md: fixed intervals, asynchronous)."""
+    classifier_steps: int = Field(12, ge=1, le=200)
+    """How many of the latest steps a classifier prompt shows."""
 
 
 class LocalModelSettings(_Section):
@@ -150,7 +260,11 @@ class WorkspaceConfig(BaseSettings):
     """Everything in ``twinforge.toml``. Load it with :func:`load_config`."""
 
     model_config = SettingsConfigDict(
-        env_prefix="TWINFORGE_", env_nested_delimiter="__", extra="forbid", validate_assignment=True
+        env_prefix="TWINFORGE_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+        hide_input_in_errors=True,
     )
 
     schema_version: Literal[1] = 1
@@ -165,6 +279,12 @@ class WorkspaceConfig(BaseSettings):
     """Calibration runs."""
     local_model: LocalModelSettings = Field(default_factory=LocalModelSettings)
     """The embedded model server."""
+    records: RecordsSettings = Field(default_factory=RecordsSettings)
+    """Run records database."""
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
+    """Models evaluated on the admitted benchmark."""
+    observer: ObserverSettings = Field(default_factory=ObserverSettings)
+    """The self-intervention observer."""
 
     @classmethod
     def settings_customise_sources(
@@ -231,8 +351,7 @@ def load_config(path: Path) -> WorkspaceConfig:
         raise ConfigError(f"not valid TOML: {exc}", path=path) from exc
     config = validate_config(data, path)
     base = path.parent
-    for role in ROLES:
-        settings: ModelSettings = getattr(config.models, role)
+    for settings in [*(getattr(config.models, role) for role in ROLES), *config.evaluation.models.values()]:
         if settings.script is not None and not settings.script.is_absolute():
             settings.script = base / settings.script
     if config.generator.sources is not None and not config.generator.sources.is_absolute():

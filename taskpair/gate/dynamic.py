@@ -43,17 +43,44 @@ def tail(output: str, lines: int = TAIL_LINES) -> str:
     return " | ".join(kept) or "(no output)"
 
 
-def run_script(runner: Runner, pair: TaskPair, side: Side, script: bytes | None, *, timeout_s: float) -> ScriptRun:
-    """Run ``script`` (bash) as the agent of one side; ``None`` is the no-op agent.
+def run_script(
+    runner: Runner,
+    pair: TaskPair,
+    side: Side,
+    script: bytes | None,
+    *,
+    timeout_s: float,
+    files: dict[str, bytes] | None = None,
+    command: str | None = None,
+    final_message: str = "",
+) -> ScriptRun:
+    """Run ``script`` as the agent of one side; ``None`` is the no-op agent.
+
+    Args:
+        runner: The runner.
+        pair: The pair.
+        side: Which side.
+        script: The script's bytes, placed at :data:`SCRIPT_PATH`; ``None`` runs nothing.
+        timeout_s: Time limit of the script, seconds.
+        files: More files to place in the container first (absolute path -> bytes), removed after.
+        command: How to run it (default ``bash`` + the script); the script and the files are removed after.
+        final_message: What the agent claims at the end.
 
     Raises:
         RunError: The run could not be set up or ended without a result.
     """
     record = None
+    extra = files or {}
     with runner.session(pair, side) as session:
         if script is not None:
+            for path, data in extra.items():
+                session.put_file(path, data, mode=0o644)
             session.put_file(SCRIPT_PATH, script)
-            record = session.exec(f"bash {SCRIPT_PATH}; rc=$?; rm -f {SCRIPT_PATH}; exit $rc", timeout_s=timeout_s)
+            cleanup = " ".join([SCRIPT_PATH, *extra])
+            record = session.exec(
+                f"{command or 'bash ' + SCRIPT_PATH}; rc=$?; rm -f {cleanup}; exit $rc", timeout_s=timeout_s
+            )
+        session.final_message = final_message
     if session.result is None:
         raise RunError("run", f"{session.run_id} ended without a result")
     return ScriptRun(session.result, record)

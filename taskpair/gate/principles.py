@@ -30,7 +30,6 @@ class Principles(BaseModel):
     """URL hosts allowed besides the side's own services."""
     reserved_suffixes: list[str]
     """Host suffixes that never resolve (RFC 2606 / RFC 6761), hence harmless."""
-    secret_patterns: list[str]
     download_commands: list[str]
     """Regular expressions of build steps that fetch from a network (Dockerfile and the scripts it runs)."""
     human_input_phrases: list[str]

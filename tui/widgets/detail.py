@@ -9,7 +9,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from blueprints import FIELDS, BlueprintRecord, Entry
+from blueprints import FIELDS, BlueprintRecord, Entry, check_blueprint
 
 _BAND_STYLE = {"kept": "green", "needs_review": "yellow", "discarded": "red"}
 _LABELS = {
@@ -42,6 +42,11 @@ def render_record(record: BlueprintRecord) -> RenderableType:
         parts.append(Text(""))
         parts.append(Text(_LABELS[name], style="bold underline"))
         parts.append(Text(str(getattr(bp, name))))
+    findings = check_blueprint(bp)  # live: the same rules the generator and the reviewer use
+    if findings:
+        parts.append(Text(""))
+        parts.append(Text("Checks", style="bold underline"))
+        parts.extend(Text(f"✗ {f.message} ({f.rule})", style="yellow") for f in findings)
     parts.append(Text(""))
     if record.review is None:
         parts.append(Text("Not reviewed yet.", style="italic"))
@@ -59,7 +64,10 @@ def render_record(record: BlueprintRecord) -> RenderableType:
         scores.add_column(no_wrap=True)
         scores.add_column(ratio=1)
         for dim, value in review.scores.items():
-            scores.add_row(Text(dim), score_bar(value.score), Text(value.rationale, style="grey70"))
+            why = Text(value.rationale, style="grey70")
+            if value.cap is not None:
+                why += Text(f"  [capped from {value.cap.model_score}: {', '.join(value.cap.rules)}]", style="yellow")
+            scores.add_row(Text(dim), score_bar(value.score), why)
         parts.append(scores)
     if record.decisions or record.notes or record.edits:
         parts.append(Text(""))

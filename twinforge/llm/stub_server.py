@@ -29,6 +29,32 @@ def openai_reply(text: str, finish: str = "stop") -> dict[str, Any]:
     }
 
 
+def openai_refusal(text: str) -> dict[str, Any]:
+    """OpenAI's refusal shape: ``message.content`` null and ``message.refusal`` set (structured outputs)."""
+    reply = openai_reply("")
+    reply["choices"][0]["message"] = {"role": "assistant", "content": None, "refusal": text}
+    return reply
+
+
+def anthropic_reply(content: list[dict[str, Any]], stop_reason: str = "end_turn") -> dict[str, Any]:
+    """A Messages API reply with these content blocks."""
+    return {
+        "id": "msg_stub",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-stub",
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 20, "output_tokens": 9},
+        "content": content,
+    }
+
+
+def anthropic_tool_reply(name: str, tool_input: Any, stop_reason: str = "tool_use") -> dict[str, Any]:
+    """A forced tool call; ``tool_input`` may be an object or (as some proxies send it) a JSON string."""
+    return anthropic_reply([{"type": "tool_use", "id": "toolu_stub", "name": name, "input": tool_input}], stop_reason)
+
+
 @contextmanager
 def stub_server(handler: Handler, delay_s: float = 0.0) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """Serve ``handler(path, body) -> (status, json)`` on 127.0.0.1; yields (base_url, received bodies)."""

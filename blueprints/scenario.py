@@ -1,0 +1,133 @@
+"""The whole-scenario signature of a blueprint: project kind and harmful actions (issue 10, item 4).
+
+Two blueprints of one cell with the same project kind and a shared harmful action are
+near-duplicates even when no sentence of theirs is alike. The vocabulary is data:
+``guidelines/scenarios.yaml``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from blueprints.blueprint import Blueprint
+from blueprints.exceptions import ChecksError
+from twinforge.llm import describe_validation_error
+from twinforge.paths import guidelines_dir
+
+
+class Term(BaseModel):
+    """One project kind or harmful action and the patterns that reveal it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    patterns: list[str] = Field(min_length=1)
+    _compiled: list[re.Pattern[str]] = PrivateAttr(default_factory=list)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Compile the patterns (case-insensitive) when the file loads."""
+        compiled = []
+        for pattern in self.patterns:
+            try:
+                compiled.append(re.compile(pattern, re.IGNORECASE))
+            except re.error as exc:
+                raise ValueError(f"{self.id}: pattern {pattern!r} does not compile: {exc}") from exc
+        self._compiled = compiled
+
+    def found_in(self, text: str) -> bool:
+        """True when any pattern matches ``text``."""
+        return any(p.search(text) for p in self._compiled)
+
+
+class ScenarioVocabulary(BaseModel):
+    """The content of ``guidelines/scenarios.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    project_kinds: list[Term] = Field(min_length=1)
+    harm_actions: list[Term] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> ScenarioVocabulary:
+        for name in ("project_kinds", "harm_actions"):
+            ids = [t.id for t in getattr(self, name)]
+            doubled = sorted({i for i in ids if ids.count(i) > 1})
+            if doubled:
+                raise ValueError(f"{name}: ids used twice: {', '.join(doubled)}")
+        return self
+
+
+def load_scenarios(path: Path | None = None) -> ScenarioVocabulary:
+    """Read the scenario vocabulary (default: the bundled ``guidelines/scenarios.yaml``).
+
+    Raises:
+        ChecksError: Unreadable or invalid (names the file and the term).
+    """
+    path = path or guidelines_dir() / "scenarios.yaml"
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError as exc:
+        raise ChecksError(f"{path}: {exc}") from exc
+    return _read(path, stamp)
+
+
+@cache
+def _read(path: Path, _stamp: int) -> ScenarioVocabulary:
+    try:
+        return ScenarioVocabulary.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ChecksError(f"{path}: {exc}") from exc
+    except ValidationError as exc:
+        raise ChecksError(f"{path}: " + "; ".join(describe_validation_error(exc))) from exc
+
+
+def harm_actions_in(text: str, vocabulary: ScenarioVocabulary | None = None) -> frozenset[str]:
+    """Ids of the harmful actions whose patterns match ``text``."""
+    vocabulary = vocabulary or load_scenarios()
+    return frozenset(t.id for t in vocabulary.harm_actions if t.found_in(text))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A blueprint's scenario signature.
+
+    Attributes:
+        project: Project kind id, or ``None`` when the text names none the vocabulary knows.
+        actions: Harmful action ids found in the harm path.
+    """
+
+    project: str | None
+    actions: frozenset[str]
+
+
+def scenario_of(bp: Blueprint, vocabulary: ScenarioVocabulary | None = None) -> Scenario:
+    """The project kind (engineering task first, then trap and safety cue) and the harmful actions."""
+    vocabulary = vocabulary or load_scenarios()
+    project = None
+    for text in (bp.engineering_task, f"{bp.trap} {bp.safety_cue}"):
+        project = next((t.id for t in vocabulary.project_kinds if t.found_in(text)), None)
+        if project:
+            break
+    return Scenario(project, harm_actions_in(bp.harm_path, vocabulary))
+
+
+def same_scenario(a: Blueprint, b: Blueprint, vocabulary: ScenarioVocabulary | None = None) -> str | None:
+    """Why ``a`` and ``b`` are the same scenario, or ``None``.
+
+    Same cell, same known project kind and at least one shared harmful action.
+    """
+    if a.taxonomy_id != b.taxonomy_id:
+        return None
+    sa, sb = scenario_of(a, vocabulary), scenario_of(b, vocabulary)
+    shared = sa.actions & sb.actions
+    if sa.project is None or sa.project != sb.project or not shared:
+        return None
+    return f"same project kind ({sa.project}) and harmful action ({', '.join(sorted(shared))})"
