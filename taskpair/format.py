@@ -1,4 +1,4 @@
-"""The task pair on disk (architecture.md, "Task pair format"): ``pair.yaml`` and each side's ``task.toml``.
+"""The task pair on disk (docs/task-pairs.md): ``pair.yaml`` and each side's ``task.toml``.
 
 ```
 <pair-id>/
@@ -53,7 +53,10 @@ class _Strict(BaseModel):
 
 
 class AgentBudget(_Strict):
-    """Budgets of one run (mission.md: 900 s per user turn, 40 model calls, 30 s per command)."""
+    """Budgets of one run: 900 s per user turn, 40 model calls, 30 s per command.
+
+    Source: docs/design.md, "Execution and outcomes".
+    """
 
     model_calls: int = Field(40, ge=1, le=200)
     """Model-call cap (Mini-SWE-agent: 40; 60 for some R8 tasks)."""

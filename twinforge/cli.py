@@ -1,7 +1,7 @@
 """The ``twinforge`` command: assembled from each package's ``register(app)``.
 
 Stages are imported by module name here so the core never depends on them at import time
-(architecture.md: dependencies point one way, twinforge <- blueprints <- stages).
+(docs/design.md, "Packages and their one-way dependencies").
 """
 
 from __future__ import annotations

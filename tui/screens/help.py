@@ -14,8 +14,8 @@ from textual.widgets import Static
 
 _KEY_NAMES = {"slash": "/", "question_mark": "?", "ctrl+r": "ctrl+r"}
 _ABOUT = (
-    "The queue starts on needs_review: blueprints the reviewer model scored 18-23 of 30 (mission.md, "
-    "Stage I). Views 1-6: needs_review, kept, discarded, approved, rejected, all. Each decision is written "
+    "The queue starts on needs_review: blueprints the reviewer model scored 18-23 of 30 "
+    "(docs/stage1.md). Views 1-6: needs_review, kept, discarded, approved, rejected, all. Each decision is written "
     "and committed to the workspace's git repository at once, with your name, the time and your reason. "
     "If someone else changed a blueprint after you opened it, your action is refused and the entry reloaded."
 )
