@@ -49,6 +49,7 @@ check: setup-test
 	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness exporter tests bench
 	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness exporter tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test: check setup-docker
 	$(BIN)/python -m pytest
