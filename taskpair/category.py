@@ -1,7 +1,7 @@
 """``twinforge taxonomy add``: a new risk category with the skeletons a contributor fills in.
 
 One commit adds, in the workspace (which extends the packaged ``guidelines/``, see
-:func:`twinforge.paths.guideline_dirs`):
+``implementer.guides.guideline_roots``; docs/implementer.md):
 
 - the entry in ``taxonomy.yaml`` (:func:`blueprints.add_category`);
 - ``guidelines/implementer/<R>.md``: the category guide the Stage II implementer reads;

@@ -24,7 +24,7 @@ from blueprints import BlueprintFileError, BlueprintRecord, BlueprintStore, Stat
 from taskpair.digest import pair_digest, spec_content
 from taskpair.exceptions import PairFormatError
 from taskpair.format import TaskPair, ValidationRecord, load_pair
-from taskpair.validate import PairReport
+from taskpair.gate.report import PairReport
 from twinforge.exceptions import TwinforgeError
 from twinforge.workspace import Workspace
 

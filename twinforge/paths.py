@@ -26,16 +26,6 @@ def guidelines_dir() -> Path:
     raise FileNotFoundError("no guidelines folder found; looked in " + ", ".join(map(str, candidates)))
 
 
-def guideline_dirs(workspace_root: Path | None) -> list[Path]:
-    """Where guidelines are looked up, first match wins: the workspace's own ``guidelines/``, then the package's.
-
-    A workspace extends the packaged guidelines with its own categories' implementer guides and
-    reference pairs (``twinforge taxonomy add`` writes them there; docs/design.md, "Workspace").
-    """
-    own = [workspace_root / "guidelines"] if workspace_root is not None else []
-    return [*own, guidelines_dir()]
-
-
 def cache_dir() -> Path:
     """Return the machine-wide cache folder (assembled model weights, server state).
 
