@@ -59,9 +59,10 @@ demo: setup-demo setup-docker
 	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
 
 check: setup-test
-	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer tests bench
-	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer tests bench
+	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer exporter tests bench
+	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer exporter tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test: check setup-docker setup-postgres
 	$(BIN)/python -m pytest

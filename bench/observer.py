@@ -4,7 +4,7 @@
     prefix), median, next to a floor measured side by side (parsing the prefix into steps).
     Target: <= 5 ms median.
 (b) Detection precision and recall per misbehaviour class and per source (real recordings of local
-    models in each Mini-SWE-agent mode, hand-labelled in tests/data/trajectories/labels.yaml, vs
+    models in each Mini-SWE-agent mode, hand-labelled in observer/data/trajectories/labels.yaml, vs
     generated trajectories with planted misbehaviours), for: rules, the LLM classifier, either
     (rules, else classifier), both (rules confirmed by the classifier). Cost per check: rules in
     milliseconds; the classifier in seconds and tokens per call, as measured on the model used.
@@ -23,20 +23,22 @@ import hashlib
 import json
 import resource
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from observer import CLASSES, Finding, detect, read_messages, steps_from_messages  # noqa: E402
 from observer.classifier import MisbehaviourClassifier  # noqa: E402
 from observer.exceptions import ClassifierError  # noqa: E402
+from observer.labelled import (  # noqa: E402
+    Labelled,
+    real,
+    synthetic,
+    turn,
+)
 from observer.plan import CHOICES, combine  # noqa: E402
-from tests.labelled import Labelled, real, synthetic  # noqa: E402
-from tests.labelled import _turn as turn  # noqa: E402
 from twinforge.llm import make_chat_model  # noqa: E402
 from twinforge.settings import ModelSettings  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 Runs ``calibrate`` (real task containers, the model behind twinforge's proxy) on reference pairs
 with a quick call cap, then copies each run's trajectory to ``--out`` as
-``<tag>-<pair>-<side>.json``. Label the copies by hand in ``tests/data/trajectories/labels.yaml``.
+``<tag>-<pair>-<side>.json``. Label the copies by hand in ``observer/data/trajectories/labels.yaml``.
 
 Text mode uses the shared Qwen server. The tool-calling mode against a llama-cpp-python server
 needs two things the server lacks on its own: a ``tool_choice`` naming the harness's ``bash`` tool

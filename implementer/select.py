@@ -10,7 +10,7 @@ from blueprints import BlueprintRecord, BlueprintStore, Status
 from implementer.exceptions import ImplementerError
 
 READY = (Status.KEPT, Status.APPROVED)
-"""Stage I retained it (review total >= 24) or a reviewer approved it (architecture.md)."""
+"""Stage I retained it (review total >= 24) or a reviewer approved it (docs/design.md, "The pipeline")."""
 RETRYABLE = (*READY, Status.IMPL_FAILED)
 """Named explicitly, a failed blueprint is tried again."""
 

@@ -28,7 +28,7 @@ from calibration.results import Benchmark, CalibrationRecord
 from taskpair.digest import pair_digest
 from taskpair.engine import client
 from tests.lifecycle_helpers import copy_reference, mark_validated
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

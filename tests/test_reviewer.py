@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow
+from blueprints.samples import blueprint_dict, review_dict, scores_for
 from generator import generate
+from generator.samples import batch_for
 from reviewer import review_pending
-from tests.conftest import batch_for, blueprint_dict, review_dict, scores_for
 from tests.test_generator import answering
 from twinforge.exceptions import ConfigError
 from twinforge.llm import Message, ScriptedChat

@@ -37,7 +37,7 @@ from taskpair.validate import CheckResult
 from twinforge.atomic import atomic_write_text
 
 PROVENANCE = "agent:mini-swe-agent"
-COMMAND_TIMEOUT_S = 30.0  # mission.md: 30 s per command
+COMMAND_TIMEOUT_S = 30.0  # docs/design.md, "Execution and outcomes": 30 s per command
 
 
 def pair_checks(job: Job, dynamic: bool) -> list[CheckResult]:
