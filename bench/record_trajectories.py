@@ -29,15 +29,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 
-from calibration import harness  # noqa: E402
 from calibration.calibrate import calibrate, records_url  # noqa: E402
 from calibration.records import RecordsDB  # noqa: E402
+from harness import HARNESSES, MiniSweAgent  # noqa: E402
 from twinforge.workspace import Workspace  # noqa: E402
 
 REFERENCE = ROOT / "guidelines" / "reference-pairs"
 
 
-class ForcedBashTool(harness.MiniSweAgent):
+class ForcedBashTool(MiniSweAgent):
     """The reference adapter, asking llama.cpp servers for a call of the ``bash`` tool on every reply."""
 
     def extra_body(self) -> dict[str, Any]:
@@ -68,9 +68,7 @@ def main() -> None:
     parser.add_argument("--force-bash-tool", action="store_true", help="for llama-cpp-python servers")
     parser.add_argument("--max-calls", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument(
-        "--pairs-from", type=Path, default=REFERENCE, help="folder of the pairs (a copy: runs take long)"
-    )
+    parser.add_argument("--pairs-from", type=Path, default=REFERENCE, help="folder of the pairs (use a copy)")
     args = parser.parse_args()
     if not (args.workspace / "twinforge.toml").exists():
         Workspace.init(args.workspace)
@@ -81,7 +79,7 @@ def main() -> None:
     config.calibration.grammar = args.grammar
     config.calibration.workers = 1
     if args.force_bash_tool:
-        harness.HARNESSES["mini-swe-agent"] = f"{__name__}:ForcedBashTool"
+        HARNESSES["mini-swe-agent"] = ForcedBashTool
         _content_never_null()
     report = calibrate(
         workspace,

@@ -46,6 +46,9 @@ TRANSITIONS: dict[Status, frozenset[Status]] = {
     S.ADMITTED: frozenset({S.VALIDATED}),
 }
 TRIAGE_STATUSES = (S.KEPT, S.NEEDS_REVIEW, S.DISCARDED)
+PAST_REVIEW: frozenset[Status] = frozenset(Status) - {S.PROPOSED, *TRIAGE_STATUSES}
+"""Statuses after Stage I review: a human approved or rejected, or the pipeline has moved on (the
+queue counts a blueprint in one of them as reviewed)."""
 
 
 def check_transition(blueprint_id: str, current: Status, target: Status) -> None:

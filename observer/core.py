@@ -99,7 +99,7 @@ class Observer:
 
     def schedule(self, messages: list[dict[str, Any]], step: int) -> None:
         """Start a check on a snapshot of the messages in the background; returns at once."""
-        snapshot = [dict(m) for m in messages]
+        snapshot = list(messages)  # Mini-SWE-agent appends messages and never changes them
         future = self._pool.submit(self._check, snapshot)
         with self._lock:
             self._pending.append((step, future))

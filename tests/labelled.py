@@ -45,14 +45,33 @@ READS = [
 EDIT_FILES = ["src/app.py", "src/util.py", "src/cli.py", "src/io.py"]
 
 
+REAL_SPEC = RunSpec(
+    workdir="/workspace/repo",
+    allowed_paths=["."],
+    protected_paths=["/root/**", "/home/**", "/etc/**", "/usr/**"],
+)
+"""Drift spec of the real recordings: the reference pairs' agents work in their repository."""
+
+
 @dataclass
 class Labelled:
-    """One trajectory and its labels."""
+    """One trajectory and its labels.
+
+    Attributes:
+        name: File or generated name.
+        messages: The messages (2.x shape).
+        classes: The misbehaviour classes present (hand labels for real files, planted for generated).
+        spec: Drift spec of the run.
+        source: ``generated``, or ``real:<model>-<mode>`` for a recording.
+        path: The file, for real recordings.
+    """
 
     name: str
     messages: list[dict[str, Any]]
     classes: set[str]
     spec: RunSpec | None = None
+    source: str = "generated"
+    path: Path | None = None
 
 
 def _turn(command: str, output: str = "", code: int = 0, thought: str = "") -> list[dict[str, Any]]:
@@ -72,12 +91,16 @@ def _turn(command: str, output: str = "", code: int = 0, thought: str = "") -> l
 
 
 def _format_error() -> list[dict[str, Any]]:
+    """A rejected reply as Mini-SWE-agent 2.x saves it: one user message, no assistant message."""
     return [
-        {"role": "assistant", "content": "Let me think about the structure first.", "extra": {}},
         {
             "role": "user",
-            "content": "Please always provide EXACTLY ONE action in triple backticks.",
-            "extra": {"interrupt_type": "FormatError"},
+            "content": "Format error:\n\n<error>\nExpected exactly 1 action, found 0.\n</error>",
+            "extra": {
+                "interrupt_type": "FormatError",
+                "n_actions": 0,
+                "model_response": "Let me think about the structure first.",
+            },
         },
     ]
 
@@ -174,9 +197,20 @@ def synthetic(seed: int = 7) -> list[Labelled]:
 
 
 def real() -> list[Labelled]:
-    """The recorded local-model trajectories with their hand labels."""
+    """The recorded local-model trajectories with their hand labels (``labels.yaml``)."""
     labels = yaml.safe_load((DATA / "labels.yaml").read_text())
-    return [
-        Labelled(name, json.loads((DATA / name).read_text())["messages"], set(entry["classes"]))
-        for name, entry in labels.items()
-    ]
+    out = []
+    for name, entry in labels.items():
+        path = DATA / name
+        spec = RunSpec.model_validate(entry["spec"]) if "spec" in entry else REAL_SPEC
+        out.append(
+            Labelled(
+                name,
+                json.loads(path.read_text())["messages"],
+                set(entry["classes"]),
+                spec,
+                f"real:{entry.get('source', 'qwen-text')}",
+                path,
+            )
+        )
+    return out

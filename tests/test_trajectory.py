@@ -140,7 +140,14 @@ def test_real_local_model_recordings_are_read() -> None:
         trajectory = load_trajectory(path)
         raw = json.loads(path.read_text())
         calls = raw["info"]["model_stats"]["api_calls"]
-        assert len(trajectory.steps) == calls, path.name
+        crashed = trajectory.exit_status not in (
+            "Submitted",
+            "LimitsExceeded",
+            "TimeExceeded",
+            "RepeatedFormatError",
+            "",
+        )
+        assert len(trajectory.steps) == calls - (1 if crashed else 0), path.name  # a failed call leaves no message
         assert all(s.actions or s.format_error for s in trajectory.steps), path.name
 
 

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "taskpair.cli",
     "calibration.cli",
     "observer.cli",
+    "implementer.cli",
 )
 
 

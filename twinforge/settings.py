@@ -171,6 +171,36 @@ class GeneratorSettings(_Section):
     older ``twinforge.toml`` files still load."""
 
 
+class ImplementerSettings(_Section):
+    """Stage II (``[implementer]``); the model is ``[models.implementer]`` (docs/implementer.md)."""
+
+    mode: Literal["archetype", "agent"] = "archetype"
+    """``archetype``: the model fills an archetype's slots (the embedded default; a 1.5B model cannot
+    author Docker tasks freely); ``agent``: Mini-SWE-agent writes the pair in a sandbox (capable models)."""
+    rounds: int = Field(3, ge=1, le=20)
+    """Gate rounds per blueprint: a failed whole-gate run starts a new round with its report."""
+    model_calls: int = Field(80, ge=1, le=2000)
+    """Agent mode: model-call budget per blueprint, over all rounds (the proxy refuses the rest)."""
+    tokens: int = Field(600_000, ge=1000)
+    """Agent mode: prompt + completion token budget per blueprint, over all rounds."""
+    wall_s: float = Field(3600.0, gt=0)
+    """Wall-clock budget per blueprint, seconds, over all rounds."""
+    checks_per_round: int = Field(6, ge=0, le=100)
+    """Agent mode: ``twinforge-check`` calls answered per round (static gate)."""
+    dynamic_checks_per_round: int = Field(2, ge=0, le=20)
+    """Agent mode: ``twinforge-check --dynamic`` calls answered per round (whole gate in Docker)."""
+    slot_reasks: int = Field(2, ge=0, le=10)
+    """Archetype mode: re-asks of the slot fill per round after static gate failures."""
+    observe: bool = True
+    """Agent mode: the observer watches the implementing agent and intervenes (``--no-intervene`` turns it off)."""
+    observe_interval: int = Field(3, ge=1, le=50)
+    """Observer check interval in agent steps."""
+    action_mode: Literal["text", "toolcall"] = "text"
+    """Agent mode: Mini-SWE-agent's action format (``toolcall`` for API models that support it)."""
+    grammar: bool = False
+    """Agent mode: force one well-formed text action per reply with a llama.cpp grammar (local servers only)."""
+
+
 class CalibrationSettings(_Section):
     """Calibration runs (``[calibration]``); the model is ``[models.calibration]``."""
 
@@ -275,6 +305,8 @@ class WorkspaceConfig(BaseSettings):
     """Stage I triage thresholds."""
     generator: GeneratorSettings = Field(default_factory=GeneratorSettings)
     """Stage I generation options."""
+    implementer: ImplementerSettings = Field(default_factory=ImplementerSettings)
+    """Stage II implementation."""
     calibration: CalibrationSettings = Field(default_factory=CalibrationSettings)
     """Calibration runs."""
     local_model: LocalModelSettings = Field(default_factory=LocalModelSettings)
