@@ -41,7 +41,7 @@ from taskpair.format import Side, TaskPair
 from taskpair.images import build_image
 from taskpair.isolation import drop_default_route, reap
 from taskpair.outcomes import Outcome, Verdict, outcome_of
-from taskpair.rundisk import RunDisk
+from taskpair.rundisk import RunDisk, template_for
 from taskpair.services import MOUNT as SERVICES_MOUNT
 from taskpair.services import PROGRAMS, SERVICES
 from taskpair.session import RunResult, Session
@@ -65,7 +65,6 @@ class _Resources:
     network: Any = None
     services: dict[str, Container] = field(default_factory=dict)
     container: Container | None = None
-    volumes: list[Any] = field(default_factory=list)
 
 
 class Runner:
@@ -223,7 +222,10 @@ class Runner:
         self, run_id: str, side: Side, image: str, labels: dict[str, str], res: _Resources, evidence: Path
     ) -> Session:
         spec = side.spec
-        res.disk = RunDisk.create(run_id, spec.resources.disk_mb)
+        top = "/" + spec.workdir.strip("/").split("/")[0]
+        writable = tuple(p for p in dict.fromkeys((*WRITABLE, top)) if p != "/usr")
+        template = template_for(self.cli, image, spec.resources.disk_mb, writable)
+        res.disk = RunDisk.create(run_id, spec.resources.disk_mb, template=template)
         if spec.network == "internal" or spec.services:
             bridge = firewall.block(run_id, os.getpid())
             res.blocked = True
@@ -239,19 +241,7 @@ class Runner:
                 run_id, side, service.name, service.kind, service.data, res
             )
         self._wait_ready(res.services)
-        volumes: dict[str, dict[str, str]] = {}
-        top = "/" + spec.workdir.strip("/").split("/")[0]
-        for path in dict.fromkeys((*WRITABLE, top)):
-            if path == "/usr":
-                continue
-            volume = self.cli.volumes.create(
-                name=f"tf-{run_id}-{path.strip('/').replace('/', '-')}",
-                driver="local",
-                driver_opts={"type": "none", "o": "bind", "device": str(res.disk.folder("task" + path))},
-                labels=labels,
-            )
-            res.volumes.append(volume)
-            volumes[volume.name] = {"bind": path, "mode": "rw"}
+        volumes = {str(res.disk.folder("task" + path)): {"bind": path, "mode": "rw"} for path in writable}
         container = self.cli.containers.create(
             image,
             command=["sleep", "infinity"],
@@ -449,7 +439,7 @@ class Runner:
         finally:
             timings["collect"] = time.monotonic() - t2
             atomic_write_text(evidence / "collect.json", json.dumps(manifests, indent=2))
-        overtime = session.overtime or oom
+        overtime = session.overtime  # the turn budget only; a memory kill is recorded, not OVERTIME
         verdict: Verdict | None = None
         error: str | None = problem
         if problem is None:
@@ -508,13 +498,6 @@ class Runner:
                 pass
             except DockerException as exc:
                 problems.append(f"container {item.name}: {exc}")
-        for volume in res.volumes:
-            try:
-                volume.remove(force=True)
-            except NotFound:
-                pass
-            except DockerException as exc:
-                problems.append(f"volume {volume.name}: {exc}")
         if res.network is not None:
             try:
                 res.network.remove()
