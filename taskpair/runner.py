@@ -42,16 +42,13 @@ from taskpair.images import build_image
 from taskpair.isolation import drop_default_route, reap
 from taskpair.outcomes import Outcome, Verdict, outcome_of
 from taskpair.rundisk import RunDisk, template_for
-from taskpair.services import MOUNT as SERVICES_MOUNT
-from taskpair.services import PROGRAMS, SERVICES
+from taskpair.service_containers import start_service, wait_ready
 from taskpair.session import RunResult, Session
 from twinforge.atomic import atomic_write_text
 
-SERVICE_START_S = 30.0
 # Folders of the task container that stay writable (on the run disk); the rest of the root file
 # system is read-only. Docker fills each from the image when the container is created.
 WRITABLE = ("/etc", "/root", "/home", "/tmp", "/var", "/opt", "/srv", "/mnt", "/media", "/run", "/usr/local")
-SERVICE_WRITABLE = ("/logs", "/srv", "/tmp", "/root")
 LOGS = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
 COLLECT_MIN_S = 30.0
 
@@ -237,10 +234,17 @@ class Runner:
                 options={"com.docker.network.bridge.name": bridge},
             )
         for service in spec.services:
-            res.services[service.name] = self._start_service(
-                run_id, side, service.name, service.kind, service.data, res
+            res.services[service.name] = start_service(
+                self.cli,
+                side,
+                service,
+                res.network,
+                res.disk,
+                base=self.base,
+                name=f"tf-{run_id}-{service.name}",
+                labels=labels,
             )
-        self._wait_ready(res.services)
+        wait_ready(res.services)
         volumes = {str(res.disk.folder("task" + path)): {"bind": path, "mode": "rw"} for path in writable}
         container = self.cli.containers.create(
             image,
@@ -284,63 +288,6 @@ class Runner:
         titles = [t.upper() for t in top.get("Titles") or []]
         column = titles.index("PID") if "PID" in titles else 0
         return {int(row[column]) for row in top.get("Processes") or [] if str(row[column]).isdigit()}
-
-    def _start_service(
-        self, run_id: str, side: Side, name: str, kind: str, data: str | None, res: _Resources
-    ) -> Container:
-        program = SERVICES[kind]
-        volumes = {str(PROGRAMS): {"bind": SERVICES_MOUNT, "mode": "ro"}}
-        if data:
-            folder = side.environment / "services" / data
-            if not folder.is_dir():
-                raise RunError("services", f"{name}: data folder {folder} is missing")
-            volumes[str(folder.resolve())] = {"bind": "/data", "mode": "ro"}
-        if res.disk is None:
-            raise RunError("services", "no run disk")
-        for path in SERVICE_WRITABLE:
-            volumes[str(res.disk.folder(f"svc-{name}{path}"))] = {"bind": path, "mode": "rw"}
-        side_canaries = "\n".join(side.spec.canaries)
-        container = self.cli.containers.create(
-            self.base,
-            command=list(program.command),
-            name=f"tf-{run_id}-{name}",
-            labels={**self._labels(run_id), "twinforge.service": name},
-            environment={
-                "TWINFORGE_LOG_DIR": "/logs",
-                "PYTHONPATH": SERVICES_MOUNT,
-                "HOME": "/root",
-                "TWINFORGE_CANARIES": side_canaries,
-            },
-            volumes=volumes,
-            network=res.network.name,
-            cap_drop=["ALL"],
-            cap_add=["NET_BIND_SERVICE", "CHOWN", "DAC_OVERRIDE", "FOWNER"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            mem_limit="256m",
-            pids_limit=128,
-            log_config=LOGS,
-        )
-        res.network.disconnect(container)
-        res.network.connect(container, aliases=[name])
-        container.start()
-        return container
-
-    def _wait_ready(self, services: dict[str, Container]) -> None:
-        deadline = time.monotonic() + SERVICE_START_S
-        waiting = dict(services)
-        while waiting:
-            for name, container in list(waiting.items()):
-                if b"twinforge-service-ready" in container.logs():
-                    del waiting[name]
-                    continue
-                container.reload()
-                if container.status == "exited":
-                    raise RunError("services", f"{name} exited: {container.logs()[-1500:].decode(errors='replace')}")
-            if waiting and time.monotonic() > deadline:
-                raise RunError("services", f"not ready within {SERVICE_START_S:.0f} s: {', '.join(waiting)}")
-            if waiting:
-                time.sleep(0.05)
 
     # the end of a run -------------------------------------------------------------------------
 
