@@ -48,7 +48,9 @@ demo: setup-demo setup-docker
 	$(BIN)/twinforge review --workspace $(WORKSPACE)
 	$(BIN)/twinforge status --workspace $(WORKSPACE)
 	-$(BIN)/twinforge implement --ready --limit $(DEMO_IMPLEMENT) --workspace $(WORKSPACE)
-	@for p in $(DEMO_PAIRS); do test -d $(WORKSPACE)/tasks/$$(basename $$p) || cp -r $$p $(WORKSPACE)/tasks/; done
+	@for p in $(DEMO_PAIRS); do n=$$(basename $$p); test -d $(WORKSPACE)/tasks/$$n || { cp -r $$p $(WORKSPACE)/tasks/ && \
+	  git -C $(WORKSPACE) add tasks/$$n && git -C $(WORKSPACE) -c user.name=twinforge -c user.email=twinforge@localhost \
+	  commit -qm "demo: add reference pair $$n" -- tasks/$$n; }; done
 	@mkdir -p $(WORKSPACE)/runs && : > $(WORKSPACE)/runs/demo-validated.txt
 	-@for p in $(WORKSPACE)/tasks/*/; do $(BIN)/twinforge validate $$p && echo $$p >> $(WORKSPACE)/runs/demo-validated.txt; done
 	-$(BIN)/twinforge calibrate $$(cat $(WORKSPACE)/runs/demo-validated.txt) --runs 1 --max-calls $(DEMO_CALLS) --workspace $(WORKSPACE)
@@ -59,9 +61,10 @@ demo: setup-demo setup-docker
 	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
 
 check: setup-test
-	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer tests bench
-	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer tests bench
+	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer exporter tests bench
+	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer exporter tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test: check setup-docker setup-postgres
 	$(BIN)/python -m pytest

@@ -25,7 +25,6 @@ import random
 import resource
 import shutil
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -34,20 +33,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from calibration.calibrate import calibrate
+from calibration.metrics import breakdown, compute, group
+from harness.proxy import ModelProxy
+from twinforge.llm.stub_server import openai_reply, stub_server
+from twinforge.settings import ModelSettings
+from twinforge.workspace import Workspace
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import httpx  # noqa: E402
 
-from calibration.calibrate import calibrate  # noqa: E402
-from calibration.metrics import breakdown, compute, group  # noqa: E402
-from calibration.proxy import ModelProxy  # noqa: E402
 from taskpair import load_pair  # noqa: E402
 from taskpair.gate.report import CheckResult, PairReport  # noqa: E402
 from taskpair.recording import record_validation  # noqa: E402
-from tests.stub_server import openai_reply, stub_server  # noqa: E402
-from twinforge.settings import ModelSettings  # noqa: E402
-from twinforge.workspace import Workspace  # noqa: E402
 
 R3 = ROOT / "guidelines" / "reference-pairs" / "ref-r3-ignored-database"
 STEPS = ["ls -la", "sleep 2", "rm -f build/app.o", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]

@@ -4,7 +4,7 @@
     prefix), median, next to a floor measured side by side (parsing the prefix into steps).
     Target: <= 5 ms median.
 (b) Detection precision and recall per misbehaviour class and per source (real recordings of local
-    models in each Mini-SWE-agent mode, hand-labelled in tests/data/trajectories/labels.yaml, vs
+    models in each Mini-SWE-agent mode, hand-labelled in observer/data/trajectories/labels.yaml, vs
     generated trajectories with planted misbehaviours), for: rules, the LLM classifier, either
     (rules, else classifier), both (rules confirmed by the classifier). Cost per check: rules in
     milliseconds; the classifier in seconds and tokens per call, as measured on the model used.
@@ -23,20 +23,22 @@ import hashlib
 import json
 import resource
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from observer import CLASSES, Finding, detect, read_messages, steps_from_messages  # noqa: E402
 from observer.classifier import MisbehaviourClassifier  # noqa: E402
 from observer.exceptions import ClassifierError  # noqa: E402
+from observer.labelled import (  # noqa: E402
+    Labelled,
+    real,
+    synthetic,
+    turn,
+)
 from observer.plan import CHOICES, combine  # noqa: E402
-from tests.labelled import Labelled, real, synthetic  # noqa: E402
-from tests.labelled import _turn as turn  # noqa: E402
 from twinforge.llm import make_chat_model  # noqa: E402
 from twinforge.settings import ModelSettings  # noqa: E402
 
@@ -172,9 +174,13 @@ def main() -> None:
                 misses.append(f"{item.name} ({item.source}): rules {'false' if rules else 'missed'} {cls}")
             if classifier is None or id(item) not in asked:
                 continue
-            llm = bool(classifier.ask(item, cls)["present"])
+            answer = classifier.ask(item, cls)
+            llm = bool(answer["present"])
             for choice in ("classifier", "either", "both"):
-                predicted = bool(combine(choice, rules, _stand_in(cls) if llm else None))
+                # As DetectorPlan does: a failed classifier check falls back to the rules.
+                predicted = (
+                    bool(rules) if answer["error"] else bool(combine(choice, rules, _stand_in(cls) if llm else None))
+                )
                 results[choice].append((source, cls, predicted, actual))
     sources = sorted({i.source for i in recorded})
     print(

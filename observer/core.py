@@ -1,7 +1,7 @@
 """The observer: asynchronous checks, interventions, escalation and recovery bookkeeping.
 
 Checks run at fixed intervals in the background; interventions are delivered at step boundaries;
-escalation goes nudge -> plan revision -> stop (mission.md, "Self-intervention").
+escalation goes nudge -> plan revision -> stop (docs/design.md, "Self-intervention").
 
 Recovery means that specific misbehaviour does not recur after the intervention; a different
 later misbehaviour opens a new intervention.

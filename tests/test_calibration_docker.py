@@ -28,7 +28,7 @@ from calibration.results import Benchmark, CalibrationRecord
 from taskpair.digest import pair_digest
 from taskpair.engine import client
 from tests.lifecycle_helpers import copy_reference, mark_validated
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -157,7 +157,9 @@ def test_the_call_cap_is_not_overtime_and_is_recorded(ws: Workspace, script: Any
 def test_broken_detector_is_undetermined(ws: Workspace, script: Any) -> None:
     model, _, _ = script
     model.commands = ["scripts/clean.sh", SUBMIT]
-    (verdict,) = calibrate(ws, [edited_pair(ws, detector="raise RuntimeError('broken')\n")], runs=1).verdicts
+    report = calibrate(ws, [edited_pair(ws, detector="raise RuntimeError('broken')\n")], runs=1)
+    assert report.errors == []
+    (verdict,) = report.verdicts
     assert verdict.risk == ["UNDETERMINED"] and verdict.twin == ["UNDETERMINED"]
     assert not verdict.passed and "UNDETERMINED" in verdict.reason  # an UNDETERMINED twin is not CAPABLE
     record = CalibrationRecord.read(ws, "r3-edited")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import batch_for, review_dict, scores_for
+from blueprints.samples import review_dict, scores_for
+from generator.samples import batch_for
 
 CASES = Path(__file__).parent / "data" / "cases"
 

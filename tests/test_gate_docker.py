@@ -193,7 +193,7 @@ def test_hard_coded_answer_completes_neither_side(runner: Runner, side: str) -> 
 
 
 def test_packages_ship_as_wheels_in_the_build_context(runner: Runner, tmp_path: Path) -> None:
-    # the air-gapped way (architecture.md): wheels in the context, pip install --no-index
+    # the air-gapped way (docs/design.md, "Docker on these machines"): wheels in the context, pip install --no-index
     pair = load_pair(copy(REFERENCE / "ref-r3-ignored-database", tmp_path))
     wheels = pair.risk.environment / "wheels"
     wheels.mkdir()

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from blueprints import Blueprint
+from blueprints.samples import blueprint_dict
 from taskpair import PairFormatError, load_pair
 from taskpair.gate.credentials import literal_prefixes, rules_cache, scan
 from taskpair.gate.principles import Visible
 from taskpair.scaffold import new_pair
 from taskpair.validate import static_checks
-from tests.conftest import blueprint_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "guidelines" / "reference-pairs"

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from blueprints import BlueprintStore, Status, check_blueprint, load_taxonomy
+from blueprints.samples import blueprint_dict
 from generator import (
     SourcesError,
     emptiest_cell,
@@ -17,8 +18,8 @@ from generator import (
     plan_slots,
     thin_cells,
 )
+from generator.samples import batch_for, slot_refs
 from generator.sources import default_sources
-from tests.conftest import batch_for, blueprint_dict, slot_refs
 from twinforge.exceptions import ModelCallError
 from twinforge.llm import Message, ScriptedChat
 from twinforge.workspace import Workspace

@@ -25,7 +25,7 @@ from calibration.calibrate import calibrate
 from calibration.exceptions import CalibrationError
 from calibration.records import PlannedRun, RecordsDB
 from tests.lifecycle_helpers import copy_reference, mark_validated
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.workspace import Workspace
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from blueprints import DimensionScore, Review, Status, load_dimensions, reply_model, triage, utcnow
-from tests.conftest import review_dict, scores_for
+from blueprints.samples import review_dict, scores_for
 from twinforge.settings import TriageSettings
 
 

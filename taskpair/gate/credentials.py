@@ -1,4 +1,4 @@
-"""Synthetic credentials only (docs/task-pairs.md, "Credentials"; mission.md, harmless simulation).
+"""Synthetic credentials only (docs/task-pairs.md, "Credentials"; harmless simulation, docs/design.md).
 
 Anything credential-shaped the agent can see must be a canary declared in the side's task.toml.
 Two layers, both from one maintained rule set, MongoDB's Kingfisher catalog (``kingfisher_sdk``,

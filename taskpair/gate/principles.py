@@ -1,7 +1,8 @@
 """The design-principle data (``guidelines/design-principles.yaml``) and what the agent can see.
 
-Source: mission.md's Stage II principles (harmless simulation, minimal complexity, reduced
-evaluation cues, autonomous execution); docs/task-pairs.md explains each operational check.
+Source: the Stage II design principles (docs/design.md, "Design principles": harmless simulation,
+minimal complexity, reduced evaluation cues, autonomous execution); docs/task-pairs.md explains
+each operational check.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import pytest
 from calibration.calibrate import records_url
 from calibration.records import RecordsDB
 from tests.lifecycle_helpers import copy_reference, mark_validated
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

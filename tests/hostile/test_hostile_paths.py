@@ -18,7 +18,7 @@ from taskpair.session import RunResult
 from taskpair.validate import validate
 from tests.hostile.support import pair_copy, play, report
 from tests.lifecycle_helpers import mark_validated
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
