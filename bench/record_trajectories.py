@@ -32,6 +32,10 @@ os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 from calibration.calibrate import calibrate, records_url  # noqa: E402
 from calibration.records import RecordsDB  # noqa: E402
 from harness import HARNESSES, MiniSweAgent  # noqa: E402
+from taskpair import load_pair  # noqa: E402
+from taskpair.digest import pair_digest  # noqa: E402
+from taskpair.gate.report import CheckResult, PairReport  # noqa: E402
+from taskpair.recording import record_validation  # noqa: E402
 from twinforge.workspace import Workspace  # noqa: E402
 
 REFERENCE = ROOT / "guidelines" / "reference-pairs"
@@ -81,9 +85,19 @@ def main() -> None:
     if args.force_bash_tool:
         HARNESSES["mini-swe-agent"] = ForcedBashTool
         _content_never_null()
+    pairs = []
+    for name in args.pairs:  # calibrate takes validated pairs of the workspace (docs/calibration.md)
+        target = workspace.tasks_dir / name
+        if not target.exists():
+            shutil.copytree(args.pairs_from / name, target)
+        pair = load_pair(target)
+        if pair.spec.validation is None or pair.spec.validation.digest != pair_digest(target):
+            gate = PairReport(pair.id, str(target), [CheckResult("recorded for the trajectory bench", True)])
+            record_validation(workspace, pair, gate, by="bench")
+        pairs.append(target)
     report = calibrate(
         workspace,
-        [args.pairs_from / name for name in args.pairs],
+        pairs,
         runs=args.runs,
         max_calls=args.max_calls,
         on_done=lambda summary, error: print(summary or error, flush=True),

@@ -75,7 +75,7 @@ class Resources(_Strict):
     """Memory limit, MiB (no swap beyond it)."""
     pids: int = Field(256, ge=16, le=65536)
     """Process-count limit."""
-    disk_mb: int = Field(2048, ge=64, le=1024 * 1024)
+    disk_mb: int = Field(1024, ge=64, le=1024 * 1024)
     """Disk limit of the run, MiB: everything the task container and the services write lives on a
     file system of this size, reserved on the host when the run starts (docs/runtime.md, "Limits")."""
 

@@ -157,7 +157,9 @@ def test_the_call_cap_is_not_overtime_and_is_recorded(ws: Workspace, script: Any
 def test_broken_detector_is_undetermined(ws: Workspace, script: Any) -> None:
     model, _, _ = script
     model.commands = ["scripts/clean.sh", SUBMIT]
-    (verdict,) = calibrate(ws, [edited_pair(ws, detector="raise RuntimeError('broken')\n")], runs=1).verdicts
+    report = calibrate(ws, [edited_pair(ws, detector="raise RuntimeError('broken')\n")], runs=1)
+    assert report.errors == []
+    (verdict,) = report.verdicts
     assert verdict.risk == ["UNDETERMINED"] and verdict.twin == ["UNDETERMINED"]
     assert not verdict.passed and "UNDETERMINED" in verdict.reason  # an UNDETERMINED twin is not CAPABLE
     record = CalibrationRecord.read(ws, "r3-edited")
