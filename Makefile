@@ -48,7 +48,9 @@ demo: setup-demo setup-docker
 	$(BIN)/twinforge review --workspace $(WORKSPACE)
 	$(BIN)/twinforge status --workspace $(WORKSPACE)
 	-$(BIN)/twinforge implement --ready --limit $(DEMO_IMPLEMENT) --workspace $(WORKSPACE)
-	@for p in $(DEMO_PAIRS); do test -d $(WORKSPACE)/tasks/$$(basename $$p) || cp -r $$p $(WORKSPACE)/tasks/; done
+	@for p in $(DEMO_PAIRS); do n=$$(basename $$p); test -d $(WORKSPACE)/tasks/$$n || { cp -r $$p $(WORKSPACE)/tasks/ && \
+	  git -C $(WORKSPACE) add tasks/$$n && git -C $(WORKSPACE) -c user.name=twinforge -c user.email=twinforge@localhost \
+	  commit -qm "demo: add reference pair $$n" -- tasks/$$n; }; done
 	@mkdir -p $(WORKSPACE)/runs && : > $(WORKSPACE)/runs/demo-validated.txt
 	-@for p in $(WORKSPACE)/tasks/*/; do $(BIN)/twinforge validate $$p && echo $$p >> $(WORKSPACE)/runs/demo-validated.txt; done
 	-$(BIN)/twinforge calibrate $$(cat $(WORKSPACE)/runs/demo-validated.txt) --runs 1 --max-calls $(DEMO_CALLS) --workspace $(WORKSPACE)

@@ -37,7 +37,7 @@ import httpx
 
 from calibration.calibrate import calibrate
 from calibration.metrics import breakdown, compute, group
-from calibration.proxy import ModelProxy
+from harness.proxy import ModelProxy
 from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.settings import ModelSettings
 from twinforge.workspace import Workspace

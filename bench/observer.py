@@ -174,9 +174,13 @@ def main() -> None:
                 misses.append(f"{item.name} ({item.source}): rules {'false' if rules else 'missed'} {cls}")
             if classifier is None or id(item) not in asked:
                 continue
-            llm = bool(classifier.ask(item, cls)["present"])
+            answer = classifier.ask(item, cls)
+            llm = bool(answer["present"])
             for choice in ("classifier", "either", "both"):
-                predicted = bool(combine(choice, rules, _stand_in(cls) if llm else None))
+                # As DetectorPlan does: a failed classifier check falls back to the rules.
+                predicted = (
+                    bool(rules) if answer["error"] else bool(combine(choice, rules, _stand_in(cls) if llm else None))
+                )
                 results[choice].append((source, cls, predicted, actual))
     sources = sorted({i.source for i in recorded})
     print(

@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calibration.proxy import ModelProxy  # noqa: E402
 from harness import Limits, MiniSweAgent, ModelEndpoint, ShellEnvironment, ShellEnvironmentConfig  # noqa: E402
+from harness.proxy import ModelProxy  # noqa: E402
 from observer import detect, steps_from_messages  # noqa: E402
 from observer.detectors.commands import benign_failure  # noqa: E402
 from taskpair import load_pair  # noqa: E402

@@ -21,7 +21,8 @@ from twinforge.atomic import atomic_write_text
 from twinforge.exceptions import WorkspaceError
 from twinforge.inputfiles import InputFileError, parse_yaml, read_text
 from twinforge.llm import describe_validation_error
-from twinforge.workspace import Recovery, Workspace
+from twinforge.recovery import Recovery
+from twinforge.workspace import Workspace
 
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 

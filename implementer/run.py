@@ -173,10 +173,12 @@ def implement(
 
     Raises:
         ImplementerError: Nothing to implement as asked (see :func:`~implementer.select.select`).
+        RepositoryStateError: The workspace's repository cannot take commits (rebase, detached HEAD, ...).
     """
     config = workspace.config
     settings: ImplementerSettings = config.implementer
     chosen_mode: Mode = mode or settings.mode
+    workspace.check_ready()  # before any model call: a commit per blueprint must be possible
     store = BlueprintStore(workspace)
     todo = select(store, ids, ready, tracked_pairs(workspace), limit)
     report = ImplementReport()

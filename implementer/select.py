@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from blueprints import BlueprintRecord, BlueprintStore, Status
 from implementer.exceptions import ImplementerError
+from twinforge.inputfiles import InputFileError, load_yaml
 
 READY = (Status.KEPT, Status.APPROVED)
 """Stage I retained it (review total >= 24) or a reviewer approved it (docs/design.md, "The pipeline")."""
@@ -25,8 +24,8 @@ def pairs_by_blueprint(tasks_dir: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for path in sorted(tasks_dir.glob("*/pair.yaml")):
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+            data = load_yaml(path)
+        except InputFileError:
             continue
         if isinstance(data, dict) and isinstance(data.get("blueprint_id"), str):
             out.setdefault(data["blueprint_id"], path.parent.name)

@@ -12,7 +12,8 @@ from tui.screens.loading import LoadingScreen
 from tui.screens.queue import QueueScreen
 from tui.session import ReviewSession
 from twinforge.gitrepo import state_problems
-from twinforge.workspace import Workspace, recovery_lines
+from twinforge.recovery import recovery_lines
+from twinforge.workspace import Workspace
 
 
 def terminal_encoding() -> str | None:

@@ -24,7 +24,8 @@ from blueprints import (
     reject,
 )
 from twinforge.exceptions import WorkspaceError
-from twinforge.workspace import Recovery, Workspace
+from twinforge.recovery import Recovery
+from twinforge.workspace import Workspace
 
 _S = Status
 VIEWS: dict[str, frozenset[Status] | None] = {

@@ -10,10 +10,9 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-import yaml
-
 from blueprints import Blueprint
 from taskpair.validate import CheckResult
+from twinforge.inputfiles import InputFileError, load_yaml
 
 CONTAINED = "pair stays inside its folder (no links out, no special files)"
 BLUEPRINT = "pair.yaml: blueprint fields carried verbatim"
@@ -37,8 +36,8 @@ def contained(root: Path) -> CheckResult:
 def blueprint_kept(root: Path, blueprint: Blueprint) -> CheckResult:
     """pair.yaml's ``blueprint`` block equals the blueprint the implementer was given."""
     try:
-        data = yaml.safe_load((root / "pair.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        data = load_yaml(root / "pair.yaml")  # aliases refused, size bounded: the agent wrote it
+    except InputFileError as exc:
         return CheckResult(BLUEPRINT, False, f"pair.yaml unreadable: {exc}")
     given = blueprint.model_dump()
     found = data.get("blueprint") if isinstance(data, dict) else None

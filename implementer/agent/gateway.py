@@ -76,7 +76,7 @@ class Gateway(Protocol):
 
 def recording_proxy() -> tuple[Gateway, Callable[[], None]]:
     """Start the recording proxy for one blueprint; returns it and its stop function."""
-    from calibration.proxy import ModelProxy  # moves to harness/ (interfaces.md): one proxy for both stages
+    from harness.proxy import ModelProxy
 
     proxy = ModelProxy().start()
     return proxy, proxy.stop

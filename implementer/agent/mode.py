@@ -32,6 +32,7 @@ from implementer.record import RoundRecord
 from observer import Observer, diagnose_file
 from observer.guidance import writer_for
 from taskpair.format import SCAFFOLD_MARK
+from taskpair.gate.principles import principles
 from taskpair.scaffold import new_pair
 from taskpair.validate import CheckResult
 from twinforge.atomic import atomic_write_text
@@ -204,6 +205,7 @@ def first_instruction(job: Job, prompts: AgentPrompts, reference: str) -> str:
         category_guide=category_guide(bp.risk, job.workspace_root),
         checks=settings.checks_per_round,
         dynamic_checks=settings.dynamic_checks_per_round,
+        principles=principles(),
     )
 
 

@@ -13,7 +13,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -26,6 +25,7 @@ from pydantic import (
 )
 
 from implementer.exceptions import ArchetypeError
+from twinforge.inputfiles import InputFileError, load_yaml
 from twinforge.llm import describe_validation_error
 
 SlotKind = Literal["slug", "identifier", "constant", "text", "phrase", "choice"]
@@ -210,12 +210,12 @@ def load_archetype(root: Path) -> Archetype:
         ArchetypeError: ``archetype.yaml`` is missing, not YAML or invalid, or ``files/`` is missing.
     """
     path = root / "archetype.yaml"
+    if not path.is_file():
+        raise ArchetypeError(path, ["file not found"])
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ArchetypeError(path, ["file not found"]) from exc
-    except yaml.YAMLError as exc:
-        raise ArchetypeError(path, [f"not valid YAML: {exc}"]) from exc
+        data = load_yaml(path)
+    except InputFileError as exc:
+        raise ArchetypeError(path, [exc.problem]) from exc
     try:
         spec = ArchetypeSpec.model_validate(data)
     except ValidationError as exc:

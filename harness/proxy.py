@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import uvicorn
@@ -30,8 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from calibration.exceptions import CalibrationError
-from calibration.records import RecordsDB
+from harness.exceptions import HarnessError
 from twinforge.settings import ModelSettings
 
 
@@ -66,12 +65,20 @@ class RunGrant:
     log_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+class CallLog(Protocol):
+    """Where the proxy records each call (calibration's records database; ``None`` keeps the transcript only)."""
+
+    def add_call(self, **values: Any) -> None:
+        """Record one proxied call: run_id, n, status, seconds, prompt_tokens, completion_tokens, refused, error."""
+        ...
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": "twinforge_proxy"}}, status_code=status)
 
 
 class ModelProxy:
-    """The proxy server, run in a background thread of the calibrating process.
+    """The proxy server, run in a background thread of the calibrating or implementing process.
 
     Args:
         records: Where each call is recorded (optional).
@@ -79,7 +86,7 @@ class ModelProxy:
         port: TCP port, 0 for any free one.
     """
 
-    def __init__(self, records: RecordsDB | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, records: CallLog | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
         self.records = records
         self.host = host
         self.port = port or _free_port()
@@ -105,14 +112,14 @@ class ModelProxy:
         """Serve in a daemon thread; returns once it accepts connections.
 
         Raises:
-            CalibrationError: It did not start in time.
+            HarnessError: It did not start in time.
         """
         self._thread = threading.Thread(target=self._server.run, name="model-proxy", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self._server.started:
             if time.monotonic() > deadline or not self._thread.is_alive():
-                raise CalibrationError(f"model proxy did not start on {self.host}:{self.port}")
+                raise HarnessError(f"model proxy did not start on {self.host}:{self.port}")
             time.sleep(0.01)
         return self
 
@@ -135,12 +142,10 @@ class ModelProxy:
         """Issue a token for one run; returns it (the only credential the harness ever sees).
 
         Raises:
-            CalibrationError: The upstream model block has no base URL.
+            HarnessError: The upstream model block has no base URL.
         """
         if upstream.endpoint() is None:
-            raise CalibrationError(
-                f"run {run_id}: the calibration model needs a base_url (the proxy forwards to it explicitly)"
-            )
+            raise HarnessError(f"run {run_id}: the model block needs a base_url (the proxy forwards to it explicitly)")
         token = f"tf-run-{secrets.token_urlsafe(24)}"
         self._grants[token] = RunGrant(run_id, upstream, cap, time.monotonic() + seconds, dict(extra_body or {}), log)
         return token
