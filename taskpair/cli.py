@@ -92,8 +92,12 @@ def validate_command(
 
         reports = validate(pairs, runner, step, battery=battery, workers=workers)
         bar.update(task, completed=len(pairs), description="validated")
-    # docs/calibration.md, "Lifecycle and digests": a full gate run is recorded on pairs in a workspace.
-    recorded = [] if static_only else record_reports(pairs, reports, before)
+    # docs/calibration.md, "Lifecycle and digests": only a full gate run (oracles and the cheat battery)
+    # is recorded on pairs in a workspace; a partial one never makes a pair `validated`.
+    full = not static_only and battery
+    recorded = record_reports(pairs, reports, before) if full else []
+    if not static_only and not battery:
+        err_console.print("not recorded as validated: the cheat battery was skipped (--no-battery)", markup=False)
     if json_out:
         out_console.print_json(json.dumps([{**asdict(r), "passed": r.passed} for r in reports]))
     else:
