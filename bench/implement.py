@@ -10,7 +10,7 @@ Per mode and set it prints: yield (share of blueprints whose pair passes the who
 model calls, tokens and wall time per pair, the checks that failed most, and the peak resident
 memory of this process. Targets: archetype mode on the local model >= 8 of 9 in (a) and >= 7 of 10
 in (b); agent mode measured and printed (the local 1.5B model's figure is expected to be low).
-Peers that generate executable tasks keep about 40 % of candidates (architecture.md).
+Peers that generate executable tasks keep about 40 % of candidates (docs/implementer.md).
 
 Results are appended to bench/out/implement.jsonl as each blueprint finishes, so a killed bench
 resumes; `--fresh` starts over.

@@ -1,8 +1,8 @@
-"""The blueprint status lifecycle (architecture.md).
+"""The blueprint status lifecycle (docs/design.md, "Blueprint lifecycle").
 
 ``proposed -> kept | needs_review | discarded -> approved | rejected -> implemented | impl_failed
 -> validated -> calibrated | calibration_failed -> admitted``. Humans may override any Stage I
-decision (mission.md), so kept, needs_review and discarded can each go to approved or rejected,
+decision (docs/design.md, "Stage I"), so kept, needs_review and discarded can each go to approved or rejected,
 and a human decision can be revised.
 """
 
@@ -46,6 +46,9 @@ TRANSITIONS: dict[Status, frozenset[Status]] = {
     S.ADMITTED: frozenset({S.VALIDATED}),
 }
 TRIAGE_STATUSES = (S.KEPT, S.NEEDS_REVIEW, S.DISCARDED)
+PAST_REVIEW: frozenset[Status] = frozenset(Status) - {S.PROPOSED, *TRIAGE_STATUSES}
+"""Statuses after Stage I review: a human approved or rejected, or the pipeline has moved on (the
+queue counts a blueprint in one of them as reviewed)."""
 
 
 def check_transition(blueprint_id: str, current: Status, target: Status) -> None:

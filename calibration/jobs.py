@@ -167,7 +167,10 @@ def _execute(
             # OVERTIME is the wall-clock turn budget only (docs/calibration.md, "Outcomes"); reaching
             # the call cap is not OVERTIME and ends the run as INCOMPLETE or STOPPED.
             session.overtime = (
-                session.overtime or result.exit_status in DEADLINE_EXITS or proxy.state(token).refused == "deadline"
+                session.overtime
+                or result.time_exceeded
+                or result.exit_status in DEADLINE_EXITS
+                or proxy.state(token).refused == "deadline"
             )
         run = session.result
     finally:

@@ -12,7 +12,8 @@ from generator.batch import BatchReport
 from generator.run import THIN_CELL, GenerateReport, generate
 from twinforge.console import err_console, out_console, progress
 from twinforge.llm import refusal_message
-from twinforge.workspace import Workspace, recovery_lines
+from twinforge.recovery import recovery_lines
+from twinforge.workspace import Workspace
 
 
 def generate_command(

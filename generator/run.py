@@ -13,7 +13,8 @@ from generator.examples import examples_for, load_examples
 from generator.slots import plan_slots
 from generator.sources import cell_counts, default_sources, load_sources, sources_digest, sources_label
 from twinforge.llm import ChatModel, make_chat_model
-from twinforge.workspace import Recovery, Workspace
+from twinforge.recovery import Recovery
+from twinforge.workspace import Workspace
 
 _NOT_LIVE = (Status.DISCARDED, Status.REJECTED)
 THIN_CELL = 10  # issue 10, item 6: `generate` names the cells with fewer than ten incidents

@@ -9,7 +9,7 @@ from implementer.exceptions import ImplementerError
 from twinforge.inputfiles import InputFileError, load_yaml
 
 READY = (Status.KEPT, Status.APPROVED)
-"""Stage I retained it (review total >= 24) or a reviewer approved it (architecture.md)."""
+"""Stage I retained it (review total >= 24) or a reviewer approved it (docs/design.md, "The pipeline")."""
 RETRYABLE = (*READY, Status.IMPL_FAILED)
 """Named explicitly, a failed blueprint is tried again."""
 

@@ -12,7 +12,8 @@ import typer
 from blueprints import BlueprintStore, Status
 from reviewer.review import ReviewOutcome, review_pending
 from twinforge.console import err_console, out_console, progress
-from twinforge.workspace import Workspace, recovery_lines
+from twinforge.recovery import recovery_lines
+from twinforge.workspace import Workspace
 
 
 def review_command(

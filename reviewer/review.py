@@ -41,8 +41,9 @@ from twinforge.exceptions import (
 )
 from twinforge.llm import ChatModel, Message, make_chat_model, request_object
 from twinforge.prompts import Prompt
+from twinforge.recovery import Recovery
 from twinforge.settings import TriageSettings
-from twinforge.workspace import Recovery, Workspace
+from twinforge.workspace import Workspace
 
 
 @dataclass

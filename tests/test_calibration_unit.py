@@ -26,7 +26,7 @@ from harness.proxy import ModelProxy
 from taskpair import Outcome
 from taskpair.digest import pair_digest
 from tests.lifecycle_helpers import copy_reference
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.settings import ModelSettings
 from twinforge.workspace import Workspace
 

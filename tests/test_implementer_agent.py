@@ -14,7 +14,7 @@ import yaml
 from blueprints import BlueprintStore, Status
 from implementer import implement
 from tests.implementer_fixtures import REFERENCE, StaticGate, add_blueprint, reference_blueprint
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.workspace import Workspace
 
 pytestmark = [pytest.mark.docker]

@@ -7,27 +7,39 @@ or review, so the whole path is the one a user runs.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from blueprints import BlueprintStore, Status
+from blueprints.samples import blueprint_dict, review_dict
 from generator import generate
+from generator.samples import slot_refs
 from reviewer import review_pending
-from tests.conftest import blueprint_dict, review_dict
-from tests.stub_server import anthropic_reply, anthropic_tool_reply, openai_refusal, openai_reply, stub_server
 from twinforge.llm import Message, ScriptedChat, request_items, request_object
+from twinforge.llm.stub_server import anthropic_reply, anthropic_tool_reply, openai_refusal, openai_reply, stub_server
 from twinforge.workspace import Workspace
 
+OPEN_SLOT = re.compile(r"slot (\d+) \(project: [^;]*; incident ([^)]+)\)")
 
-def batch_items(body: dict[str, Any], n: int | None = None) -> list[dict[str, Any]]:
-    """``n`` valid blueprints for the cell and refs the request's schema allows."""
+
+def slot_answer(last_message: str, cell: str) -> list[dict[str, Any]]:
+    """Valid blueprints for the slots a batch prompt asks for: all ten first, the open ones on a re-ask."""
+    if "Still open:" in last_message:
+        refs = [ref for _, ref in OPEN_SLOT.findall(last_message.split("Still open:")[1])]
+    else:
+        refs = slot_refs(cell)
+    return [blueprint_dict(cell=cell, ref=ref) for ref in refs]
+
+
+def batch_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Valid blueprints for the slots the request (OpenAI or Anthropic shape) asks for."""
     schema = body["response_format"]["schema"] if "response_format" in body else body["tools"][0]["input_schema"]
-    listed = schema["properties"]["blueprints"]
-    item = listed["items"]["properties"]
-    cell, ref = item["taxonomy_id"]["enum"][0], item["source_reference"]["enum"][0]
-    return [blueprint_dict(cell=cell, ref=ref) for _ in range(n or listed["maxItems"])]
+    cell = schema["properties"]["blueprints"]["items"]["properties"]["taxonomy_id"]["enum"][0]
+    last = body["messages"][-1]["content"]
+    return slot_answer(last if isinstance(last, str) else json.dumps(last), cell)
 
 
 def use_stub(workspace: Workspace, role: str, url: str, provider: str = "openai-compatible") -> None:
@@ -156,9 +168,8 @@ def proposed(workspace: Workspace) -> str:
 
     def respond(messages: list[Message], schema: dict[str, Any] | None) -> dict[str, Any]:
         assert schema is not None
-        item = schema["properties"]["blueprints"]["items"]["properties"]
-        cell, ref = item["taxonomy_id"]["enum"][0], item["source_reference"]["enum"][0]
-        return {"blueprints": [blueprint_dict(cell, ref) for _ in range(10)]}
+        cell = schema["properties"]["blueprints"]["items"]["properties"]["taxonomy_id"]["enum"][0]
+        return {"blueprints": slot_answer(messages[-1].content, cell)}
 
     generate(workspace, cell="S2-R3", chat=ScriptedChat(respond))
     return BlueprintStore(workspace).records(Status.PROPOSED)[0].id

@@ -17,9 +17,11 @@ import pytest
 import yaml
 
 from blueprints import BlueprintStore, Status
+from blueprints.samples import review_dict
 from generator import generate
+from generator.samples import batch_for
 from reviewer import review_pending
-from tests.conftest import blueprint_dict, review_dict
+from tests.test_replies import slot_answer
 from tui.session import ReviewSession
 from twinforge.exceptions import ForeignChangeError, RepositoryStateError, WorkspaceError
 from twinforge.llm import Message, ScriptedChat
@@ -29,11 +31,8 @@ from twinforge.workspace import Workspace
 def generator() -> ScriptedChat:
     def respond(messages: list[Message], schema: dict[str, Any] | None) -> dict[str, Any]:
         assert schema is not None
-        item = schema["properties"]["blueprints"]["items"]["properties"]
-        cell, ref = item["taxonomy_id"]["enum"][0], item["source_reference"]["enum"][0]
-        return {
-            "blueprints": [blueprint_dict(cell, ref) for _ in range(schema["properties"]["blueprints"]["maxItems"])]
-        }
+        cell = schema["properties"]["blueprints"]["items"]["properties"]["taxonomy_id"]["enum"][0]
+        return {"blueprints": slot_answer(messages[-1].content, cell)}
 
     return ScriptedChat(respond)
 
@@ -271,9 +270,7 @@ def test_generate_and_review_name_the_invalid_files_they_skip(tmp_path: Path) ->
     bad.write_text("schema_version: 1\nid: S1-R1-0badf11e\nstatus: kept\n")
     ws.commit("a hand-written file", ["blueprints/S1-R1-0badf11e.yaml"])
     gen_script, rev_script = tmp_path / "gen.yaml", tmp_path / "rev.yaml"
-    gen_script.write_text(
-        yaml.safe_dump([{"blueprints": [blueprint_dict("S2-R3", "openai/codex#37998") for _ in range(10)]}])
-    )
+    gen_script.write_text(yaml.safe_dump([{"blueprints": batch_for("S2-R3")}]))
     rev_script.write_text(yaml.safe_dump([review_dict([4] * 6)] * 10))
     env = {
         **os.environ,

@@ -91,7 +91,7 @@ class ModelSettings(_Section):
     temperature: float = Field(0.7, ge=0.0, le=2.0)
     """Sampling temperature."""
     max_tokens: int = Field(4096, ge=16)
-    """Completion token cap per call. A batch of 10 blueprints needs about 2,800 (architecture.md)."""
+    """Completion token cap per call. A batch of 10 blueprints needs about 2,800 (docs/design.md, "Stage I")."""
     timeout_s: float = Field(600.0, gt=0)
     """Seconds before one HTTP request is abandoned (then retried by the SDK)."""
     http_retries: int = Field(3, ge=0, le=10)
@@ -205,13 +205,13 @@ class CalibrationSettings(_Section):
     """Calibration runs (``[calibration]``); the model is ``[models.calibration]``."""
 
     harness: str = "mini-swe-agent"
-    """Harness adapter the weak model runs in (mission.md: Mini-SWE-agent)."""
+    """Harness adapter the weak model runs in (docs/calibration.md: Mini-SWE-agent)."""
     action_mode: Literal["text", "toolcall"] = "text"
     """Mini-SWE-agent's action format: ``text`` suits small local models, ``toolcall`` API models."""
     grammar: bool = False
     """Send a llama.cpp GBNF grammar that forces one well-formed action per reply (local servers only)."""
     runs: int = Field(4, ge=1, le=64)
-    """K: runs per side (mission.md reference: k = 4)."""
+    """K: runs per side (docs/calibration.md, "Metrics": reference k = 4)."""
     workers: int | None = Field(None, ge=1, le=256)
     """Runs in parallel with the local executor; ``None``: min(4, CPU cores)."""
     rerun_overtime: int = Field(2, ge=0, le=10)
@@ -266,7 +266,7 @@ class ObserverSettings(_Section):
     shadow: bool = False
     """Detect and record, never intervene: the control arm of an A/B comparison."""
     interval: int = Field(3, ge=1, le=100)
-    """Check every this many steps (mission.md: fixed intervals, asynchronous)."""
+    """Check every this many steps (docs/design.md, "Self-intervention": fixed intervals, asynchronous)."""
     classifier_steps: int = Field(12, ge=1, le=200)
     """How many of the latest steps a classifier prompt shows."""
 

@@ -17,7 +17,6 @@ import threading
 import tomllib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -32,7 +31,6 @@ from twinforge.exceptions import (
     ConfigError,
     ForeignChangeError,
     RepositoryStateError,
-    TwinforgeError,
     WorkspaceError,
 )
 from twinforge.gitrepo import (
@@ -44,8 +42,9 @@ from twinforge.gitrepo import (
     signs_commits,
     state_problems,
 )
-from twinforge.journal import Journal, content_sha256
+from twinforge.journal import Journal
 from twinforge.presets import get_preset
+from twinforge.recovery import Recovery, recover_writes
 from twinforge.settings import CONFIG_FILE, LOCAL_BASE_URL, ROLES, WorkspaceConfig, load_config, validate_config
 
 GITIGNORE = ".twinforge/\nruns/\n"
@@ -60,25 +59,6 @@ _STATE_DIRS = (".twinforge/", "runs/")  # git-ignored: never journaled, never ch
 _thread_lock = threading.RLock()
 _held = threading.local()
 Nesting = Literal["refuse", "nested", "enclosing"]
-
-
-@dataclass
-class Recovery:
-    """What :meth:`Workspace.recover` found.
-
-    Attributes:
-        committed: Files committed (twinforge's own interrupted writes).
-        sha: The recovery commit, if one was made.
-        invalid: ``(path, error)`` of journaled files that do not validate (left uncommitted).
-        foreign: Journaled files changed by someone since twinforge wrote them (left alone).
-        error: Why the recovery commit failed, if it did (the files stay journaled).
-    """
-
-    committed: list[str] = field(default_factory=list)
-    sha: str | None = None
-    invalid: list[tuple[str, str]] = field(default_factory=list)
-    foreign: list[str] = field(default_factory=list)
-    error: str | None = None
 
 
 class _Pending:
@@ -385,58 +365,17 @@ class Workspace:
             found = (self._from_git_path(p) for p in changed_paths(self.repo, self.git_path(folder)))
             return sorted(p for p in found if p is not None and (self.root / p).is_file() and self._foreign(p))
 
-    def recover(self, folder: str, validate: Callable[[Path], object] | None = None) -> Recovery:
-        """Commit twinforge's own writes under ``folder`` that an interrupted run left uncommitted.
-
-        Only journaled files that still hold exactly the bytes twinforge wrote are committed; a
-        file someone changed since is left alone (and reported), as is every file twinforge did not
-        write. Leftover temporary files of interrupted atomic writes are removed.
+    def recover(self, folder: str | None, validate: Callable[[Path], object] | None = None) -> Recovery:
+        """Commit twinforge's own writes that an interrupted run left uncommitted (see :mod:`twinforge.recovery`).
 
         Args:
-            folder: Workspace-relative folder, e.g. ``blueprints``.
+            folder: Workspace-relative folder, e.g. ``blueprints``; ``None`` for every journaled file.
             validate: Raises a :class:`TwinforgeError` for a file that must not be committed.
 
         Returns:
             What was committed, left alone, or refused.
         """
-        report = Recovery()
-        with self.locked():
-            for leftover in (self.root / folder).glob(".*.tmp"):
-                leftover.unlink(missing_ok=True)
-            for entry in self.journal.entries():
-                if not entry.path.startswith(f"{folder}/"):
-                    continue
-                path = self.root / entry.path
-                try:
-                    data = path.read_bytes()
-                except FileNotFoundError:
-                    self.journal.clear([entry.path])  # removed since: nothing of twinforge's is left there
-                    continue
-                if head_blob(self.repo, self.git_path(entry.path)) == blob_sha(data):
-                    self.journal.clear([entry.path])  # committed after all (killed before clearing)
-                    continue
-                if content_sha256(data) != entry.sha256:
-                    report.foreign.append(entry.path)
-                    self.journal.clear([entry.path])  # a person's file now
-                    continue
-                if validate is not None:
-                    try:
-                        validate(path)
-                    except TwinforgeError as exc:
-                        report.invalid.append((entry.path, str(exc)))
-                        continue
-                report.committed.append(entry.path)
-            if report.committed:
-                try:
-                    self.check_ready()
-                    report.sha = self.commit(
-                        f"recover: {len(report.committed)} change(s) left uncommitted by an interrupted twinforge run",
-                        report.committed,
-                    )
-                except WorkspaceError as exc:
-                    report.error = str(exc)
-                    report.committed = []
-        return report
+        return recover_writes(self, folder, validate)
 
     def commit_grouped(self, message: str, paths: Iterable[str], title: str) -> str:
         """Commit already-written files, sharing one commit with changes that finish at the same time.
@@ -571,21 +510,3 @@ def _git_reason(exc: BaseException) -> str:
         output = " ".join(str(part).strip() for part in (exc.stderr, exc.stdout) if part and str(part).strip())
         return f"git exited {exc.status}: {output}" if output else f"git exited {exc.status}"
     return str(exc)
-
-
-def recovery_lines(recovery: Recovery) -> list[str]:
-    """What a start-of-run recovery did, one line each, for a command's output (empty when nothing)."""
-    lines = []
-    if recovery.committed:
-        lines.append(
-            f"recovered {len(recovery.committed)} file(s) an interrupted twinforge run wrote but did not commit "
-            f"({', '.join(recovery.committed)}): commit {(recovery.sha or '')[:10]}"
-        )
-    lines += [f"not recovered (does not validate): {path}: {error}" for path, error in recovery.invalid]
-    lines += [
-        f"not recovered: {path} was changed by someone after twinforge wrote it; it is left to you"
-        for path in recovery.foreign
-    ]
-    if recovery.error:
-        lines.append(f"recovery commit failed: {recovery.error}")
-    return lines

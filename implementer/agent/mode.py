@@ -39,7 +39,7 @@ from twinforge.atomic import atomic_write_text
 from twinforge.exceptions import ModelCallError
 
 PROVENANCE = "agent:mini-swe-agent"
-COMMAND_TIMEOUT_S = 30.0  # mission.md: 30 s per command
+COMMAND_TIMEOUT_S = 30.0  # docs/design.md, "Execution and outcomes": 30 s per command
 
 
 def pair_checks(job: Job, dynamic: bool) -> list[CheckResult]:

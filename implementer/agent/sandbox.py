@@ -1,4 +1,4 @@
-"""The implementing agent's sandbox: a container from the local base image (architecture.md, "Stage II").
+"""The implementing agent's sandbox: a container from the local base image (docs/implementer.md).
 
 The pair folder is mounted read-write at ``/pair``; guidelines, the closest reference pair, the
 detector library and the blueprint read-only. No network at all, no Docker socket, all capabilities
@@ -35,7 +35,7 @@ class Sandbox:
         run_id: Label value and container name suffix.
         pair: Host folder mounted at ``/pair`` read-write.
         read_only: ``{host path: container path}`` mounted read-only.
-        command_timeout_s: Default per-command timeout, seconds (mission.md: 30 s).
+        command_timeout_s: Default per-command timeout, seconds (docs/design.md, "Execution and outcomes": 30 s).
         memory_mb: Memory limit.
         cpus: CPU quota in cores.
         cli: Docker client (default: the local engine).

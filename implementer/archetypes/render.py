@@ -32,7 +32,7 @@ from twinforge.llm import describe_validation_error
 _ALNUM = string.ascii_letters + string.digits
 _EPOCH = (2026, 10, 1, 10, 0, 0)  # fixed zip timestamps: the same slots give the same bytes
 _METADATA = "Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: {summary}\n"
-_WHEEL = "Wheel-Version: 1.0\nGenerator: twinforge\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+_WHEEL = "Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42.0)\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
 
 
 def typo(name: str) -> str:
@@ -101,7 +101,7 @@ def build_wheel(folder: Path, name: str, version: str, summary: str, module: str
             _zip_entry(
                 archive,
                 f"{dist}/WHEEL",
-                b"Wheel-Version: 1.0\nGenerator: twinforge\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+                b"Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42.0)\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
             ),
         ]
         record = "\n".join([*rows, f"{dist}/RECORD,,"]) + "\n"

@@ -1,4 +1,8 @@
-"""A stub HTTP endpoint on loopback for client tests (OpenAI and Anthropic shapes)."""
+"""A stub HTTP endpoint on loopback: the shipped fake server of tests and bench/ (OpenAI and Anthropic shapes).
+
+It lives beside the scripted model (:mod:`twinforge.llm.scripted`) so ``bench/`` never imports
+``tests/``; it listens on 127.0.0.1 only.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ Handler = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
 
 
 def openai_reply(text: str, finish: str = "stop") -> dict[str, Any]:
+    """An OpenAI chat-completion response body carrying ``text`` (token usage 11 + 7)."""
     return {
         "id": "x",
         "object": "chat.completion",
