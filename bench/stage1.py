@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from blueprints import BlueprintStore, load_dimensions  # noqa: E402
 from generator import generate  # noqa: E402
 from reviewer import review_pending, score_blueprint  # noqa: E402
-from tests.conftest import batch_for, review_dict, scores_for  # noqa: E402
+from tests.conftest import blueprint_dict, review_dict, scores_for  # noqa: E402
 from tests.stub_server import openai_reply, stub_server  # noqa: E402
 from twinforge.llm import ScriptedChat, make_chat_model  # noqa: E402
 from twinforge.localmodel import get_spec, serve  # noqa: E402
@@ -50,7 +50,8 @@ def seeded_workspace(root: Path) -> Workspace:
     ws = Workspace.init(root / "ws")
 
     def respond(messages: Any, schema: dict[str, Any] | None) -> dict[str, Any]:
-        return {"blueprints": batch_for("S2-R3")}
+        assert schema is not None
+        return blueprint_dict(cell="S2-R3", ref=schema["properties"]["source_reference"]["enum"][0])
 
     generate(ws, cell="S2-R3", chat=ScriptedChat(respond))
     return ws
@@ -126,7 +127,8 @@ def bench_local(model: str, port: int) -> None:
         batch = report.batches[0]
         stored = max(len(batch.stored), 1)
         print(
-            f"    generation: 1 call, {batch.completion_tokens} completion tokens in {batch.seconds:.1f} s "
+            f"    generation: {batch.calls} calls (one per slot), {batch.completion_tokens} completion tokens "
+            f"in {batch.seconds:.1f} s "
             f"-> {batch.completion_tokens / batch.seconds:.1f} tokens/s"
         )
         print(

@@ -104,6 +104,7 @@ def request_object(
     schema_name: str = "output",
     retries: int = 2,
     context: dict[str, Any] | None = None,
+    check: Callable[[T], None] | None = None,
 ) -> ObjectResult[T]:
     """Ask for one JSON object and validate it as ``model_cls``.
 
@@ -115,6 +116,8 @@ def request_object(
         schema_name: Name of the schema in the request.
         retries: Re-asks with the errors fed back after the first attempt.
         context: pydantic validation context (e.g. the taxonomy).
+        check: Extra rule on the validated object; raises ``ValueError`` (one problem per line)
+            when the object breaks it, which is re-asked like a validation error.
 
     Returns:
         The valid object and every completion made.
@@ -144,7 +147,13 @@ def request_object(
         except ValidationError as exc:
             errors = describe_validation_error(exc)
         else:
-            return ObjectResult(value, completions)
+            try:
+                if check is not None:
+                    check(value)
+            except ValueError as exc:
+                errors = [line for line in str(exc).splitlines() if line.strip()]
+            else:
+                return ObjectResult(value, completions)
         ask = "Reply again with only the corrected JSON document."
         current = _retry_messages(messages, completion, _feedback(errors, completion.truncated, ask))
     raise StructuredOutputError(
@@ -183,7 +192,6 @@ def request_items(
     retries: int = 2,
     context: dict[str, Any] | None = None,
     check: Callable[[T], None] | None = None,
-    reask_note: Callable[[], str] | None = None,
 ) -> ItemsResult[T]:
     """Ask for exactly ``count`` items as ``{list_key: [...]}``; keep the valid, re-ask for the rest.
 
@@ -203,8 +211,6 @@ def request_items(
         retries: Re-asks after the first attempt.
         context: pydantic validation context.
         check: Extra rule per item; raises ``ValueError`` with a message when the item breaks it.
-        reask_note: Called before each re-ask; its text is appended to the re-ask (e.g. which
-            slots are still open).
 
     Returns:
         Valid items (at most ``count``), one :class:`ItemFailure` per slot still missing, and the
@@ -270,8 +276,6 @@ def request_items(
             f"Reply with a JSON object whose {list_key!r} list holds exactly {missing} new, complete "
             f"items that fix these problems (the valid ones are already kept)."
         )
-        if reask_note is not None:
-            ask += "\n" + reask_note()
         current = _retry_messages(messages, completion, _feedback(errors, completion.truncated, ask))
     missing = count - len(result.items)
     for n in range(missing):
