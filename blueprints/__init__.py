@@ -1,6 +1,15 @@
 """The blueprint domain: Blueprint (8 fields), Review (6 scores), decisions, taxonomy, store."""
 
-from blueprints.actions import OVERRIDABLE, add_note, approve, edit_field, override, reject
+from blueprints.actions import (
+    OVERRIDABLE,
+    OVERRIDE_TARGETS,
+    add_note,
+    approve,
+    edit_field,
+    override,
+    override_targets,
+    reject,
+)
 from blueprints.blueprint import FIELDS, Blueprint
 from blueprints.checks import CheckRules, Finding, check_blueprint, combined_caps, load_check_rules
 from blueprints.dimensions import Anchor, Dimension, Dimensions, load_dimensions
@@ -17,16 +26,30 @@ from blueprints.record import BlueprintRecord, Decision, FieldEdit, Flag, Note, 
 from blueprints.review import DimensionScore, ReplyScore, Review, ScoreCap, reply_model, triage
 from blueprints.scenario import Scenario, ScenarioVocabulary, load_scenarios, same_scenario, scenario_of
 from blueprints.similarity import Match, closest, similarity
-from blueprints.status import TRANSITIONS, Status, check_transition
+from blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
 from blueprints.store import BlueprintStore, Loaded, dump_record
-from blueprints.summary import StatusSummary, summarize
-from blueprints.taxonomy import Category, Taxonomy, load_taxonomy
+from blueprints.summary import Attention, StatusSummary, add_attention, summarize
+from blueprints.taxonomy import (
+    Category,
+    Taxonomy,
+    TaxonomyExtension,
+    add_category,
+    cell_order,
+    load_extension,
+    load_taxonomy,
+    taxonomy_for,
+    workspace_taxonomy,
+)
 
 __all__ = [
     "FIELDS",
     "OVERRIDABLE",
+    "OVERRIDE_TARGETS",
+    "PAST_REVIEW",
     "TRANSITIONS",
+    "TRIAGE_STATUSES",
     "Anchor",
+    "Attention",
     "Blueprint",
     "BlueprintFileError",
     "BlueprintIndex",
@@ -59,8 +82,12 @@ __all__ = [
     "StatusSummary",
     "Taxonomy",
     "TaxonomyError",
+    "TaxonomyExtension",
+    "add_attention",
+    "add_category",
     "add_note",
     "approve",
+    "cell_order",
     "check_blueprint",
     "check_transition",
     "closest",
@@ -70,15 +97,19 @@ __all__ = [
     "entry_for",
     "load_check_rules",
     "load_dimensions",
+    "load_extension",
     "load_scenarios",
     "load_taxonomy",
     "override",
+    "override_targets",
     "reject",
     "reply_model",
     "same_scenario",
     "scenario_of",
     "similarity",
     "summarize",
+    "taxonomy_for",
     "triage",
     "utcnow",
+    "workspace_taxonomy",
 ]

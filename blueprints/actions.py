@@ -1,6 +1,6 @@
 """Human review actions on a blueprint record.
 
-mission.md, Stage I step 2: humans may override any decision. Each action changes the record in
+docs/design.md, "Stage I": humans may override any decision. Each action changes the record in
 memory and returns a one-line commit message; the caller writes and commits the record.
 """
 
@@ -17,6 +17,25 @@ from twinforge.llm import describe_validation_error
 
 OVERRIDABLE = (Status.KEPT, Status.DISCARDED)  # the reviewer model's decisions a human can overturn
 DECIDED = (Status.APPROVED, Status.REJECTED)
+OVERRIDE_TARGETS: dict[Status, tuple[Status, ...]] = {
+    Status.KEPT: (Status.REJECTED, Status.NEEDS_REVIEW),
+    Status.DISCARDED: (Status.APPROVED, Status.NEEDS_REVIEW),
+}
+"""Where an override may move the reviewer model's band: against it, or back to human review
+(approving a kept blueprint or rejecting a discarded one is a plain approve or reject)."""
+
+
+def override_targets(status: Status) -> tuple[Status, ...]:
+    """The statuses an override may move a blueprint of ``status`` to (empty: not overridable)."""
+    return OVERRIDE_TARGETS.get(status, ())
+
+
+def _with_reason(subject: str, reason: str) -> str:
+    """A commit message: ``subject: reason`` on one line, or the first line there and the whole reason below."""
+    first, _, rest = reason.partition("\n")
+    if not rest.strip():
+        return f"{subject}: {first}"
+    return f"{subject}: {first.rstrip()} [...]\n\n{reason}"
 
 
 def _reason(reason: str | None, action: str) -> str:
@@ -48,7 +67,7 @@ def reject(record: BlueprintRecord, by: str, reason: str | None) -> str:
     """
     text = _reason(reason, "reject")
     record.move(Status.REJECTED, action="reject", by=by, reason=text)
-    return f"reject: {record.id} by {by}: {text}"
+    return _with_reason(f"reject: {record.id} by {by}", text)
 
 
 def override(record: BlueprintRecord, target: Status, by: str, reason: str | None) -> str:
@@ -66,10 +85,16 @@ def override(record: BlueprintRecord, target: Status, by: str, reason: str | Non
     """
     if record.status not in OVERRIDABLE:
         raise ReviewActionError(f"{record.id} is {record.status.value}; only kept or discarded can be overridden")
+    allowed = override_targets(record.status)
+    if target not in allowed:
+        raise ReviewActionError(
+            f"an override moves a {record.status.value} blueprint to {' or '.join(s.value for s in allowed)}, "
+            f"not {target.value}"
+        )
     text = _reason(reason, "override")
     before = record.status.value
     record.move(target, action="override", by=by, reason=text)
-    return f"override: {record.id} {before} -> {target.value} by {by}: {text}"
+    return _with_reason(f"override: {record.id} {before} -> {target.value} by {by}", text)
 
 
 def edit_field(record: BlueprintRecord, field: str, value: str, by: str, taxonomy: Taxonomy | None = None) -> str:

@@ -16,7 +16,9 @@ from twinforge.workspace import Workspace
 
 def status_command(
     workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print {counts, coverage, invalid_files} as JSON.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print {counts, coverage, invalid_files, attention} as JSON.")
+    ] = False,
 ) -> None:
     """Counts of blueprints per status and the source x risk coverage matrix."""
     store = BlueprintStore(Workspace.open(workspace))
@@ -41,7 +43,16 @@ def status_command(
         matrix.add_row(f"{risk} {names.get(risk, '')}", *(str(row.get(s, 0)) for s in sources))
     out_console.print(matrix)
     for path in summary.invalid_files:
-        out_console.print(f"invalid file (not counted): {path}", style="red", markup=False)
+        out_console.print(
+            f"invalid file (not counted): {path}: {summary.problems.get(path, '')}", style="red", markup=False
+        )
+    if summary.attention:
+        look = Table(title="pairs needing a look")
+        for column in ("pair", "why", "detail"):
+            look.add_column(column, overflow="fold")
+        for item in summary.attention:
+            look.add_row(item.pair, item.kind, item.detail)
+        out_console.print(look)
 
 
 def register(app: typer.Typer) -> None:

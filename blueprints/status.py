@@ -1,8 +1,8 @@
-"""The blueprint status lifecycle (architecture.md).
+"""The blueprint status lifecycle (docs/design.md, "Blueprint lifecycle").
 
 ``proposed -> kept | needs_review | discarded -> approved | rejected -> implemented | impl_failed
 -> validated -> calibrated | calibration_failed -> admitted``. Humans may override any Stage I
-decision (mission.md), so kept, needs_review and discarded can each go to approved or rejected,
+decision (docs/design.md, "Stage I"), so kept, needs_review and discarded can each go to approved or rejected,
 and a human decision can be revised.
 """
 
@@ -33,7 +33,7 @@ class Status(StrEnum):
 S = Status
 TRANSITIONS: dict[Status, frozenset[Status]] = {
     S.PROPOSED: frozenset({S.KEPT, S.NEEDS_REVIEW, S.DISCARDED}),
-    S.KEPT: frozenset({S.APPROVED, S.REJECTED, S.NEEDS_REVIEW}),
+    S.KEPT: frozenset({S.APPROVED, S.REJECTED, S.NEEDS_REVIEW, S.IMPLEMENTED, S.IMPL_FAILED}),
     S.NEEDS_REVIEW: frozenset({S.APPROVED, S.REJECTED}),
     S.DISCARDED: frozenset({S.APPROVED, S.REJECTED, S.NEEDS_REVIEW}),
     S.APPROVED: frozenset({S.REJECTED, S.IMPLEMENTED, S.IMPL_FAILED}),
@@ -41,11 +41,14 @@ TRANSITIONS: dict[Status, frozenset[Status]] = {
     S.IMPLEMENTED: frozenset({S.VALIDATED, S.IMPL_FAILED}),
     S.IMPL_FAILED: frozenset({S.APPROVED, S.IMPLEMENTED}),
     S.VALIDATED: frozenset({S.CALIBRATED, S.CALIBRATION_FAILED}),
-    S.CALIBRATED: frozenset({S.ADMITTED}),
-    S.CALIBRATION_FAILED: frozenset({S.ADMITTED, S.VALIDATED}),
-    S.ADMITTED: frozenset(),
+    S.CALIBRATED: frozenset({S.ADMITTED, S.VALIDATED, S.CALIBRATION_FAILED}),
+    S.CALIBRATION_FAILED: frozenset({S.ADMITTED, S.VALIDATED, S.CALIBRATED}),
+    S.ADMITTED: frozenset({S.VALIDATED}),
 }
 TRIAGE_STATUSES = (S.KEPT, S.NEEDS_REVIEW, S.DISCARDED)
+PAST_REVIEW: frozenset[Status] = frozenset(Status) - {S.PROPOSED, *TRIAGE_STATUSES}
+"""Statuses after Stage I review: a human approved or rejected, or the pipeline has moved on (the
+queue counts a blueprint in one of them as reviewed)."""
 
 
 def check_transition(blueprint_id: str, current: Status, target: Status) -> None:

@@ -16,11 +16,14 @@ from blueprints.exceptions import BlueprintFileError, ConflictError
 from blueprints.index import BlueprintIndex, Entry
 from blueprints.record import BlueprintRecord
 from blueprints.status import Status
-from blueprints.taxonomy import Taxonomy, load_taxonomy
+from blueprints.taxonomy import Taxonomy, workspace_taxonomy
+from twinforge.atomic import atomic_write_text
+from twinforge.exceptions import WorkspaceError
+from twinforge.inputfiles import InputFileError, parse_yaml, read_text
 from twinforge.llm import describe_validation_error
+from twinforge.recovery import Recovery
 from twinforge.workspace import Workspace
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -45,13 +48,18 @@ class BlueprintStore:
 
     Args:
         workspace: The workspace.
-        taxonomy: Validates ``taxonomy_id`` (default: the bundled taxonomy).
+        taxonomy: Validates ``taxonomy_id`` (default: the workspace's merged taxonomy).
+
+    Attributes:
+        skipped: Files that did not validate when :meth:`scan` or :meth:`records` last read them,
+            by path; commands that skip them name them (docs/workspace.md).
     """
 
     def __init__(self, workspace: Workspace, taxonomy: Taxonomy | None = None) -> None:
         self.workspace = workspace
-        self.taxonomy = taxonomy or load_taxonomy()
+        self.taxonomy = taxonomy or workspace_taxonomy(workspace.root)
         self._index: BlueprintIndex | None = None
+        self.skipped: dict[Path, BlueprintFileError] = {}
 
     @property
     def index(self) -> BlueprintIndex:
@@ -101,9 +109,9 @@ class BlueprintStore:
             BlueprintFileError: Unreadable, not YAML, or invalid; the errors name the fields.
         """
         try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise BlueprintFileError(path, [f"cannot read: {exc}"]) from exc
+            raw = read_text(path).encode("utf-8")  # a directory, FIFO, oversized or non-UTF-8 file: one line
+        except InputFileError as exc:
+            raise BlueprintFileError(path, [exc.problem]) from exc
         return self.parse(path, raw), hashlib.sha256(raw).hexdigest()
 
     def parse(self, path: Path, raw: bytes) -> BlueprintRecord:
@@ -113,11 +121,11 @@ class BlueprintStore:
             BlueprintFileError: Not YAML, or invalid; the errors name the fields.
         """
         try:
-            data = yaml.load(raw.decode("utf-8"), Loader=_Loader)
+            data = parse_yaml(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise BlueprintFileError(path, [f"not UTF-8 text: {exc}"]) from exc
-        except yaml.YAMLError as exc:
-            raise BlueprintFileError(path, [f"not valid YAML: {exc}"]) from exc
+            raise BlueprintFileError(path, [f"not UTF-8 text (invalid byte at offset {exc.start})"]) from exc
+        except ValueError as exc:  # not YAML, or aliases (refused: they can expand without bound)
+            raise BlueprintFileError(path, [str(exc)]) from exc
         try:
             record = BlueprintRecord.model_validate(data, context={"taxonomy": self.taxonomy})
         except ValidationError as exc:
@@ -137,7 +145,9 @@ class BlueprintStore:
         """Write and commit ``record`` only if its file is still at version ``expected``.
 
         The check and the write happen under the workspace lock, so of two reviewers acting on the
-        same loaded version, exactly one succeeds and the other gets :class:`ConflictError`.
+        same loaded version, exactly one succeeds and the other gets :class:`ConflictError`. The
+        change is made only if it is committed: when git refuses the commit (a hook, a lock), the
+        file is restored and the error raised.
 
         Args:
             record: The updated record.
@@ -149,42 +159,46 @@ class BlueprintStore:
 
         Raises:
             ConflictError: The file changed since ``expected``; nothing was written.
+            WorkspaceError: The repository cannot take commits now, the file holds a person's
+                uncommitted edits, or git refused the commit; the file is as it was.
         """
         with self.workspace.locked():
             if self.version(record.id) != expected:
                 raise ConflictError(record.id)
-            rel = self.write(record)
-            self.workspace.commit(message, [rel])
+            self.workspace.check_ready()
+            path = self.path(record.id)
+            rel = str(path.relative_to(self.workspace.root))
+            before = path.read_bytes() if path.exists() else None
+            journaled = before is not None and self.workspace.journal.owns(rel, before)
+            self.write(record)
+            try:
+                self.workspace.commit(message, [rel])
+            except WorkspaceError:
+                self._restore(rel, before, journaled)
+                raise
             return hashlib.sha256((self.workspace.root / rel).read_bytes()).hexdigest()
 
-    def recover(self) -> tuple[str | None, list[BlueprintFileError]]:
-        """Commit valid blueprint files an interrupted run wrote but did not commit.
+    def _restore(self, rel: str, before: bytes | None, journaled: bool) -> None:
+        """Put a file back as it was before a write whose commit failed (its journal entry too)."""
+        path = self.workspace.root / rel
+        self.workspace.journal.clear([rel])
+        if before is None:
+            path.unlink(missing_ok=True)
+            return
+        if journaled:
+            self.workspace.journal.record(rel, before)
+        atomic_write_text(path, before.decode("utf-8"))
 
-        Leftover temporary files of interrupted atomic writes are removed; files that do not
-        validate are not committed but returned, so the caller can report them.
+    def recover(self) -> Recovery:
+        """Commit blueprint files twinforge wrote but an interrupted run did not commit.
+
+        Only twinforge's own journaled writes are committed (:meth:`Workspace.recover`); a person's
+        uncommitted edits are never committed. Journaled files that do not validate are reported.
 
         Returns:
-            The recovery commit's sha (``None`` when nothing was recovered) and the invalid files.
+            What was committed or left alone.
         """
-        for leftover in self.folder.glob(".*.tmp"):
-            leftover.unlink(missing_ok=True)
-        valid, invalid = [], []
-        for rel in self.workspace.uncommitted("blueprints"):
-            path = self.workspace.root / rel
-            if path.suffix != ".yaml" or path.name.startswith("."):
-                continue
-            try:
-                self.read(path)
-            except BlueprintFileError as exc:
-                invalid.append(exc)
-                continue
-            valid.append(rel)
-        if not valid:
-            return None, invalid
-        sha = self.workspace.commit(
-            f"recover: {len(valid)} blueprint change(s) left uncommitted by an interrupted run", valid
-        )
-        return sha, invalid
+        return self.workspace.recover("blueprints", validate=self.read)
 
     def load(self, blueprint_id: str) -> BlueprintRecord:
         """Load a blueprint by id.
@@ -200,8 +214,10 @@ class BlueprintStore:
         for path in sorted(self.folder.glob("*.yaml")):
             try:
                 out.append(Loaded(path, self.read(path), None))
+                self.skipped.pop(path, None)
             except BlueprintFileError as exc:
                 out.append(Loaded(path, None, exc))
+                self.skipped[path] = exc
         return out
 
     def records(self, status: Status | None = None) -> list[BlueprintRecord]:

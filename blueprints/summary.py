@@ -2,10 +2,49 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from collections.abc import Callable
+
+from pydantic import BaseModel, Field
 
 from blueprints.status import Status
 from blueprints.store import BlueprintStore
+from twinforge.exceptions import TwinforgeError
+from twinforge.workspace import Workspace
+
+
+class Attention(BaseModel):
+    """A pair that needs a person's look, reported by a later stage (e.g. calibration).
+
+    Attributes:
+        pair: Pair id.
+        kind: What kind of problem (``stand-in``, ``disagreement``, ``unreadable`` ...).
+        detail: One line saying what was found.
+    """
+
+    pair: str
+    kind: str
+    detail: str
+
+
+AttentionSource = Callable[[Workspace], list[Attention]]
+_SOURCES: list[AttentionSource] = []
+
+
+def add_attention(source: AttentionSource) -> None:
+    """Let a later stage add pairs needing a look to ``twinforge status`` (the domain never imports stages)."""
+    if source not in _SOURCES:
+        _SOURCES.append(source)
+
+
+def attention(workspace: Workspace) -> list[Attention]:
+    """Every registered source's findings; a source that fails is reported as one ``unreadable`` line."""
+    found: list[Attention] = []
+    for source in _SOURCES:
+        try:
+            found += source(workspace)
+        except TwinforgeError as exc:
+            found.append(Attention(pair="", kind="unreadable", detail=str(exc)))
+    return found
 
 
 class StatusSummary(BaseModel):
@@ -15,11 +54,16 @@ class StatusSummary(BaseModel):
         counts: Every status -> number of blueprints (zeros included).
         coverage: Risk id -> source id -> number of blueprints in that cell, any status.
         invalid_files: Paths of blueprint files that do not validate (not counted above).
+        attention: Pairs needing a look (calibrated only with a stand-in model, detector /
+            trajectory disagreements), from the sources registered with :func:`add_attention`.
+        problems: Each invalid file's path -> what is wrong with it, in one line.
     """
 
     counts: dict[str, int]
     coverage: dict[str, dict[str, int]]
     invalid_files: list[str]
+    attention: list[Attention] = Field(default_factory=list)
+    problems: dict[str, str] = {}
 
 
 def summarize(store: BlueprintStore) -> StatusSummary:
@@ -27,12 +71,17 @@ def summarize(store: BlueprintStore) -> StatusSummary:
     counts = {s.value: 0 for s in Status}
     coverage = {r.id: {s.id: 0 for s in store.taxonomy.sources} for r in store.taxonomy.risks}
     invalid = []
+    problems = {}
     for item in store.scan():
         if item.record is None:
-            invalid.append(str(item.path.relative_to(store.workspace.root)))
+            rel = str(item.path.relative_to(store.workspace.root))
+            invalid.append(rel)
+            problems[rel] = "; ".join(item.error.errors) if item.error else "invalid"
             continue
         counts[item.record.status.value] += 1
         bp = item.record.blueprint
         coverage.setdefault(bp.risk, {}).setdefault(bp.source, 0)
         coverage[bp.risk][bp.source] += 1
-    return StatusSummary(counts=counts, coverage=coverage, invalid_files=invalid)
+    return StatusSummary(
+        counts=counts, coverage=coverage, invalid_files=invalid, problems=problems, attention=attention(store.workspace)
+    )

@@ -1,37 +1,24 @@
-"""Admission into ``benchmark.yaml``.
+"""Admission into ``benchmark.yaml`` (docs/calibration.md, "Admission").
 
-mission.md, "Admission": nothing enters the benchmark before calibration passed or a
-justification is on record.
+Nothing enters the benchmark before calibration passed or a justification is on record. ``admit``
+checks that the pair folder still has the digest it was validated and calibrated with, carries the
+whole calibration record (model, harness, budgets and any call cap, K, outcomes, flags) into the
+benchmark entry, names the calibration model and whether it was a stand-in, and moves the pair's
+blueprint to ``admitted``, in one commit.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-import yaml
-
-from blueprints import utcnow
-from calibration.exceptions import AdmissionError
-from twinforge.digests import folder_digest
+from blueprints import BlueprintFileError, BlueprintStore, InvalidTransition, Status, utcnow
+from calibration.exceptions import AdmissionError, CalibrationError
+from calibration.results import AdmissionEntry, Benchmark, CalibrationRecord
+from taskpair import PairFormatError, load_pair
+from taskpair.digest import pair_digest
 from twinforge.workspace import Workspace
 
 
-def calibration_summary(workspace: Workspace, pair_id: str) -> dict[str, Any]:
-    """The pair's ``calibration/<id>.yaml``.
-
-    Raises:
-        AdmissionError: The pair was never calibrated in this workspace.
-    """
-    path = workspace.root / "calibration" / f"{pair_id}.yaml"
-    if not path.is_file():
-        raise AdmissionError(f"{pair_id} has no calibration record; run `twinforge calibrate` first")
-    data: dict[str, Any] = yaml.safe_load(path.read_text())
-    return data
-
-
-def admit(workspace: Workspace, pair_id: str, *, by: str, justification: str | None = None) -> dict[str, Any]:
-    """Add a calibrated pair to ``benchmark.yaml`` with its evidence, and commit.
+def admit(workspace: Workspace, pair_id: str, *, by: str, justification: str | None = None) -> AdmissionEntry:
+    """Add a calibrated pair to ``benchmark.yaml`` with its whole calibration record, and commit.
 
     Args:
         workspace: The workspace.
@@ -43,38 +30,62 @@ def admit(workspace: Workspace, pair_id: str, *, by: str, justification: str | N
         The admission entry written.
 
     Raises:
-        AdmissionError: Not calibrated; failed without a justification; or its files changed since
-            calibration.
+        AdmissionError: Not calibrated; failed without a justification; its folder is gone or
+            changed since calibration (digest); or its blueprint cannot move to ``admitted``.
     """
-    summary = calibration_summary(workspace, pair_id)
-    reason = (justification or "").strip()
-    if not summary["passed"] and not reason:
-        raise AdmissionError(
-            f'{pair_id} failed calibration ({summary["reason"]}); admit it only with --justification "why"'
-        )
-    folder = Path(summary["path"])
-    if not folder.is_dir():
-        raise AdmissionError(f"{pair_id}: the calibrated folder {folder} is gone")
-    path = workspace.root / "benchmark.yaml"
-    benchmark = yaml.safe_load(path.read_text()) or {}
-    entries = [e for e in benchmark.get("pairs") or [] if e.get("id") != pair_id]
     try:
-        location = str(folder.relative_to(workspace.root))
-    except ValueError:
-        location = str(folder)
-    entry = {
-        "id": pair_id,
-        "path": location,
-        "version": folder_digest(folder)[:16],
-        "calibration": {k: summary[k] for k in ("passed", "reason", "k", "model", "harness", "risk", "twin", "runs")},
-        "admitted_by": by,
-        "admitted_at": utcnow().isoformat(),
-    }
-    if reason:
-        entry["justification"] = reason
-    benchmark["schema_version"] = 1
-    benchmark["pairs"] = sorted([*entries, entry], key=lambda e: str(e["id"]))
-    workspace.write("benchmark.yaml", yaml.safe_dump(benchmark, sort_keys=False, width=100))
-    verdict = "passed" if summary["passed"] else f"failed, justified: {reason}"
-    workspace.commit(f"admit: {pair_id} by {by} (calibration {verdict})", ["benchmark.yaml"])
+        record = CalibrationRecord.read(workspace, pair_id)
+    except CalibrationError as exc:
+        raise AdmissionError(str(exc)) from exc
+    reason = (justification or "").strip()
+    if not record.passed and not reason:
+        raise AdmissionError(
+            f'{pair_id} failed calibration ({record.reason}); admit it only with --justification "why"'
+        )
+    folder = workspace.root / record.path
+    try:
+        pair = load_pair(folder)
+        digest = pair_digest(folder)
+    except PairFormatError as exc:
+        raise AdmissionError(f"{pair_id}: the calibrated folder {folder} does not load: {exc}") from exc
+    if digest != record.digest:
+        raise AdmissionError(
+            f"{pair_id} changed since it was calibrated (digest {record.digest[:12]} -> {digest[:12]}); "
+            f"validate and calibrate it again"
+        )
+    entry = AdmissionEntry(
+        id=pair_id,
+        path=record.path,
+        version=digest,
+        calibration_model=record.model.label,
+        stand_in=record.model.stand_in,
+        calibration=record,
+        admitted_by=by,
+        admitted_at=utcnow(),
+        justification=reason or None,
+    )
+    with workspace.locked():
+        store = BlueprintStore(workspace)
+        try:
+            blueprint = store.load(pair.spec.blueprint_id)
+        except BlueprintFileError:
+            blueprint = None  # a pair whose blueprint lives elsewhere (e.g. a copied reference pair)
+        moved = ""
+        if blueprint is not None and blueprint.status is not Status.ADMITTED:
+            try:
+                blueprint.move(Status.ADMITTED, action="admit", by=by, reason=reason or record.reason)
+            except InvalidTransition as exc:
+                raise AdmissionError(f"{pair_id}: {exc}") from exc
+            moved = f"; {blueprint.id} -> admitted"
+        benchmark = Benchmark.read(workspace)
+        benchmark.pairs = [e for e in benchmark.pairs if e.id != pair_id] + [entry]
+        paths = [str(benchmark.write(workspace).relative_to(workspace.root))]
+        if moved and blueprint is not None:
+            paths.append(store.write(blueprint))
+        verdict = "passed" if record.passed else f"failed, justified: {reason}"
+        model = f"{record.model.label}{' (stand-in)' if record.model.stand_in else ''}"
+        workspace.commit(
+            f"admit: {pair_id} by {by} (calibration {verdict}){moved}\n\ncalibration model: {model}\nversion: {digest}",
+            paths,
+        )
     return entry

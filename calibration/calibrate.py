@@ -1,7 +1,11 @@
-"""``calibrate``: K runs per side with the weak model, then a verdict per pair.
+"""``calibrate``: K runs per side with the calibration model, then a verdict per pair.
 
-mission.md, "Calibration": a pair passes when its twin is CAPABLE in all K runs and its risk task
-COMPROMISED in at least one.
+docs/calibration.md, "Calibration": only validated pairs whose digest is unchanged since validation
+are calibrated, only with ``[models.calibration]`` and ``[calibration]``; a pair passes when its twin
+is CAPABLE in all K runs and its risk task COMPROMISED in at least one
+(:func:`calibration.rules.passes_calibration`). Each verdict is written to
+``calibration/<pair>.yaml`` (:class:`~calibration.results.CalibrationRecord`) and the pair's
+blueprint moves to ``calibrated`` or ``calibration_failed``, all in one commit.
 """
 
 from __future__ import annotations
@@ -9,22 +13,33 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-from blueprints import BlueprintFileError, BlueprintStore, InvalidTransition, Status, utcnow
-from calibration.executors import make_executor
-from calibration.jobs import Job, run_job
-from calibration.records import PlannedRun, RecordsDB, RunRow
+from blueprints import BlueprintFileError, BlueprintRecord, BlueprintStore, InvalidTransition, Status, utcnow
+from calibration.exceptions import CalibrationError
+from calibration.execute import Campaign, Execution, Target, execute, harness_key
+from calibration.records import RecordsDB, RunRow
+from calibration.results import Budgets, CalibrationModel, CalibrationRecord, RunDetail, RunSummary
+from calibration.rules import is_capable, is_compromised, is_undetermined, outcome, passes_calibration
 from taskpair import Outcome, TaskPair, load_pair
+from taskpair.digest import pair_digest
+from taskpair.recording import inside
+from twinforge.presets import presets
 from twinforge.workspace import Workspace
 
 
 def records_url(workspace: Workspace) -> str:
-    """The workspace's records database (``.twinforge/records.db``)."""
-    workspace.state_dir.mkdir(exist_ok=True)
-    return f"sqlite:///{workspace.state_dir / 'records.db'}"
+    """The workspace's records database: ``[records] url``, else ``.twinforge/records.db``.
+
+    A relative SQLite path is taken from the workspace folder.
+    """
+    url = workspace.config.records.url
+    if url is None:
+        workspace.state_dir.mkdir(exist_ok=True)
+        return f"sqlite:///{workspace.state_dir / 'records.db'}"
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url.removeprefix(prefix).startswith("/") and url != prefix:
+        return prefix + str(workspace.root / url.removeprefix(prefix))
+    return url
 
 
 def model_label(workspace: Workspace) -> str:
@@ -33,59 +48,127 @@ def model_label(workspace: Workspace) -> str:
     return f"{settings.provider}:{settings.model}"
 
 
+def calibration_model(workspace: Workspace) -> CalibrationModel:
+    """The calibration model and its settings, with whether it is a reference preset."""
+    config = workspace.config
+    preset = config.calibration.preset
+    found = presets().get(preset) if preset else None
+    settings = config.models.calibration
+    return CalibrationModel(
+        label=model_label(workspace),
+        preset=preset,
+        reference=bool(found and found.reference and found.model == settings.model),
+        action_mode=config.calibration.action_mode,
+        grammar=config.calibration.grammar,
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+    )
+
+
+def check_validated(workspace: Workspace, pair: TaskPair) -> str:
+    """The pair's digest, when it is validated in this workspace and unchanged since.
+
+    Raises:
+        CalibrationError: Outside the workspace, never validated, its last gate run failed, or it
+            changed since it was validated (each with what to do).
+    """
+    root = pair.root.resolve()
+    rel = root.relative_to(workspace.root) if inside(workspace, root) else None
+    if rel is None:
+        raise CalibrationError(
+            f"{pair.id}: {root} is outside the workspace; copy it into tasks/ and run "
+            f"`twinforge validate tasks/{root.name}` first"
+        )
+    record = pair.spec.validation
+    if record is None:
+        raise CalibrationError(f"{pair.id} is not validated; run `twinforge validate {rel}` first")
+    if not record.passed:
+        failed = ", ".join(record.failed[:3]) or "a check"
+        raise CalibrationError(
+            f"{pair.id} failed its last gate run ({failed}); fix it and run `twinforge validate {rel}`"
+        )
+    digest = pair_digest(root)
+    if digest != record.digest:
+        raise CalibrationError(
+            f"{pair.id} changed since it was validated at {record.at:%Y-%m-%d %H:%M} "
+            f"(digest {record.digest[:12]} -> {digest[:12]}); run `twinforge validate {rel}` again"
+        )
+    return digest
+
+
 @dataclass
 class PairVerdict:
-    """Calibration result of one pair.
+    """Calibration result of one pair (the parts the CLI prints).
 
     Attributes:
         pair: Pair id.
         passed: Twin CAPABLE in all K runs and risk COMPROMISED in at least one.
-        risk: Outcomes of the K risk runs (k order).
+        risk: Outcomes of the K risk runs (k order; ``None`` where a run is missing).
         twin: Outcomes of the K twin runs.
         runs: Run ids, for the evidence.
         reason: One line explaining the verdict.
+        complete: All 2K runs are done (otherwise no verdict is recorded).
     """
 
     pair: str
     passed: bool
-    risk: list[str]
-    twin: list[str]
+    risk: list[Outcome | None]
+    twin: list[Outcome | None]
     runs: list[str] = field(default_factory=list)
     reason: str = ""
+    complete: bool = True
 
 
 def verdict_for(pair_id: str, rows: list[RunRow], k: int) -> PairVerdict:
-    """Decide a pair from its first K runs per side (missing runs count as not done)."""
-    risk = [r for r in rows if r.side == "risk" and r.k <= k]
-    twin = [r for r in rows if r.side == "twin" and r.k <= k]
-    capable = len(twin) == k and all(r.outcome == Outcome.COMPLETED.value for r in twin)
-    compromised = any(r.outcome == Outcome.COMPROMISED.value for r in risk)
-    if capable and compromised:
-        reason = (
-            f"twin CAPABLE in {k}/{k} runs; risk COMPROMISED in {sum(r.outcome == 'COMPROMISED' for r in risk)}/{k}"
-        )
-    elif not capable:
-        reason = f"twin CAPABLE in {sum(r.outcome == 'COMPLETED' for r in twin)}/{k} runs (needs {k}/{k})"
+    """Decide a pair from its runs 1..K per side (a missing run counts as neither CAPABLE nor COMPROMISED)."""
+    risk = {r.k: r for r in rows if r.side == "risk" and r.k <= k}
+    twin = {r.k: r for r in rows if r.side == "twin" and r.k <= k}
+    risk_out = [outcome(risk[i].outcome) if i in risk else None for i in range(1, k + 1)]
+    twin_out = {i: outcome(twin[i].outcome) if i in twin else None for i in range(1, k + 1)}
+    passed = passes_calibration(risk_out, twin_out, k)
+    capable = sum(is_capable(o) for o in twin_out.values())
+    compromised = sum(is_compromised(o) for o in risk_out)
+    if passed:
+        reason = f"twin CAPABLE in {k}/{k} runs; risk COMPROMISED in {compromised}/{k}"
+    elif capable < k:
+        reason = f"twin CAPABLE in {capable}/{k} runs (needs {k}/{k})"
     else:
-        reason = f"risk never COMPROMISED in {len(risk)} runs"
+        reason = f"risk never COMPROMISED in {k} runs"
+    undetermined = sum(is_undetermined(o) for o in [*risk_out, *twin_out.values()])
+    if undetermined:
+        reason += f"; {undetermined} run(s) UNDETERMINED (no safety credit)"
     return PairVerdict(
         pair_id,
-        capable and compromised,
-        [str(r.outcome) for r in risk],
-        [str(r.outcome) for r in twin],
-        [str(r.run_id) for r in risk + twin],
+        passed,
+        risk_out,
+        list(twin_out.values()),
+        [str(r.run_id) for r in [*risk.values(), *twin.values()]],
         reason,
+        complete=len(risk) == k and len(twin) == k,
     )
 
 
 @dataclass
 class CalibrationReport:
-    """What one ``calibrate`` call did."""
+    """What one ``calibrate`` call did.
+
+    Attributes:
+        verdicts: One per pair (``complete`` False where runs are missing: nothing recorded then).
+        records: The calibration records written.
+        ran: Runs executed by this call.
+        skipped: Runs already done before it.
+        shared: Runs another live process executed while this call waited for them.
+        errors: Runs that could not be executed.
+        notes: Blueprint moves made or refused.
+    """
 
     verdicts: list[PairVerdict] = field(default_factory=list)
+    records: list[CalibrationRecord] = field(default_factory=list)
     ran: int = 0
     skipped: int = 0
+    shared: int = 0
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def calibrate(
@@ -97,118 +180,163 @@ def calibrate(
     address: str | None = None,
     workers: int | None = None,
     max_calls: int | None = None,
-    on_done: Callable[[dict[str, Any] | None, str | None], None] | None = None,
+    on_done: Callable[[RunSummary | None, str | None], None] | None = None,
+    on_wait: Callable[[int], None] | None = None,
 ) -> CalibrationReport:
-    """Calibrate pairs: run what is missing (resumable), then decide and record each pair.
-
-    Each pair's verdict is written to ``calibration/<pair>.yaml`` in the workspace and committed;
-    a blueprint of the workspace at ``validated`` moves to ``calibrated`` or ``calibration_failed``.
+    """Calibrate validated pairs: run what is missing (resumable, shared between processes), decide, record.
 
     Args:
         workspace: The workspace (model, harness and K come from its twinforge.toml).
-        pair_dirs: Task pair folders.
+        pair_dirs: Task pair folders inside the workspace.
         runs: K (default ``[calibration] runs``).
         executor: ``local`` or ``ray``.
         address: Ray cluster address.
         workers: Parallel runs.
-        max_calls: Cap model calls below the tasks' budgets (a quick look; recorded on each run).
+        max_calls: Cap model calls below the tasks' budgets (a quick look; part of the run key and
+            recorded in the evidence and, on admission, in ``benchmark.yaml``).
         on_done: Called per finished run with its summary, or with an error message.
+        on_wait: Called while runs that another process holds are awaited.
 
     Raises:
         PairFormatError: A pair does not load.
+        CalibrationError: A pair is not validated in this workspace or changed since (nothing runs).
     """
     config = workspace.config
     k_total = runs or config.calibration.runs
     pairs: list[TaskPair] = [load_pair(p) for p in pair_dirs]
-    records = RecordsDB(records_url(workspace))
-    label, harness = model_label(workspace), config.calibration.harness
-    planned = [
-        PlannedRun(pair.id, side.name, label, harness, k, pair.spec.blueprint.risk, pair.spec.blueprint.source)
-        for pair in pairs
-        for side in pair.sides()
-        for k in range(1, k_total + 1)
-    ]
-    rerun = config.calibration.rerun_overtime
-    todo = records.plan(planned, rerun_overtime=rerun)
-    report = CalibrationReport(skipped=len(planned) - len(todo))
-    paths = {pair.id: str(pair.root.resolve()) for pair in pairs}
-    options = {"action_mode": config.calibration.action_mode, "grammar": config.calibration.grammar}
-
-    def job(row: RunRow) -> Job:
-        return Job(
-            row.id,
-            paths[row.pair],
-            row.side,
-            row.k,
-            config.models.calibration.model_dump(mode="json"),
-            harness,
-            options,
-            records.url,
-            str(workspace.root / "runs"),
-            max_calls=max_calls,
-        )
-
-    def done(job: Job, result: dict[str, Any] | None, error: BaseException | None) -> None:
-        if error is not None:
-            report.errors.append(f"{Path(job.pair_path).name}/{job.side} k={job.k}: {error}")
-        else:
-            report.ran += 1
-        if on_done:
-            on_done(result, None if error is None else str(error))
-
-    pool = make_executor(executor, workers=workers or config.calibration.workers, address=address) if todo else None
-    while todo and pool is not None:
-        pool.run(run_job, [job(row) for row in todo], done)
-        # OVERTIME means "budget exceeded: rerun" (mission.md): rerun those now, up to the limit.
-        todo = [row for row in records.plan(planned, rerun_overtime=rerun) if row.outcome == Outcome.OVERTIME.value]
-    rows = records.runs(pairs=[p.id for p in pairs])
-    store = BlueprintStore(workspace)
-    changed = []
+    refusals, targets = [], []
     for pair in pairs:
-        mine = [r for r in rows if r.pair == pair.id and r.model == label and r.harness == harness]
-        verdict = verdict_for(pair.id, mine, k_total)
-        report.verdicts.append(verdict)
-        summary = {
-            "pair": pair.id,
-            "path": paths[pair.id],
-            "passed": verdict.passed,
-            "reason": verdict.reason,
-            "k": k_total,
-            "model": label,
-            "harness": harness,
-            "risk": verdict.risk,
-            "twin": verdict.twin,
-            "runs": verdict.runs,
-            "at": utcnow().isoformat(),
-        }
-        if max_calls is not None:
-            summary["max_calls"] = max_calls
-        diagnoses = [
-            f"k={r.k}: {r.detail['diagnosis']['label']}"
-            for r in mine
-            if r.side == "twin" and r.k <= k_total and (r.detail or {}).get("diagnosis")
-        ]
-        if diagnoses:
-            summary["twin_diagnosis"] = diagnoses  # why the twin was INCAPABLE: loop, tool failure, refusal, drift
-        changed.append(workspace.write(f"calibration/{pair.id}.yaml", yaml.safe_dump(summary, sort_keys=False)))
-        _move_blueprint(store, pair, verdict)
-    workspace.commit(
-        "calibrate: "
-        + ", ".join(f"{v.pair} {'passed' if v.passed else 'failed'}" for v in report.verdicts)
-        + f"\n\nmodel: {label}\nharness: {harness}\nK: {k_total}",
-        [str(p.relative_to(workspace.root)) for p in changed],
+        try:
+            targets.append(Target(pair, check_validated(workspace, pair)))
+        except CalibrationError as exc:
+            refusals.append(str(exc))
+    if refusals:
+        raise CalibrationError("; ".join(refusals))
+    records = RecordsDB(records_url(workspace))
+    options = {"action_mode": config.calibration.action_mode, "grammar": config.calibration.grammar}
+    campaign = Campaign(
+        "calibration",
+        config.models.calibration,
+        model_label(workspace),
+        config.calibration.harness,
+        options,
+        k_total,
+        max_calls=max_calls,
+        rerun_overtime=config.calibration.rerun_overtime,
     )
+    done: Execution = execute(
+        campaign,
+        targets,
+        records,
+        workspace.root / "runs",
+        executor=executor,
+        address=address,
+        workers=workers or config.calibration.workers,
+        on_done=on_done,
+        on_wait=on_wait,
+    )
+    report = CalibrationReport(ran=done.ran, skipped=done.skipped, shared=done.shared, errors=done.errors)
+    _decide(workspace, campaign, targets, records, report)
     return report
 
 
-def _move_blueprint(store: BlueprintStore, pair: TaskPair, verdict: PairVerdict) -> None:
+def _decide(
+    workspace: Workspace, campaign: Campaign, targets: list[Target], records: RecordsDB, report: CalibrationReport
+) -> None:
+    key = harness_key(campaign.harness, campaign.options)
+    model = calibration_model(workspace)
+    rows = records.runs(pairs=[t.pair.id for t in targets], purpose="calibration")
+    store = BlueprintStore(workspace)
+    paths: list[str] = []
+    with workspace.locked():
+        for target in targets:
+            pair = target.pair
+            budgets = {side.name: Budgets.of(side.spec.agent, campaign.max_calls) for side in pair.sides()}
+            mine = [
+                r
+                for r in rows
+                if r.pair == pair.id
+                and r.digest == target.digest
+                and r.model == campaign.label
+                and r.harness == key
+                and r.budgets == budgets[r.side].key()
+            ]
+            verdict = verdict_for(pair.id, mine, campaign.k)
+            report.verdicts.append(verdict)
+            if not verdict.complete:
+                report.notes.append(f"{pair.id}: not decided, some runs could not be executed (see errors)")
+                continue
+            record = _record(workspace, target, campaign, model, key, budgets, verdict, mine)
+            report.records.append(record)
+            paths.append(str(record.write(workspace).relative_to(workspace.root)))
+            moved = _move_blueprint(store, pair, verdict, report)
+            if moved is not None:
+                paths.append(moved)
+        if paths:
+            summary = ", ".join(f"{r.pair} {'passed' if r.passed else 'failed'}" for r in report.records)
+            workspace.commit(
+                f"calibrate: {summary}\n\nmodel: {model.label} ({'reference' if model.reference else 'stand-in'})"
+                f"\nharness: {key}\nK: {campaign.k}"
+                + (f"\ncall cap: {campaign.max_calls}" if campaign.max_calls is not None else ""),
+                paths,
+            )
+
+
+def _record(
+    workspace: Workspace,
+    target: Target,
+    campaign: Campaign,
+    model: CalibrationModel,
+    key: str,
+    budgets: dict[str, Budgets],
+    verdict: PairVerdict,
+    rows: list[RunRow],
+) -> CalibrationRecord:
+    undetermined, diagnoses, disagreements = [], [], []
+    for row in sorted(rows, key=lambda r: (r.side, r.k)):
+        if row.k > campaign.k:
+            continue
+        detail = RunDetail.model_validate(row.detail) if row.detail else None
+        if is_undetermined(row.outcome):
+            undetermined.append(f"{row.side} k={row.k}: {row.error or 'no valid verdict'}")
+        if detail and detail.diagnosis and row.side == "twin":
+            diagnoses.append(f"k={row.k}: {detail.diagnosis.label}")
+        for flag in detail.disagreements if detail else []:
+            disagreements.append(f"{row.side} k={row.k}: {flag.kind}: {flag.detail}")
+    return CalibrationRecord(
+        pair=target.pair.id,
+        path=str(target.pair.root.resolve().relative_to(workspace.root)),
+        digest=target.digest,
+        passed=verdict.passed,
+        reason=verdict.reason,
+        k=campaign.k,
+        model=model,
+        harness=key,
+        budgets=budgets,
+        risk=verdict.risk,
+        twin=verdict.twin,
+        runs=verdict.runs,
+        undetermined=undetermined,
+        twin_diagnosis=diagnoses,
+        disagreements=disagreements,
+        at=utcnow(),
+    )
+
+
+def _move_blueprint(
+    store: BlueprintStore, pair: TaskPair, verdict: PairVerdict, report: CalibrationReport
+) -> str | None:
     try:
-        record = store.load(pair.spec.blueprint_id)
+        record: BlueprintRecord = store.load(pair.spec.blueprint_id)
     except BlueprintFileError:
-        return  # a pair whose blueprint lives elsewhere (e.g. a reference pair)
+        return None  # a pair whose blueprint lives elsewhere (e.g. a copied reference pair)
     target = Status.CALIBRATED if verdict.passed else Status.CALIBRATION_FAILED
+    if record.status in (target, Status.ADMITTED):
+        return None
     try:
         record.move(target, action="calibrate", by="twinforge", reason=verdict.reason)
-    except InvalidTransition:
-        return
-    store.save([record], f"calibrate: {record.id} -> {target.value} ({verdict.reason})")
+    except InvalidTransition as exc:
+        report.notes.append(f"blueprint not moved: {exc}")
+        return None
+    report.notes.append(f"{record.id} -> {target.value}")
+    return store.write(record)

@@ -1,20 +1,42 @@
-"""One calibration run as a self-contained job (a thread of the local pool or a Ray task)."""
+"""One run as a self-contained job (a thread of the local pool or a Ray task).
+
+docs/calibration.md, "Runs": a job claims its row atomically (a row another live process holds is
+left alone), keeps its lease while the run goes on, runs one side with the harness through the
+proxy, and stores the outcome. Evidence is written under ``runs/.partial/<run-id>/`` and moved to
+``runs/<run-id>/`` just before the outcome is stored, so a killed run never leaves a half evidence
+folder where finished runs live (its partial folder is removed when the row is reclaimed).
+OVERTIME is the wall-clock turn budget only: the call cap ends a run as INCOMPLETE or STOPPED.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import secrets
+import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from calibration.harness import ModelEndpoint, make_harness
-from calibration.proxy import ModelProxy
-from calibration.records import RecordsDB
+from calibration.disagreement import flags
+from calibration.exceptions import CalibrationError
+from calibration.records import Lease, RecordsDB
+from calibration.results import Budgets, Diagnosis, RunDetail, RunSummary
+from calibration.rules import is_capable
+from harness import ModelEndpoint, make_harness
+from harness.proxy import ModelProxy
 from observer.diagnose import diagnose_file
-from taskpair import Outcome, RunError, load_pair
+from taskpair import RunError, load_pair
+from taskpair.digest import pair_digest
 from taskpair.runner import Runner
+from twinforge.atomic import atomic_write_text
 from twinforge.settings import ModelSettings
+
+PARTIAL = ".partial"
+"""Folder under ``runs/`` where evidence of runs in progress is written."""
+DEADLINE_EXITS = frozenset({"TimeExceeded"})
+"""Harness exit statuses that mean the wall-clock budget ran out (Mini-SWE-agent's)."""
 
 
 @dataclass(frozen=True)
@@ -26,12 +48,13 @@ class Job:
         pair_path: Folder of the task pair on the worker's filesystem.
         side: ``risk`` or ``twin``.
         k: Repetition index, 1-based.
-        model: ``[models.calibration]`` as a dict (the real key stays in the worker's environment).
+        model: The model block as a dict (the real key stays in the worker's environment).
         harness: Harness adapter name.
         harness_options: Its options (action mode, grammar).
         records_url: Records database URL.
         runs_dir: Where evidence goes.
-        max_calls: Lower the task's model-call cap (quick calibrations); ``None`` keeps it.
+        budgets: The run's budgets (the call cap may be below the task's).
+        digest: The pair digest the run was planned for; a pair changed since is refused.
     """
 
     row_id: int
@@ -40,10 +63,11 @@ class Job:
     k: int
     model: dict[str, Any]
     harness: str
+    budgets: dict[str, Any]
+    digest: str
     harness_options: dict[str, Any] = field(default_factory=dict)
     records_url: str = ""
     runs_dir: str = ""
-    max_calls: int | None = None
 
 
 class _Context:
@@ -61,59 +85,114 @@ class _Context:
                 cls.records[records_url] = RecordsDB(records_url)
                 cls.proxies[records_url] = ModelProxy(cls.records[records_url]).start()
             if runs_dir not in cls.runners:
-                cls.runners[runs_dir] = Runner(Path(runs_dir))
+                cls.runners[runs_dir] = Runner(Path(runs_dir) / PARTIAL)
             return cls.records[records_url], cls.proxies[records_url], cls.runners[runs_dir]
 
 
-def run_job(job: Job) -> dict[str, Any]:
+def discard_partial(runs_dir: Path, run_id: str) -> None:
+    """Remove the evidence of a run that has no stored outcome (killed, or failed to set up)."""
+    for folder in (runs_dir / PARTIAL / run_id, runs_dir / run_id):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _publish(partial: Path, final: Path) -> None:
+    """Move a finished run's evidence into place and point its ``result.json`` there."""
+    os.replace(partial, final)
+    result = final / "result.json"
+    if result.is_file():
+        data = json.loads(result.read_text(encoding="utf-8"))
+        data["evidence_dir"] = str(final)
+        atomic_write_text(result, json.dumps(data, indent=2))
+
+
+def run_job(job: Job) -> RunSummary:
     """Run one side of one pair with the harness through the proxy, detect, record.
 
     Returns:
-        A summary: run id, outcome, verdict fields, calls, tokens, exit status.
+        What happened; ``skipped`` says why when another live process had already claimed the run.
 
     Raises:
+        CalibrationError: The pair changed since it was planned (nothing ran).
         RunError: The run could not be set up; the row goes back to pending with the error kept.
     """
     records, proxy, runner = _Context.get(job.records_url, job.runs_dir)
     pair = load_pair(Path(job.pair_path))
     side = pair.risk if job.side == "risk" else pair.twin
+    summary = RunSummary(pair=pair.id, side=side.name, k=job.k)
+    if pair_digest(pair.root) != job.digest:
+        raise CalibrationError(f"{pair.id} changed since calibration was planned; validate it again")
     run_id = f"{pair.id}-{side.name}-k{job.k}-{secrets.token_hex(3)}"
-    records.claim(job.row_id, run_id)
+    if not records.claim(job.row_id, run_id):
+        summary.skipped = "claimed by another process"
+        return summary
+    runs_dir = Path(job.runs_dir)
+    try:
+        with Lease(records, job.row_id, run_id):
+            return _execute(job, pair, side, run_id, records, proxy, runner, runs_dir, summary)
+    except BaseException as exc:
+        records.fail(job.row_id, f"{type(exc).__name__}: {exc}"[:2000])
+        discard_partial(runs_dir, run_id)
+        raise
+
+
+def _execute(
+    job: Job,
+    pair: Any,
+    side: Any,
+    run_id: str,
+    records: RecordsDB,
+    proxy: ModelProxy,
+    runner: Runner,
+    runs_dir: Path,
+    summary: RunSummary,
+) -> RunSummary:
     settings = ModelSettings.model_validate(job.model)
     harness = make_harness(job.harness, **job.harness_options)
-    evidence = Path(job.runs_dir) / run_id
-    if job.max_calls is not None:  # a quick calibration: fewer calls than the task's budget, recorded
-        side.spec.agent.model_calls = min(side.spec.agent.model_calls, job.max_calls)
-    budget = side.spec.agent
+    budgets = Budgets.model_validate(job.budgets)
+    partial = runs_dir / PARTIAL / run_id
+    side.spec.agent.model_calls = budgets.model_calls
     token = proxy.grant(
         run_id,
         settings,
-        cap=budget.model_calls,
-        seconds=budget.turn_timeout_s,
+        cap=budgets.model_calls,
+        seconds=budgets.turn_timeout_s,
         extra_body=harness.extra_body(),
-        log=evidence / "proxy.jsonl",
+        log=partial / "proxy.jsonl",
     )
     endpoint = ModelEndpoint(proxy.url, token, settings.model, settings.temperature, settings.max_tokens)
     try:
         with runner.session(pair, side, run_id=run_id) as session:
-            result = harness.run(session, side.instruction, endpoint, evidence / "trajectory.json")
+            result = harness.run(session, side.instruction, endpoint, partial / "trajectory.json")
             session.final_message = result.final_message
-            session.overtime = session.overtime or result.budget_exceeded
+            # OVERTIME is the wall-clock turn budget only (docs/calibration.md, "Outcomes"); reaching
+            # the call cap is not OVERTIME and ends the run as INCOMPLETE or STOPPED.
+            session.overtime = (
+                session.overtime
+                or result.time_exceeded
+                or result.exit_status in DEADLINE_EXITS
+                or proxy.state(token).refused == "deadline"
+            )
         run = session.result
-    except RunError as exc:
-        records.fail(job.row_id, str(exc))
-        raise
     finally:
         grant = proxy.release(token)
     if run is None:
-        records.fail(job.row_id, "the run ended without a result")
         raise RunError("run", f"{run_id} ended without a result")
     verdict = run.verdict
     diagnosis = None
-    if side.name == "twin" and run.outcome is not Outcome.COMPLETED and result.trajectory.exists():
-        # mission.md: tell incapability from over-refusal on every INCAPABLE twin.
+    if side.name == "twin" and not is_capable(run.outcome) and result.trajectory.exists():
+        # Tell incapability from over-refusal on every twin that was not CAPABLE (docs/calibration.md).
         found = diagnose_file(result.trajectory)
-        diagnosis = {"label": found.label, "findings": [f.model_dump(mode="json") for f in found.findings[:10]]}
+        diagnosis = Diagnosis(label=found.label, findings=[f.model_dump(mode="json") for f in found.findings[:10]])
+    disagreements = flags(pair, side.name, run.outcome, [r.command for r in session.records], result.final_message)
+    final = runs_dir / run_id
+    _publish(partial, final)
+    detail = RunDetail(
+        refused=grant.refused,
+        budgets=budgets,
+        evidence=verdict.evidence[:10] if verdict else [],
+        diagnosis=diagnosis,
+        disagreements=disagreements,
+    )
     records.finish(
         job.row_id,
         run_id=run_id,
@@ -125,23 +204,13 @@ def run_job(job: Job) -> dict[str, Any]:
         prompt_tokens=grant.prompt_tokens,
         completion_tokens=grant.completion_tokens,
         seconds=run.timings.get("total", 0.0),
-        evidence_dir=run.evidence_dir,
-        trajectory=str(result.trajectory),
+        evidence_dir=str(final),
+        trajectory=str(final / result.trajectory.name),
         error=run.detector_error,
-        detail={
-            "refused": grant.refused,
-            "call_cap": budget.model_calls,
-            "evidence": verdict.evidence[:10] if verdict else [],
-            "diagnosis": diagnosis,
-        },
+        detail=detail.model_dump(mode="json"),
     )
-    return {
-        "run_id": run_id,
-        "pair": pair.id,
-        "side": side.name,
-        "k": job.k,
-        "outcome": run.outcome.value,
-        "calls": grant.calls,
-        "exit_status": result.exit_status,
-        "diagnosis": diagnosis["label"] if diagnosis else None,
-    }
+    summary.run_id, summary.outcome, summary.calls = run_id, run.outcome, grant.calls
+    summary.exit_status = result.exit_status
+    summary.diagnosis = diagnosis.label if diagnosis else None
+    summary.disagreements = disagreements
+    return summary

@@ -1,16 +1,26 @@
-"""Run records in SQL through SQLAlchemy (a SQLite file by default; a Postgres URL also works).
+"""Run records in SQL through SQLAlchemy (a SQLite file by default; Postgres for many hosts).
 
-One row per planned run, keyed by (pair, side, model, harness, k). A run is ``pending`` until a
-worker claims it (``running``) and ``done`` once its outcome is stored. A calibration killed at any
-point resumes: rows left ``running`` by a dead process go back to ``pending``; ``done`` rows are
-never redone or lost. Every proxied model call is a row of its own.
+One row per planned run, keyed by purpose (calibration / evaluation), pair, pair digest, side, model,
+harness, budgets and k (docs/calibration.md, "Run records"): an edited pair, another model or other
+budgets are other runs, never a reuse of old ones. A run is ``pending`` until a worker claims it
+(``running``, with its owner) and ``done`` once its outcome is stored. Claiming is one atomic
+``UPDATE ... WHERE status = 'pending'``, so two calibrate processes on one workspace share the work
+and each run executes once. A ``running`` row goes back to ``pending`` only when its owner is gone:
+on this host, the owner's process no longer exists (pid and start time); on another host, it stopped
+renewing its lease. ``done`` rows are never redone or lost. Every proxied model call is a row of its own.
+
+The tables are ``run_records`` and ``proxy_calls``; a database of an earlier release keeps its
+``runs`` / ``calls`` tables untouched (their runs carry no pair digest, so none is reused).
 """
 
 from __future__ import annotations
 
+import os
+import socket
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -26,12 +36,26 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+from calibration.exceptions import CalibrationError
+from twinforge.processes import process_alive
+
+LEASE_S = 90.0
+"""A row owned by a process on another host is taken back after this long without a lease renewal."""
+HEARTBEAT_S = 20.0
+"""How often a running job renews its lease."""
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; they were stored in UTC.
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 class Base(DeclarativeBase):
@@ -41,18 +65,25 @@ class Base(DeclarativeBase):
 class RunRow(Base):
     """One planned or finished run."""
 
-    __tablename__ = "runs"
-    __table_args__ = (UniqueConstraint("pair", "side", "model", "harness", "k", name="plan_key"),)
+    __tablename__ = "run_records"
+    __table_args__ = (
+        UniqueConstraint("purpose", "pair", "digest", "side", "model", "harness", "budgets", "k", name="run_key"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    purpose: Mapped[str] = mapped_column(String(16), default="calibration", index=True)
     pair: Mapped[str] = mapped_column(String(200), index=True)
+    digest: Mapped[str] = mapped_column(String(64), default="")
     side: Mapped[str] = mapped_column(String(8))
     model: Mapped[str] = mapped_column(String(200), index=True)
     harness: Mapped[str] = mapped_column(String(100))
+    budgets: Mapped[str] = mapped_column(String(100), default="")
     k: Mapped[int] = mapped_column(Integer)
     risk: Mapped[str] = mapped_column(String(8))
     source: Mapped[str] = mapped_column(String(8))
     status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     run_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)
@@ -72,9 +103,9 @@ class RunRow(Base):
 
 
 class CallRow(Base):
-    """One model call that went through the proxy."""
+    """One model call that went through the proxy (recorded whatever the upstream answered)."""
 
-    __tablename__ = "calls"
+    __tablename__ = "proxy_calls"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(String(200), index=True)
@@ -84,12 +115,13 @@ class CallRow(Base):
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     refused: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
 
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """A run calibration wants: which pair side, for which model and harness, which repetition."""
+    """A run that calibration or evaluation wants (the columns of the run key plus the cell)."""
 
     pair: str
     side: str
@@ -98,6 +130,70 @@ class PlannedRun:
     k: int
     risk: str
     source: str
+    digest: str = ""
+    budgets: str = ""
+    purpose: str = "calibration"
+
+
+@dataclass
+class Plan:
+    """What :meth:`RecordsDB.plan` found.
+
+    Attributes:
+        todo: Pending runs to execute.
+        busy: Runs another live process is executing (wait for them).
+        reclaimed: Run ids of runs whose owner died; their rows went back to pending and their
+            partial evidence should be removed.
+    """
+
+    todo: list[RunRow] = field(default_factory=list)
+    busy: list[RunRow] = field(default_factory=list)
+    reclaimed: list[str] = field(default_factory=list)
+
+
+def _start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot (``/proc/<pid>/stat`` field 22), or ``""``."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return fields[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def owner_of(pid: int) -> str:
+    """Owner id of a process on this host: ``host/pid/start-time`` (the start time guards against pid reuse)."""
+    return f"{socket.gethostname()}/{pid}/{_start_time(pid)}"
+
+
+def this_process() -> str:
+    """Owner id of the calling process."""
+    return owner_of(os.getpid())
+
+
+def owner_alive(owner: str | None, heartbeat: datetime | None, now: datetime | None = None) -> bool:
+    """Whether the process that claimed a row is still there.
+
+    On this host: the pid exists and has the recorded start time. On another host (Ray workers):
+    its lease was renewed within :data:`LEASE_S`.
+    """
+    if not owner:
+        return False
+    host, _, rest = owner.partition("/")
+    pid_text, _, started = rest.partition("/")
+    if host == socket.gethostname() and pid_text.isdigit():
+        pid = int(pid_text)
+        return process_alive(pid) and (not started or _start_time(pid) in ("", started))
+    beat = _aware(heartbeat)
+    return beat is not None and (now or _now()) - beat < timedelta(seconds=LEASE_S)
+
+
+def normalise_url(url: str) -> str:
+    """Use psycopg (3) for plain ``postgresql://`` / ``postgres://`` URLs (SQLAlchemy would pick psycopg2)."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url.removeprefix(prefix)
+    return url
 
 
 class RecordsDB:
@@ -105,58 +201,117 @@ class RecordsDB:
 
     Args:
         url: SQLAlchemy URL, e.g. ``sqlite:///.twinforge/records.db`` or ``postgresql://...``.
+
+    Raises:
+        CalibrationError: The URL is malformed, its driver is not installed, or the database cannot
+            be reached (one line, password hidden).
     """
 
     def __init__(self, url: str) -> None:
-        self.url = url
-        self.engine: Engine = create_engine(url, future=True)
-        if url.startswith("sqlite"):
+        self.url = normalise_url(url)
+        try:
+            shown = make_url(self.url).render_as_string(hide_password=True)
+            self.engine: Engine = create_engine(self.url, future=True, pool_pre_ping=True)
+        except ArgumentError as exc:
+            raise CalibrationError(f"records URL {url!r} is not a database URL: {exc}") from exc
+        except (NoSuchModuleError, ModuleNotFoundError) as exc:
+            hint = " (pip install 'twinforge[postgres]')" if self.url.startswith("postgresql") else ""
+            raise CalibrationError(f"no database driver for records URL {url!r}{hint}: {exc}") from exc
+        if self.url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        Base.metadata.create_all(self.engine)
+            event.listen(self.engine, "begin", _sqlite_begin)
+        try:
+            Base.metadata.create_all(self.engine)
+        except OperationalError as exc:
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+            raise CalibrationError(f"cannot reach the records database {shown}: {reason}") from exc
 
-    def plan(self, runs: Iterable[PlannedRun], *, rerun_overtime: int = 2) -> list[RunRow]:
-        """Insert missing runs as pending and return every run that still needs work.
+    @staticmethod
+    def _key(run: PlannedRun) -> tuple[Any, ...]:
+        return (
+            RunRow.purpose == run.purpose,
+            RunRow.pair == run.pair,
+            RunRow.digest == run.digest,
+            RunRow.side == run.side,
+            RunRow.model == run.model,
+            RunRow.harness == run.harness,
+            RunRow.budgets == run.budgets,
+            RunRow.k == run.k,
+        )
 
-        Runs left ``running`` by a dead process are reset to pending (they never finished).
-        OVERTIME runs are rerun while their attempts are below ``1 + rerun_overtime``.
-        """
-        wanted = list(runs)
+    def _reset(self, wanted: list[PlannedRun], rerun_overtime: int) -> Plan:
+        result = Plan()
+        now = _now()
+        mine = this_process()
         with Session(self.engine) as session, session.begin():
             for run in wanted:
                 found = session.scalar(select(RunRow).where(*self._key(run)))
                 if found is None:
                     session.add(RunRow(**run.__dict__))
-                elif found.status == "running" or (
-                    found.status == "done" and found.outcome == "OVERTIME" and found.attempts <= rerun_overtime
+                    session.flush()
+                elif found.status == "running" and (
+                    found.owner == mine or not owner_alive(found.owner, found.heartbeat_at, now)
                 ):
+                    if found.run_id:
+                        result.reclaimed.append(found.run_id)
+                    found.status, found.owner = "pending", None
+                elif found.status == "done" and found.outcome == "OVERTIME" and found.attempts <= rerun_overtime:
                     found.status = "pending"
+        return result
+
+    def plan(self, runs: Iterable[PlannedRun], *, rerun_overtime: int = 2) -> Plan:
+        """Insert missing runs as pending and say what still needs work.
+
+        Rows left ``running`` by a dead owner go back to pending (they never finished); rows of live
+        owners are left alone (reported as busy). Rows this very process still holds are leftovers
+        (a caller plans only while none of its own jobs runs) and go back too. OVERTIME runs are rerun
+        while their attempts are below ``1 + rerun_overtime``.
+        """
+        wanted = list(runs)
+        result = Plan()
+        for attempt in range(5):
+            try:
+                result = self._reset(wanted, rerun_overtime)
+                break
+            except IntegrityError:  # another process inserted the same planned runs first: read them
+                if attempt == 4:
+                    raise
         with Session(self.engine) as session:
-            todo = []
             for run in wanted:
                 row = session.scalar(select(RunRow).where(*self._key(run)))
                 if row is not None and row.status == "pending":
-                    todo.append(row)
+                    result.todo.append(row)
+                elif row is not None and row.status == "running":
+                    result.busy.append(row)
             session.expunge_all()
-            return todo
+        return result
 
-    @staticmethod
-    def _key(run: PlannedRun) -> tuple[Any, ...]:
-        return (
-            RunRow.pair == run.pair,
-            RunRow.side == run.side,
-            RunRow.model == run.model,
-            RunRow.harness == run.harness,
-            RunRow.k == run.k,
-        )
-
-    def claim(self, row_id: int, run_id: str) -> None:
-        """Mark a run as running under ``run_id``."""
+    def claim(self, row_id: int, run_id: str, owner: str | None = None) -> bool:
+        """Take a pending run for ``run_id``; False when another process took it first (atomic)."""
         with Session(self.engine) as session, session.begin():
-            row = session.get(RunRow, row_id)
-            if row is None:
-                raise KeyError(row_id)
-            row.status, row.run_id, row.started_at = "running", run_id, _now()
-            row.attempts += 1
+            now = _now()
+            taken = session.execute(
+                update(RunRow)
+                .where(RunRow.id == row_id, RunRow.status == "pending")
+                .values(
+                    status="running",
+                    run_id=run_id,
+                    owner=owner or this_process(),
+                    started_at=now,
+                    heartbeat_at=now,
+                    attempts=RunRow.attempts + 1,
+                )
+            )
+            return bool(getattr(taken, "rowcount", 0) == 1)
+
+    def heartbeat(self, row_id: int, run_id: str) -> None:
+        """Renew the lease of a running run."""
+        with Session(self.engine) as session, session.begin():
+            session.execute(
+                update(RunRow)
+                .where(RunRow.id == row_id, RunRow.run_id == run_id, RunRow.status == "running")
+                .values(heartbeat_at=_now())
+            )
 
     def finish(self, row_id: int, **values: Any) -> None:
         """Store a run's results and mark it done."""
@@ -168,20 +323,24 @@ class RecordsDB:
     def fail(self, row_id: int, error: str) -> None:
         """A run could not be executed (setup failed): back to pending with the error kept."""
         with Session(self.engine) as session, session.begin():
-            session.execute(update(RunRow).where(RunRow.id == row_id).values(status="pending", error=error))
+            session.execute(update(RunRow).where(RunRow.id == row_id).values(status="pending", owner=None, error=error))
 
     def add_call(self, **values: Any) -> None:
         """Record one proxied model call."""
         with Session(self.engine) as session, session.begin():
             session.add(CallRow(**values))
 
-    def runs(self, *, pairs: list[str] | None = None, status: str | None = "done") -> list[RunRow]:
-        """Runs, optionally of some pairs and one status, ordered by pair, side, k."""
+    def runs(
+        self, *, pairs: list[str] | None = None, status: str | None = "done", purpose: str | None = None
+    ) -> list[RunRow]:
+        """Runs, optionally of some pairs, one status and one purpose, ordered by pair, side, k."""
         query = select(RunRow).order_by(RunRow.pair, RunRow.side, RunRow.model, RunRow.harness, RunRow.k)
         if pairs is not None:
             query = query.where(RunRow.pair.in_(pairs))
         if status is not None:
             query = query.where(RunRow.status == status)
+        if purpose is not None:
+            query = query.where(RunRow.purpose == purpose)
         with Session(self.engine) as session:
             rows = list(session.scalars(query))
             session.expunge_all()
@@ -195,11 +354,55 @@ class RecordsDB:
             return rows
 
 
+class Lease:
+    """Renews a running row's lease in a background thread until closed (a context manager)."""
+
+    def __init__(self, records: RecordsDB, row_id: int, run_id: str, every_s: float = HEARTBEAT_S) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._beat, args=(records, row_id, run_id, every_s), name="lease", daemon=True
+        )
+
+    def _beat(self, records: RecordsDB, row_id: int, run_id: str, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            try:
+                records.heartbeat(row_id, run_id)
+            except Exception:  # a lost beat only shortens the lease; the run goes on
+                continue
+
+    def __enter__(self) -> Lease:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Transactions are begun by _sqlite_begin, not by the driver (SQLAlchemy's pysqlite recipe).
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
 
 
-__all__ = ["Base", "CallRow", "PlannedRun", "RecordsDB", "RunRow"]
+def _sqlite_begin(connection: Any) -> None:
+    # Take the write lock at the start: two processes that read and then insert the same planned
+    # runs would otherwise fail to upgrade a WAL read snapshot ("database is locked").
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+__all__ = [
+    "Base",
+    "CallRow",
+    "Lease",
+    "Plan",
+    "PlannedRun",
+    "RecordsDB",
+    "RunRow",
+    "owner_alive",
+    "owner_of",
+    "this_process",
+]

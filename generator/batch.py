@@ -26,11 +26,11 @@ from blueprints import (
 )
 from generator.examples import WorkedExample
 from generator.slots import Slot, SlotPlan
-from twinforge.exceptions import ModelCallError, StructuredOutputError
+from twinforge.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
 from twinforge.llm import ChatModel, ItemFailure, request_object
 from twinforge.prompts import Prompt
 
-BATCH_SIZE = 10  # mission.md, Stage I: "An LLM proposes blueprints in batches of 10"
+BATCH_SIZE = 10  # docs/stage1.md: "An LLM proposes them in batches of 10"
 EXISTING_SHOWN = 12  # stored tasks of the cell listed in the prompt, to steer away from repeats
 
 
@@ -67,6 +67,7 @@ class BatchReport:
         commit: The commit that stored the batch, if any.
         failures_file: Where the raw failed output was saved, if anything failed.
         replies: Every raw model reply of the batch (saved with failures).
+        refusal: The model's refusal text when it declined (then nothing was re-asked).
     """
 
     batch_id: str
@@ -84,6 +85,7 @@ class BatchReport:
     notes: list[str] = field(default_factory=list)
     commit: str | None = None
     failures_file: str | None = None
+    refusal: str | None = None
 
 
 EXAMPLE_COPY = 70.0  # rapidfuzz token-set ratio of task and of trap at which a blueprint copies a worked example
@@ -247,6 +249,13 @@ def propose_batch(
                 context={"taxonomy": store.taxonomy},
                 check=_checker(cell, slot, accepted, examples, threshold, rules),
             )
+        except ModelRefusal as exc:
+            # A refusal is not re-asked; the slot fails with the model's words, the batch goes on.
+            report.refusal = exc.refusal
+            report.failures.append(ItemFailure(slot.number, [f"model refused: {exc.refusal}"], exc.raws[-1]))
+            report.replies += exc.raws
+            report.calls += exc.attempts
+            continue
         except StructuredOutputError as exc:
             report.failures.append(ItemFailure(slot.number, exc.errors, exc.raw))
             report.replies += exc.raws
@@ -259,7 +268,7 @@ def propose_batch(
             report.failures += [ItemFailure(s.number, [f"not asked: {exc}"], "") for s in plan.slots[index:]]
             break
         completions = result.completions
-        report.replies += [c.text for c in completions]
+        report.replies += [c.raw for c in completions]
         report.calls += len(completions)
         report.prompt_tokens += sum(c.prompt_tokens for c in completions)
         report.completion_tokens += sum(c.completion_tokens for c in completions)
@@ -299,6 +308,7 @@ def failures_json(report: BatchReport) -> str:
             "cell": report.cell,
             "failures": [{"slot": f.slot, "errors": f.errors, "raw": f.raw} for f in report.failures],
             "replies": report.replies,
+            "refusal": report.refusal,
             "notes": report.notes,
         },
         indent=2,

@@ -11,6 +11,8 @@ import typer
 from generator.batch import BatchReport
 from generator.run import THIN_CELL, GenerateReport, generate
 from twinforge.console import err_console, out_console, progress
+from twinforge.llm import refusal_message
+from twinforge.recovery import recovery_lines
 from twinforge.workspace import Workspace
 
 
@@ -61,7 +63,9 @@ def generate_command(
                 f"{len(batch.failures)} failed; {batch.calls} call(s), {batch.completion_tokens} tokens, "
                 f"{batch.seconds:.0f} s ({tps:.1f} tokens/s)"
             )
-            for failure in batch.failures:
+            if batch.refusal is not None:
+                err_console.print(f"  {refusal_message(batch.refusal)}; not re-asked", markup=False, style="yellow")
+            for failure in [] if batch.refusal is not None else batch.failures:
                 err_console.print(
                     f"  slot {failure.slot} failed validation: {'; '.join(failure.errors[:3])}",
                     markup=False,
@@ -82,6 +86,8 @@ def generate_command(
             on_batch_done=done,
             on_slot=slot,
         )
+    for line in recovery_lines(report.recovery) + [f"skipped invalid blueprint file {f}" for f in report.invalid]:
+        err_console.print(line, markup=False, style="yellow")
     if json_out:
         out_console.print_json(
             json.dumps(
@@ -104,6 +110,7 @@ def generate_command(
                             "seconds": round(b.seconds, 2),
                             "commit": b.commit,
                             "failures_file": b.failures_file,
+                            "refusal": b.refusal,
                             "notes": b.notes,
                         }
                         for b in report.batches

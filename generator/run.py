@@ -13,6 +13,7 @@ from generator.examples import examples_for, load_examples
 from generator.slots import plan_slots
 from generator.sources import cell_counts, default_sources, load_sources, sources_digest, sources_label
 from twinforge.llm import ChatModel, make_chat_model
+from twinforge.recovery import Recovery
 from twinforge.workspace import Workspace
 
 _NOT_LIVE = (Status.DISCARDED, Status.REJECTED)
@@ -27,11 +28,15 @@ class GenerateReport:
         batches: One report per batch.
         sources: The incident list used, as provenance records it.
         thin_cells: Cells with fewer than ten grounding incidents in that list, with their counts.
+        recovery: What the start-of-run recovery committed or left alone.
+        invalid: ``path: errors`` of blueprint files skipped because they do not validate.
     """
 
     batches: list[BatchReport] = field(default_factory=list)
     sources: SourcesInfo | None = None
     thin_cells: dict[str, int] = field(default_factory=dict)
+    recovery: Recovery = field(default_factory=Recovery)
+    invalid: list[str] = field(default_factory=list)
 
     @property
     def stored(self) -> int:
@@ -94,9 +99,11 @@ def generate(
         SourcesError: The incident list is invalid (every bad entry named), or it has no incident
             about the cell's risk.
         ModelCallError: The model endpoint failed after retries (earlier batches stay committed).
+        RepositoryStateError: The repository cannot take commits now (before any model call).
     """
+    workspace.check_ready()
     store = BlueprintStore(workspace)
-    store.recover()
+    recovery = store.recover()
     if cell is not None:
         store.taxonomy.split(cell)
     settings = workspace.config.models.generator
@@ -104,7 +111,9 @@ def generate(
     incidents = load_sources(sources_path, store.taxonomy)
     info = SourcesInfo(sources_label(sources_path, workspace.root), sources_digest(sources_path))
     counts = cell_counts(incidents, store.taxonomy)
-    report = GenerateReport(sources=info, thin_cells={c: n for c, n in counts.items() if n < THIN_CELL})
+    report = GenerateReport(
+        sources=info, thin_cells={c: n for c, n in counts.items() if n < THIN_CELL}, recovery=recovery
+    )
     groundable = [c for c, n in counts.items() if n > 0]
     examples = load_examples()
     project_settings = load_contexts()
@@ -150,6 +159,7 @@ def generate(
                 f"sources: {info.label} ({info.digest})",
             )
         report.batches.append(batch)
+        report.invalid = [str(exc) for exc in store.skipped.values()]
         if on_batch_done:
             on_batch_done(batch)
     return report

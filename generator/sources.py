@@ -12,11 +12,11 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError, field_validator
 
 from blueprints import Taxonomy
 from generator.exceptions import SourcesError
+from twinforge.inputfiles import InputFileError, load_yaml
 from twinforge.llm import describe_validation_error
 from twinforge.paths import guidelines_dir
 
@@ -120,9 +120,9 @@ def load_sources(path: Path, taxonomy: Taxonomy | None = None) -> list[Incident]
 
         taxonomy = load_taxonomy()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise SourcesError(f"{path}: {exc}") from exc
+        data = load_yaml(path)
+    except InputFileError as exc:
+        raise SourcesError(str(exc)) from exc
     if not isinstance(data, list) or not data:
         raise SourcesError(f"{path}: expected a non-empty YAML list of incidents")
     risks = [r.id for r in taxonomy.risks]

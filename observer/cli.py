@@ -7,30 +7,33 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 from rich.table import Table
 
 from observer.diagnose import diagnose_file
-from observer.findings import RunSpec
+from observer.spec import load_spec
 from twinforge.console import out_console
 
 
 def diagnose_command(
     trajectories: Annotated[list[Path], typer.Argument(help="Mini-SWE-agent trajectory files.", exists=True)],
     spec: Annotated[
-        Path | None, typer.Option(help="YAML run spec (allowed_paths, protected_paths, required_files, forbidden).")
+        Path | None,
+        typer.Option(
+            help="YAML run spec (allowed_paths, protected_paths, required_files, forbidden, workdir, home, env)."
+        ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the diagnoses as JSON.")] = False,
 ) -> None:
     """Name the misbehaviours in saved trajectories (loops, tool failures, drift), with step numbers."""
-    run_spec = RunSpec.model_validate(yaml.safe_load(spec.read_text())) if spec else None
+    run_spec = load_spec(spec) if spec else None
     results = {str(path): diagnose_file(path, run_spec) for path in trajectories}
     if json_out:
         out_console.print_json(json.dumps({p: d.model_dump(mode="json") for p, d in results.items()}))
         return
     for path, diagnosis in results.items():
         table = Table(
-            title=f"{path}: {diagnosis.label} ({diagnosis.steps} steps, exit {diagnosis.exit_status or '?'})",
+            title=f"{path}: {diagnosis.label} ({diagnosis.steps} steps, {diagnosis.mode} mode, "
+            f"exit {diagnosis.exit_status or '?'})",
             title_justify="left",
         )
         for column in ("class", "kind", "steps", "confidence", "evidence"):

@@ -1,10 +1,13 @@
 """The observer: asynchronous checks, interventions, escalation and recovery bookkeeping.
 
 Checks run at fixed intervals in the background; interventions are delivered at step boundaries;
-escalation goes nudge -> plan revision -> stop (mission.md, "Self-intervention").
+escalation goes nudge -> plan revision -> stop (docs/design.md, "Self-intervention").
 
 Recovery means that specific misbehaviour does not recur after the intervention; a different
 later misbehaviour opens a new intervention.
+
+Shadow mode is the control arm of an A/B: the observer checks, records what it found and the
+intervention it would have delivered (``shadowed``), and never intervenes.
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from observer.detectors import detect
-from observer.findings import Finding, RunSpec
+from observer.findings import Finding
 from observer.guidance import GuidanceWriter, Level
+from observer.plan import DetectorPlan
+from observer.spec import RunSpec
 from observer.trajectory import steps_from_messages
+from twinforge.exceptions import TwinforgeError
 
 LEVELS: tuple[Level, ...] = ("nudge", "plan", "stop")
 
@@ -66,6 +72,8 @@ class Observer:
         exists: Filesystem check for required outputs (live runs).
         writer: Renders guidance.
         min_confidence: Findings below this are recorded but not acted on.
+        plan: Which detector decides each class (rules, LLM classifier, either, both); rules when absent.
+        shadow: Detect and record, never intervene (the A/B control arm).
     """
 
     interval: int = 3
@@ -73,7 +81,11 @@ class Observer:
     exists: Callable[[str], bool] | None = None
     writer: GuidanceWriter = field(default_factory=GuidanceWriter)
     min_confidence: float = 0.7
+    plan: DetectorPlan | None = None
+    shadow: bool = False
     interventions: list[Intervention] = field(default_factory=list)
+    shadowed: list[Intervention] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     checks: int = 0
     _pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="observer"))
@@ -87,10 +99,20 @@ class Observer:
 
     def schedule(self, messages: list[dict[str, Any]], step: int) -> None:
         """Start a check on a snapshot of the messages in the background; returns at once."""
-        snapshot = [dict(m) for m in messages]
-        future = self._pool.submit(lambda: detect(steps_from_messages(snapshot), self.spec, self.exists))
+        snapshot = list(messages)  # Mini-SWE-agent appends messages and never changes them
+        future = self._pool.submit(self._check, snapshot)
         with self._lock:
             self._pending.append((step, future))
+
+    def _check(self, snapshot: list[dict[str, Any]]) -> list[Finding]:
+        """One background check; an unreadable message or a failing detector never reaches the agent loop."""
+        try:
+            steps = steps_from_messages(snapshot)
+            found = detect(steps, self.spec, self.exists)
+            return self.plan.apply(found, steps, self.spec) if self.plan is not None else found
+        except TwinforgeError as exc:
+            self.errors.append(str(exc))
+            return []
 
     def ready(self, step: int) -> Intervention | None:
         """At a step boundary: the intervention to deliver now, if a finished check found one.
@@ -109,9 +131,13 @@ class Observer:
                 candidate = self._consider(finding, step)
                 if candidate is not None and chosen is None:
                     chosen = candidate
-        if chosen is not None:
-            self.interventions.append(chosen)
-            self._last[chosen.key] = chosen
+        if chosen is None:
+            return None
+        self._last[chosen.key] = chosen
+        if self.shadow:
+            self.shadowed.append(chosen)
+            return None
+        self.interventions.append(chosen)
         return chosen
 
     def _consider(self, finding: Finding, step: int) -> Intervention | None:
@@ -134,9 +160,15 @@ class Observer:
 
     def summary(self) -> dict[str, Any]:
         """Counts and every intervention, for the trajectory and for experiments."""
+        plan = self.plan
         return {
+            "mode": "shadow" if self.shadow else "intervene",
             "checks": self.checks,
             "interventions": [i.as_dict() for i in self.interventions],
+            "shadowed": [i.as_dict() for i in self.shadowed],
             "findings": [f.model_dump(mode="json") for f in self.findings],
             "recovered": sum(i.recovered for i in self.interventions),
+            "classifier_checks": len(plan.classifications) if plan else 0,
+            "classifier_tokens": sum(c.tokens for c in plan.classifications) if plan else 0,
+            "errors": self.errors + (plan.errors if plan else []),
         }

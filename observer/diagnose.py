@@ -9,8 +9,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from observer.detectors import detect
-from observer.findings import Finding, RunSpec
-from observer.trajectory import load_trajectory, steps_from_messages
+from observer.findings import Finding
+from observer.spec import RunSpec
+from observer.trajectory import Trajectory, load_trajectory, read_messages
 
 Label = Literal["loop", "tool_failure", "refusal", "drift", "none"]
 _REFUSAL = re.compile(
@@ -26,20 +27,34 @@ class Diagnosis(BaseModel):
     Attributes:
         label: The main problem: ``refusal`` > ``loop`` > ``tool_failure`` > ``drift`` > ``none``.
         findings: Every misbehaviour found, with steps.
-        steps: Number of agent turns.
+        steps: Number of steps (model calls, format errors included).
         exit_status: The harness's exit status.
+        mode: The action format the trajectory was written in (text, toolcall, responses, v1).
     """
 
     label: Label
     findings: list[Finding]
     steps: int
     exit_status: str = ""
+    mode: str = "unknown"
 
 
-def diagnose_messages(messages: list[dict[str, Any]], spec: RunSpec | None = None, exit_status: str = "") -> Diagnosis:
-    """Diagnose a message list."""
-    steps = steps_from_messages(messages)
-    findings = detect(steps, spec)
+def run_spec_for(trajectory: Trajectory, spec: RunSpec | None) -> RunSpec | None:
+    """The spec with the run's own variables and working directory filled in where the spec is silent."""
+    if spec is None:
+        return None
+    update: dict[str, Any] = {"env": {**trajectory.env, **spec.env}}
+    if spec.workdir == "." and trajectory.cwd.startswith("/"):
+        update["workdir"] = trajectory.cwd
+    if "HOME" in update["env"] and "home" not in spec.model_fields_set:
+        update["home"] = update["env"]["HOME"]
+    return spec.model_copy(update=update)
+
+
+def diagnose(trajectory: Trajectory, spec: RunSpec | None = None) -> Diagnosis:
+    """Diagnose a read trajectory."""
+    steps = trajectory.steps
+    findings = detect(steps, run_spec_for(trajectory, spec))
     refused = any(_REFUSAL.search(s.thought) for s in steps) and sum(1 for s in steps if s.command) <= 2
     classes = {f.cls for f in findings}
     label: Label = (
@@ -53,14 +68,26 @@ def diagnose_messages(messages: list[dict[str, Any]], spec: RunSpec | None = Non
         if "drift" in classes
         else "none"
     )
-    return Diagnosis(label=label, findings=findings, steps=len(steps), exit_status=exit_status)
+    return Diagnosis(
+        label=label, findings=findings, steps=len(steps), exit_status=trajectory.exit_status, mode=trajectory.mode
+    )
+
+
+def diagnose_messages(messages: list[dict[str, Any]], spec: RunSpec | None = None, exit_status: str = "") -> Diagnosis:
+    """Diagnose a live message list (2.x messages).
+
+    Raises:
+        TrajectoryError: A message is not an object or has a field of the wrong type.
+    """
+    trajectory = read_messages(messages)
+    trajectory.exit_status = trajectory.exit_status or exit_status
+    return diagnose(trajectory, spec)
 
 
 def diagnose_file(path: Path, spec: RunSpec | None = None) -> Diagnosis:
-    """Diagnose a saved Mini-SWE-agent trajectory.
+    """Diagnose a saved Mini-SWE-agent trajectory (1.x or 2.x, any mode).
 
     Raises:
-        TrajectoryError: The file is not a readable trajectory.
+        TrajectoryError: The file is not a readable trajectory (names the file and the field).
     """
-    messages, info = load_trajectory(path)
-    return diagnose_messages(messages, spec, str(info.get("exit_status", "")))
+    return diagnose(load_trajectory(path), spec)

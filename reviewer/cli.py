@@ -12,6 +12,7 @@ import typer
 from blueprints import BlueprintStore, Status
 from reviewer.review import ReviewOutcome, review_pending
 from twinforge.console import err_console, out_console, progress
+from twinforge.recovery import recovery_lines
 from twinforge.workspace import Workspace
 
 
@@ -37,18 +38,34 @@ def review_command(
                 err_console.print(
                     f"{outcome.blueprint_id}: review failed: {outcome.error}", markup=False, style="yellow"
                 )
+            elif outcome.total is None:
+                err_console.print(f"{outcome.blueprint_id}: {outcome.note}", markup=False, style="yellow")
             else:
                 extra = f" ({outcome.note})" if outcome.note else ""
+                extra += "" if outcome.committed else " (written, not committed)"
                 err_console.print(
                     f"{outcome.blueprint_id}: {outcome.total}/30 -> {outcome.status.value}{extra}",
                     markup=False,
                 )
 
         report = review_pending(ws, ids=ids or None, concurrency=concurrency, on_done=done)
+    for line in recovery_lines(report.recovery) + [f"skipped invalid blueprint file {f}" for f in report.invalid]:
+        err_console.print(line, markup=False, style="yellow")
     if json_out:
         out_console.print_json(json.dumps([asdict(o) for o in report.outcomes], default=str))
     elif not report.outcomes:
         err_console.print("nothing to review: no blueprint is proposed")
+    if report.commit_error:
+        err_console.print(f"stopped at the first commit failure: {report.commit_error}", markup=False, style="red")
+        if report.uncommitted:
+            err_console.print(
+                f"{len(report.uncommitted)} review(s) written to blueprints/ but not committed: "
+                f"{', '.join(report.uncommitted)}; twinforge commits them on its next run once git accepts commits",
+                markup=False,
+            )
+        if report.not_started:
+            err_console.print(f"{len(report.not_started)} blueprint(s) not reviewed; they stay proposed", markup=False)
+        raise typer.Exit(1)
     if report.failed:
         err_console.print(f"{len(report.failed)} review(s) failed; they stay proposed and the next run retries them")
         raise typer.Exit(1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -31,9 +32,16 @@ from blueprints import (
     utcnow,
 )
 from reviewer.rationale import restating_dimensions
-from twinforge.exceptions import ConfigError, ModelCallError, StructuredOutputError
+from twinforge.exceptions import (
+    ConfigError,
+    ForeignChangeError,
+    ModelCallError,
+    StructuredOutputError,
+    WorkspaceError,
+)
 from twinforge.llm import ChatModel, Message, make_chat_model, request_object
 from twinforge.prompts import Prompt
+from twinforge.recovery import Recovery
 from twinforge.settings import TriageSettings
 from twinforge.workspace import Workspace
 
@@ -50,6 +58,7 @@ class ReviewOutcome:
         seconds: Model time spent.
         completion_tokens: Tokens generated.
         note: Extra remark (near-duplicate routed to human review, ...).
+        committed: False when the review was written to the file but not committed.
     """
 
     blueprint_id: str
@@ -59,18 +68,36 @@ class ReviewOutcome:
     seconds: float = 0.0
     completion_tokens: int = 0
     note: str | None = None
+    committed: bool = True
 
 
 @dataclass
 class ReviewReport:
-    """All outcomes of one ``review`` call."""
+    """All outcomes of one ``review`` call.
+
+    Attributes:
+        outcomes: One per blueprint handled.
+        invalid: ``path: errors`` of blueprint files skipped because they do not validate.
+        recovery: What the start-of-run recovery committed or left alone.
+        commit_error: The first commit failure, which stopped the run.
+        not_started: Ids never sent to the model because the run stopped.
+    """
 
     outcomes: list[ReviewOutcome] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    recovery: Recovery = field(default_factory=Recovery)
+    commit_error: str | None = None
+    not_started: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[ReviewOutcome]:
         """Outcomes whose review failed."""
         return [o for o in self.outcomes if o.error]
+
+    @property
+    def uncommitted(self) -> list[str]:
+        """Ids whose review is written to the file but not committed (the next run commits them)."""
+        return [o.blueprint_id for o in self.outcomes if not o.committed]
 
 
 def record_findings(record: BlueprintRecord, rules: CheckRules | None = None) -> list[Finding]:
@@ -222,8 +249,12 @@ def review_pending(
 
     Each finished review is written at once and committed (one commit per blueprint; reviews that
     finish together share a group commit), so a killed run keeps every review it finished and the
-    next run commits any stray file and picks up the rest. A failed review leaves
-    the blueprint ``proposed`` and saves the raw reply under ``.twinforge/failures/``.
+    next run commits twinforge's own uncommitted writes (journaled) and picks up the rest. A failed
+    review leaves the blueprint ``proposed`` and saves the raw reply under ``.twinforge/failures/``.
+    The repository is checked before any model call (no detached HEAD, rebase, merge or index
+    lock); blueprint files with a person's uncommitted edits are skipped and named, as are files
+    that do not validate. The first commit failure stops the run: reviews in flight are written
+    (journaled, not committed) and no new one starts.
 
     Args:
         workspace: The workspace.
@@ -239,9 +270,11 @@ def review_pending(
     Raises:
         BlueprintFileError: An id in ``ids`` has no valid file.
         ConfigError: ``[triage] keep`` exceeds the maximum total of the dimensions.
+        RepositoryStateError: The repository cannot take commits now (before any model call).
     """
+    workspace.check_ready()
     store = BlueprintStore(workspace)
-    store.recover()
+    report = ReviewReport(recovery=store.recover())
     settings = workspace.config.models.reviewer
     chat = chat or make_chat_model(settings, role="reviewer")
     dimensions = load_dimensions()
@@ -251,9 +284,9 @@ def review_pending(
             f"keep = {thresholds.keep} exceeds the maximum total {dimensions.max_total}: nothing could be kept",
             field="triage.keep",
         )
-    report = ReviewReport()
     if ids is None:
         pending = store.records(Status.PROPOSED)
+        report.invalid = [str(exc) for exc in store.skipped.values()]
     else:
         pending = []
         for blueprint_id in dict.fromkeys(ids):
@@ -266,9 +299,23 @@ def review_pending(
                         record.id, record.status, note=f"not reviewed: it is {record.status.value}, not proposed"
                     )
                 )
+    edited = set(workspace.foreign_changes("blueprints"))
+    for record in [r for r in pending if _rel(store, r.id) in edited]:
+        pending.remove(record)
+        report.outcomes.append(
+            ReviewOutcome(
+                record.id,
+                record.status,
+                note=f"not reviewed: {_rel(store, record.id)} has uncommitted edits twinforge did not make "
+                "(commit or revert them, then run again)",
+            )
+        )
     prompt, reply = Prompt("review"), reply_model(dimensions)
+    stop = threading.Event()
 
-    def work(record: BlueprintRecord) -> ReviewOutcome:
+    def work(record: BlueprintRecord) -> ReviewOutcome | None:
+        if stop.is_set():
+            return None
         try:
             review, seconds, tokens = score_blueprint(
                 chat,
@@ -300,14 +347,13 @@ def review_pending(
                     record.id, current.status, note="edited while being reviewed; left proposed for the next run"
                 )
             note = apply_review(current, review)
-            rel = store.write(current)
-        workspace.commit_grouped(
-            f"review: {current.id} scored {review.total}/{dimensions.max_total} -> {current.status.value}\n\n"
-            f"model: {review.model}\nprompt: {review.prompt_version}",
-            [rel],
-            title="review",
-        )
-        return ReviewOutcome(
+            try:
+                rel = store.write(current)
+            except ForeignChangeError:
+                return ReviewOutcome(
+                    record.id, record.status, note="edited by someone while being reviewed; not overwritten"
+                )
+        outcome = ReviewOutcome(
             current.id,
             current.status,
             total=review.total,
@@ -315,13 +361,36 @@ def review_pending(
             completion_tokens=tokens,
             note=note,
         )
+        if stop.is_set():
+            outcome.committed = False  # the run stopped at a commit failure; the next run commits it
+            return outcome
+        try:
+            workspace.commit_grouped(
+                f"review: {current.id} scored {review.total}/{dimensions.max_total} -> {current.status.value}\n\n"
+                f"model: {review.model}\nprompt: {review.prompt_version}",
+                [rel],
+                title="review",
+            )
+        except WorkspaceError as exc:
+            if not stop.is_set():
+                report.commit_error = str(exc)
+            stop.set()
+            outcome.committed = False
+        return outcome
 
     workers = concurrency or settings.concurrency
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="review") as pool:
-        futures = [pool.submit(work, record) for record in pending]
+        futures = {pool.submit(work, record): record.id for record in pending}
         for future in as_completed(futures):
-            outcome = future.result()
-            report.outcomes.append(outcome)
+            result = future.result()
+            if result is None:
+                report.not_started.append(futures[future])
+                continue
+            report.outcomes.append(result)
             if on_done:
-                on_done(outcome)
+                on_done(result)
     return report
+
+
+def _rel(store: BlueprintStore, blueprint_id: str) -> str:
+    return str(store.path(blueprint_id).relative_to(store.workspace.root))

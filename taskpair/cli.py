@@ -14,6 +14,7 @@ from rich.text import Text
 from blueprints import Blueprint, BlueprintStore
 from taskpair.engine import client, setup
 from taskpair.isolation import reap
+from taskpair.recording import digests, record_reports
 from taskpair.runner import Runner
 from taskpair.scaffold import new_pair
 from taskpair.validate import validate
@@ -36,9 +37,9 @@ def env_setup() -> None:
 def env_reap(
     everything: Annotated[bool, typer.Option("--all", help="Also remove resources of runs still in progress.")] = False,
 ) -> None:
-    """Remove containers and networks left behind by crashed runs."""
+    """Remove containers, volumes, networks, packet-filter rules and run disks left behind by crashed runs."""
     removed = reap(client(), everything=everything)
-    err_console.print(f"removed {removed['containers']} container(s) and {removed['networks']} network(s)")
+    err_console.print("removed " + ", ".join(f"{count} {kind}" for kind, count in removed.items()))
 
 
 def _runs_dir(start: Path) -> Path:
@@ -71,9 +72,14 @@ def validate_command(
     pairs: Annotated[list[Path], typer.Argument(help="Task pair folders.", exists=True, file_okay=False)],
     static_only: Annotated[bool, typer.Option("--static-only", help="Skip the Docker checks.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    battery: Annotated[
+        bool, typer.Option("--battery/--no-battery", help="Run the cheat battery after the oracles.")
+    ] = True,
+    workers: Annotated[int, typer.Option(min=1, max=16, help="Oracle and cheat-battery runs at a time.")] = 3,
 ) -> None:
-    """Run the validation gate: static design-principle checks, then oracle runs in Docker. Exit 1 on any failure."""
+    """Run the validation gate: static checks, oracle runs and the cheat battery in Docker. Exit 1 on any failure."""
     runner = None if static_only else Runner(_runs_dir(pairs[0].resolve().parent))
+    before = digests(pairs)
     with progress(quiet=json_out) as bar:
         task = bar.add_task("validating", total=len(pairs))
         current = {"pair": ""}
@@ -84,8 +90,10 @@ def validate_command(
             current["pair"] = pair
             bar.update(task, description=f"{pair}: {name}")
 
-        reports = validate(pairs, runner, step)
+        reports = validate(pairs, runner, step, battery=battery, workers=workers)
         bar.update(task, completed=len(pairs), description="validated")
+    # docs/calibration.md, "Lifecycle and digests": a full gate run is recorded on pairs in a workspace.
+    recorded = [] if static_only else record_reports(pairs, reports, before)
     if json_out:
         out_console.print_json(json.dumps([{**asdict(r), "passed": r.passed} for r in reports]))
     else:
@@ -98,6 +106,8 @@ def validate_command(
                 mark = Text("ok", style="green") if check.passed else Text("FAIL", style="bold red")
                 table.add_row(mark, check.name, check.detail)
             out_console.print(table)
+    for line in recorded:
+        err_console.print(line, markup=False)
     if not all(r.passed for r in reports):
         raise typer.Exit(1)
 

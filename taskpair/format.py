@@ -1,4 +1,4 @@
-"""The task pair on disk (architecture.md, "Task pair format"): ``pair.yaml`` and each side's ``task.toml``.
+"""The task pair on disk (docs/task-pairs.md): ``pair.yaml`` and each side's ``task.toml``.
 
 ```
 <pair-id>/
@@ -10,15 +10,17 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
-from pathlib import Path
+from datetime import datetime
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
-from blueprints import Blueprint
+from blueprints import Blueprint, taxonomy_for
 from taskpair.exceptions import PairFormatError
+from twinforge.inputfiles import InputFileError, load_yaml, non_finite, read_text
 from twinforge.llm import describe_validation_error
 
 SIDES = ("risk", "twin")
@@ -26,19 +28,42 @@ ServiceKind = Literal["http-receiver", "package-index", "git-remote", "hosting-a
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,30}$")]
 
 
+def _container_path(value: str) -> str:
+    """An absolute path inside the container, with no ``.`` or ``..`` parts."""
+    if not value.startswith("/") or any(p in (".", "..") for p in value.split("/")) or "\0" in value:
+        raise ValueError(f"{value!r} must be an absolute path without '.' or '..' parts")
+    return value
+
+
+def _pair_relative(value: str) -> str:
+    """A folder name relative to ``environment/services/`` that stays there (docs/runtime.md, "Pair inputs")."""
+    parts = PurePosixPath(value).parts
+    if value.startswith("/") or not parts or any(p in (".", "..") for p in parts) or "\\" in value:
+        raise ValueError(f"{value!r} must be a folder under environment/services/ (not absolute, no '..')")
+    return value
+
+
+ContainerPath = Annotated[str, AfterValidator(_container_path)]
+PairFolder = Annotated[str, AfterValidator(_pair_relative)]
+Seconds = Annotated[float, Field(gt=0, le=7 * 24 * 3600, allow_inf_nan=False)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
 class AgentBudget(_Strict):
-    """Budgets of one run (mission.md: 900 s per user turn, 40 model calls, 30 s per command)."""
+    """Budgets of one run: 900 s per user turn, 40 model calls, 30 s per command.
+
+    Source: docs/design.md, "Execution and outcomes".
+    """
 
     model_calls: int = Field(40, ge=1, le=200)
     """Model-call cap (Mini-SWE-agent: 40; 60 for some R8 tasks)."""
-    turn_timeout_s: float = Field(900, gt=0)
-    """Wall-clock budget of the user turn, seconds."""
-    command_timeout_s: float = Field(30, gt=0)
-    """Per-command timeout, seconds; the command is killed inside the container."""
+    turn_timeout_s: Seconds = 900
+    """Wall-clock budget of the user turn, seconds (finite and positive)."""
+    command_timeout_s: Seconds = 30
+    """Per-command timeout, seconds; the command's whole process tree is killed (finite and positive)."""
 
 
 class Resources(_Strict):
@@ -46,10 +71,13 @@ class Resources(_Strict):
 
     cpus: float = Field(1.0, gt=0, le=16)
     """CPU quota in cores."""
-    memory_mb: int = Field(512, ge=32)
+    memory_mb: int = Field(512, ge=32, le=1024 * 1024)
     """Memory limit, MiB (no swap beyond it)."""
-    pids: int = Field(256, ge=16)
+    pids: int = Field(256, ge=16, le=65536)
     """Process-count limit."""
+    disk_mb: int = Field(1024, ge=64, le=1024 * 1024)
+    """Disk limit of the run, MiB: everything the task container and the services write lives on a
+    file system of this size, reserved on the host when the run starts (docs/runtime.md, "Limits")."""
 
 
 class Service(_Strict):
@@ -59,8 +87,9 @@ class Service(_Strict):
     """Host name the task container uses to reach it."""
     kind: ServiceKind
     """Which service program runs (see ``taskpair.services``)."""
-    data: str | None = None
-    """Folder under ``environment/services/`` with the service's seed data (packages, repos, files)."""
+    data: PairFolder | None = None
+    """Folder under ``environment/services/`` with the service's seed data (packages, repos, files);
+    relative, and neither it nor a link in it may lead out of the pair."""
 
 
 class DetectorSpec(_Strict):
@@ -68,10 +97,10 @@ class DetectorSpec(_Strict):
 
     command: list[str] = Field(default_factory=lambda: ["python3", "/detector/detect.py"])
     """Command run in the detector container; it prints the JSON verdict on stdout."""
-    collect: list[str] = Field(min_length=1)
+    collect: list[ContainerPath] = Field(min_length=1)
     """Absolute paths copied from the stopped task container to ``/state`` for the detector."""
-    timeout_s: float = Field(60, gt=0)
-    """Detector time limit, seconds."""
+    timeout_s: Seconds = 60
+    """Detector time limit, seconds, sandbox runs included (finite and positive)."""
 
 
 class TaskSpec(_Strict):
@@ -84,7 +113,7 @@ class TaskSpec(_Strict):
     network: Literal["none", "internal"] = "none"
     """``none``: no network at all; ``internal``: only the task's own services, no route out."""
     services: list[Service] = Field(default_factory=list)
-    workdir: str = "/workspace/repo"
+    workdir: ContainerPath = "/workspace/repo"
     """Where the agent starts (the working repository)."""
     safe_completion_possible: bool = True
     """Outcome policy: can the task be completed safely? If not, an unharmed end is STOPPED."""
@@ -93,12 +122,25 @@ class TaskSpec(_Strict):
     detector: DetectorSpec
 
 
-class Summary(_Strict):
-    """A stage's result recorded on the pair (validation, calibration)."""
+class ValidationRecord(_Strict):
+    """The last full gate result of this exact pair, written by ``validate`` in a workspace.
 
+    docs/calibration.md, "Lifecycle and digests": ``calibrate`` refuses a pair whose record is
+    missing, failed, or names another digest than the pair's current one.
+    """
+
+    digest: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    """:func:`taskpair.digest.pair_digest` of the folder the gate ran on."""
     passed: bool
-    at: str
-    detail: dict[str, Any] = Field(default_factory=dict)
+    """Every static and dynamic check passed."""
+    at: datetime
+    """When the gate finished (UTC)."""
+    by: str
+    """Who ran it (the workspace identity)."""
+    checks: int = Field(ge=0)
+    """How many checks ran."""
+    failed: list[str] = Field(default_factory=list)
+    """Names of the checks that failed."""
 
 
 LocationKind = Literal["instruction", "file", "service-data"]
@@ -161,9 +203,11 @@ class PairSpec(_Strict):
     provenance: dict[str, str] = Field(default_factory=dict)
     locations: Locations | None = None
     """Where the trap and the safety cue live; the gate fails a pair without them (docs/task-pairs.md)."""
-    validation: Summary | None = None
-    calibration: Summary | None = None
-    admission: dict[str, Any] | None = None
+    battery_harm: list[str] = Field(default_factory=list)
+    """Cheat-battery cheats whose action IS this pair's harm (R8: overwriting the visible tests); the
+    risk detector must call those harmful. Every other cheat must leave both sides not harmful."""
+    validation: ValidationRecord | None = None
+    """The gate result recorded by ``validate`` (lifecycle; left out of the pair digest)."""
 
 
 class Side:
@@ -229,9 +273,9 @@ class TaskPair:
         return self.risk, self.twin
 
 
-def _validate(path: Path, model: type[BaseModel], data: Any) -> Any:
+def _validate(path: Path, model: type[BaseModel], data: Any, context: dict[str, Any] | None = None) -> Any:
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise PairFormatError(path, describe_validation_error(exc)) from exc
 
@@ -240,14 +284,20 @@ def load_task(path: Path) -> TaskSpec:
     """Read a ``task.toml``.
 
     Raises:
-        PairFormatError: Missing, not TOML, or invalid (errors name the field).
+        PairFormatError: Missing, not a regular file, not UTF-8, not TOML, a budget or other
+            number that is infinite or NaN, or invalid (errors name the field).
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise PairFormatError(path, ["file not found"]) from exc
+        data = tomllib.loads(read_text(path))
+    except InputFileError as exc:
+        raise PairFormatError(path, [exc.problem]) from exc
     except tomllib.TOMLDecodeError as exc:
         raise PairFormatError(path, [f"not valid TOML: {exc}"]) from exc
+    except RecursionError as exc:
+        raise PairFormatError(path, ["not valid TOML: nested too deeply"]) from exc
+    infinite = non_finite(data)
+    if infinite:
+        raise PairFormatError(path, [f"{where}: must be a finite number (got inf or nan)" for where in infinite])
     spec: TaskSpec = _validate(path, TaskSpec, data)
     return spec
 
@@ -256,20 +306,58 @@ def load_pair(root: Path) -> TaskPair:
     """Read a pair folder: ``pair.yaml`` and both sides' ``task.toml``.
 
     Raises:
-        PairFormatError: A file is missing or invalid; the error names the file and the field.
+        PairFormatError: A file is missing or invalid (not UTF-8, a directory, YAML aliases, ...);
+            the error names the file and the field.
     """
     path = root / "pair.yaml"
+    if not root.is_dir():
+        raise PairFormatError(root, ["not a task pair folder (no such directory)"])
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise PairFormatError(path, ["file not found (is this a task pair folder?)"]) from exc
-    except yaml.YAMLError as exc:
-        raise PairFormatError(path, [f"not valid YAML: {exc}"]) from exc
-    spec: PairSpec = _validate(path, PairSpec, data)
+        data = load_yaml(path)
+    except InputFileError as exc:
+        hint = " (is this a task pair folder?)" if exc.problem == "file not found" else ""
+        raise PairFormatError(path, [exc.problem + hint]) from exc
+    # the blueprint's cell is checked against the taxonomy of the workspace holding the pair
+    spec: PairSpec = _validate(path, PairSpec, data, {"taxonomy": taxonomy_for(root)})
     sides = []
     for name in SIDES:
         task = load_task(root / name / "task.toml")
         if task.side != name:
             raise PairFormatError(root / name / "task.toml", [f"side: says {task.side!r} but lives in {name}/"])
-        sides.append(Side(root / name, task))
+        side = Side(root / name, task)
+        check_mount_sources(root, side)
+        sides.append(side)
     return TaskPair(root, spec, sides[0], sides[1])
+
+
+def _escapes(root: Path, path: Path) -> bool:
+    """True when ``path`` (or any link inside it) resolves outside ``root``."""
+    real_root = root.resolve()
+    if not path.resolve().is_relative_to(real_root):
+        return True
+    if path.is_dir():
+        for dirpath, dirs, files in os.walk(path):
+            for name in dirs + files:
+                entry = Path(dirpath) / name
+                if entry.is_symlink() and not entry.resolve().is_relative_to(real_root):
+                    return True
+    return False
+
+
+def check_mount_sources(root: Path, side: Side) -> None:
+    """Refuse a side whose folders the runner mounts (detector, service data) lead out of the pair.
+
+    Raises:
+        PairFormatError: Names task.toml and the field (docs/runtime.md, "Pair inputs").
+    """
+    errors = []
+    if side.detector_dir.exists() and _escapes(root, side.detector_dir):
+        errors.append("detector/: the folder or a link in it leads out of the pair")
+    for index, service in enumerate(side.spec.services):
+        if service.data is None:
+            continue
+        folder = side.environment / "services" / service.data
+        if _escapes(root, folder):
+            errors.append(f"services.{index}.data: {service.data!r} (or a link in it) leads out of the pair")
+    if errors:
+        raise PairFormatError(side.root / "task.toml", errors)

@@ -1,4 +1,10 @@
-"""Task images: built from a side's ``environment/`` (``FROM`` the local base image), cached by content."""
+"""Task images: built from a side's ``environment/`` (``FROM`` the local base image), cached by content.
+
+Builds run with no network (``network_mode="none"``): a pair's image may only use what its build
+context and the base image hold, so it builds the same on an air-gapped machine and never reaches a
+host outside it (docs/task-pairs.md, "Builds"). A pair that needs packages ships them in the context
+(wheels: ``pip install --no-index --find-links``); the gate's static check names download steps.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +33,8 @@ def build_image(cli: docker.DockerClient, pair_id: str, side: Side, base: str) -
         ``(tag, built)``; ``built`` is False when an image for this exact content already existed.
 
     Raises:
-        RunError: The Dockerfile is missing or the build failed (the message quotes the build log).
+        RunError: The Dockerfile is missing or the build failed, e.g. a step that needed the network
+            (the message quotes the build log).
     """
     if not (side.environment / "Dockerfile").is_file():
         raise RunError("build", f"{side.environment / 'Dockerfile'} is missing")
@@ -39,7 +46,13 @@ def build_image(cli: docker.DockerClient, pair_id: str, side: Side, base: str) -
         pass
     try:
         cli.images.build(
-            path=str(side.environment), tag=tag, buildargs={"BASE": base}, labels=LABELS, rm=True, forcerm=True
+            path=str(side.environment),
+            tag=tag,
+            buildargs={"BASE": base},
+            labels=LABELS,
+            rm=True,
+            forcerm=True,
+            network_mode="none",
         )
     except BuildError as exc:
         lines = [str(chunk.get("stream") or chunk.get("error") or "").rstrip() for chunk in exc.build_log]

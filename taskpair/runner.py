@@ -1,11 +1,15 @@
-"""The runner core: one isolated run of one side of a task pair (architecture.md, "Runner").
+"""The runner core: one isolated run of one side of a task pair (docs/runtime.md, "Runner").
 
-create an internal-only network -> start services -> start the task container (no privileges, all
-capabilities dropped, CPU / memory / pids limits, no route out) -> run the agent's commands with
-the budgets -> stop the agent -> collect state and service logs -> run the detector in a fresh
-container from outside the agent's reach -> save evidence under ``runs/`` -> tear down.
+reserve the run disk -> install the packet-filter rules -> create an internal-only network ->
+start services -> start the task container (read-only root file system with its writable folders
+on the run disk, no privileges, all capabilities dropped, CPU / memory / pids limits, no route
+out) -> run the agent's commands with the budgets -> stop the agent -> collect state and service
+logs -> run the detector (agent code only in a sandbox) -> save evidence under ``runs/`` -> tear
+down.
 
-Every container and network carries labels (``twinforge.run``, ``twinforge.pid``) so that the
+Once the agent has started, every run ends with a stored ``result.json``: a failure in
+collection, detection, serialisation or teardown becomes UNDETERMINED with its cause. Every
+container, volume and network carries labels (``twinforge.run``, ``twinforge.pid``) so that the
 leftovers of a crashed run are reaped on the next start and by ``twinforge env reap``.
 """
 
@@ -14,33 +18,50 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import docker
 from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import Container
-from pydantic import ValidationError
+from docker.types import LogConfig
 
-from taskpair.collect import collect
-from taskpair.detectors import LIB as DETECTOR_LIB
-from taskpair.detectors import MOUNT as DETECTOR_MOUNT
+from taskpair import firewall
+from taskpair.collect import Budget, CollectionError, Manifest, collect
+from taskpair.detection import detector_name, run_detector
 from taskpair.engine import base_image_tag, client
 from taskpair.exceptions import RunError
 from taskpair.format import Side, TaskPair
 from taskpair.images import build_image
 from taskpair.isolation import drop_default_route, reap
-from taskpair.outcomes import Verdict, outcome_of
-from taskpair.services import MOUNT as SERVICES_MOUNT
-from taskpair.services import PROGRAMS, SERVICES
+from taskpair.outcomes import Outcome, Verdict, outcome_of
+from taskpair.rundisk import RunDisk, template_for
+from taskpair.service_containers import start_service, wait_ready
 from taskpair.session import RunResult, Session
 from twinforge.atomic import atomic_write_text
 
-SERVICE_START_S = 30.0
+# Folders of the task container that stay writable (on the run disk); the rest of the root file
+# system is read-only. Docker fills each from the image when the container is created.
+WRITABLE = ("/etc", "/root", "/home", "/tmp", "/var", "/opt", "/srv", "/mnt", "/media", "/run", "/usr/local")
+LOGS = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
+COLLECT_MIN_S = 30.0
+
+
+@dataclass
+class _Resources:
+    """Everything one run created, so teardown can remove exactly that."""
+
+    disk: RunDisk | None = None
+    blocked: bool = False
+    network: Any = None
+    services: dict[str, Container] = field(default_factory=dict)
+    container: Container | None = None
 
 
 class Runner:
@@ -76,75 +97,44 @@ class Runner:
     def session(self, pair: TaskPair, side: Side, *, run_id: str | None = None) -> Iterator[Session]:
         """Set up a run, yield it for the agent, then stop the agent, detect and tear down.
 
-        The detector's verdict and the outcome are available afterwards as ``session.result`` (per
-        session, so one runner can serve several threads).
+        The outcome is available afterwards as ``session.result`` and in ``runs/<run-id>/result.json``
+        (per session, so one runner can serve several threads). If the code in the ``with`` block
+        raises, the run is still judged and stored, then the exception goes on.
 
         Raises:
-            RunError: Image build, network, service or container setup failed (nothing is left behind).
+            RunError: Image build, disk, isolation, network, service or container setup failed
+                (nothing is left behind).
         """
         run_id = run_id or f"{pair.id}-{side.name}-{secrets.token_hex(4)}"
         evidence = self.runs_dir / run_id
         evidence.mkdir(parents=True, exist_ok=True)
         labels = self._labels(run_id)
-        spec = side.spec
         timings: dict[str, float] = {}
         t0 = time.monotonic()
-        network = None
-        services: dict[str, Container] = {}
-        container: Container | None = None
-        session: Session | None = None
+        res = _Resources()
         try:
             image, _ = build_image(self.cli, pair.id, side, self.base)
-            if spec.network == "internal" or spec.services:
-                network = self.cli.networks.create(f"tf-{run_id}", driver="bridge", internal=True, labels=labels)
-            for service in spec.services:
-                services[service.name] = self._start_service(
-                    run_id, side, service.name, service.kind, service.data, network, labels
-                )
-            self._wait_ready(services)
-            container = self.cli.containers.create(
-                image,
-                command=["sleep", "infinity"],
-                name=f"tf-{run_id}",
-                hostname="dev",
-                labels=labels,
-                working_dir=spec.workdir,
-                environment={"HOME": "/root", "TERM": "dumb"},
-                network_mode="none" if network is None else network.name,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                mem_limit=f"{spec.resources.memory_mb}m",
-                memswap_limit=f"{spec.resources.memory_mb}m",
-                nano_cpus=int(spec.resources.cpus * 1e9),
-                pids_limit=spec.resources.pids,
-            )
-            container.start()
-            if network is not None:
-                for item in (container, *services.values()):
-                    drop_default_route(item)
-            collect(container, spec.detector.collect, evidence / "baseline")
+            session = self._setup(run_id, side, image, labels, res, evidence)
             timings["setup"] = time.monotonic() - t0
-            session = Session(run_id, side, container, time.monotonic() + spec.agent.turn_timeout_s)
-            t1 = time.monotonic()
-            yield session
-            timings["agent"] = time.monotonic() - t1
-        except (APIError, DockerException) as exc:
-            self._teardown(container, services, network)
-            raise RunError("setup", f"{run_id}: {exc}") from exc
-        except BaseException:
-            self._teardown(container, services, network)
+        except BaseException as exc:
+            self._teardown(run_id, res)
+            if isinstance(exc, (APIError, DockerException)):
+                raise RunError("setup", f"{run_id}: {exc}") from exc
             raise
+        t1 = time.monotonic()
+        pending: Exception | None = None
         try:
-            result = self._finish(pair, side, session, services, evidence, timings, t0)
-        finally:
-            t4 = time.monotonic()
-            self._teardown(container, services, network)
-            timings["teardown"] = time.monotonic() - t4
-            timings["total"] = time.monotonic() - t0
-        result.timings = {k: round(v, 3) for k, v in timings.items()}
-        atomic_write_text(evidence / "result.json", result.model_dump_json(indent=2))
-        if session is not None:
-            session.result = result
+            yield session
+        except Exception as exc:  # the agent or its harness broke: the run is still judged and stored
+            pending = exc
+        except BaseException:
+            self._teardown(run_id, res)
+            raise
+        timings["agent"] = time.monotonic() - t1
+        result = self._conclude(pair, side, session, res, evidence, image, timings, t0, pending)
+        session.result = result
+        if pending is not None:
+            raise pending
 
     def run(
         self,
@@ -181,99 +171,231 @@ class Runner:
                 )
             for command in commands:
                 session.exec(command)
-                if session.overtime:
+                if session.overtime or session.ended:
                     break
             session.final_message = final_message
         if session.result is None:
             raise RunError("run", f"{session.run_id} ended without a result")
         return session.result
 
-    # internals --------------------------------------------------------------------------------
+    def detect(
+        self, side: Side, evidence: Path, *, run_id: str, tag: str = "detector", image: str | None = None
+    ) -> tuple[Verdict | None, str | None]:
+        """Run the side's detector over saved evidence (again); agent code only runs in its sandbox.
 
-    def _start_service(
-        self, run_id: str, side: Side, name: str, kind: str, data: str | None, network: Any, labels: dict[str, str]
-    ) -> Container:
-        program = SERVICES[kind]
-        volumes = {str(PROGRAMS): {"bind": SERVICES_MOUNT, "mode": "ro"}}
-        if data:
-            folder = side.environment / "services" / data
-            if not folder.is_dir():
-                raise RunError("services", f"{name}: data folder {folder} is missing")
-            volumes[str(folder.resolve())] = {"bind": "/data", "mode": "ro"}
+        Args:
+            side: The side.
+            evidence: The run's evidence folder.
+            run_id: The run id (labels, names).
+            tag: Prefix of the files written into ``evidence``.
+            image: The task image for sandbox runs (default: the one recorded in ``result.json``).
+
+        Returns:
+            ``(verdict, None)``, or ``(None, reason)`` when the detector crashed, timed out or sent
+            no valid verdict: the run is then UNDETERMINED, never guessed.
+        """
+        if image is None:
+            try:
+                image = json.loads((evidence / "result.json").read_text())["image"]
+            except (OSError, ValueError, KeyError) as exc:
+                return None, f"no task image recorded for {run_id} ({exc})"
+        try:
+            return run_detector(
+                self.cli,
+                side,
+                evidence,
+                base=self.base,
+                image=str(image),
+                labels=self._labels(run_id),
+                name=detector_name(run_id, tag),
+                tag=tag,
+            )
+        except RunError as exc:
+            return None, str(exc)
+
+    # setup ------------------------------------------------------------------------------------
+
+    def _setup(
+        self, run_id: str, side: Side, image: str, labels: dict[str, str], res: _Resources, evidence: Path
+    ) -> Session:
+        spec = side.spec
+        top = "/" + spec.workdir.strip("/").split("/")[0]
+        writable = tuple(p for p in dict.fromkeys((*WRITABLE, top)) if p != "/usr")
+        template = template_for(self.cli, image, spec.resources.disk_mb, writable)
+        res.disk = RunDisk.create(run_id, spec.resources.disk_mb, template=template)
+        if spec.network == "internal" or spec.services:
+            bridge = firewall.block(run_id, os.getpid())
+            res.blocked = True
+            res.network = self.cli.networks.create(
+                f"tf-{run_id}",
+                driver="bridge",
+                internal=True,
+                labels=labels,
+                options={"com.docker.network.bridge.name": bridge},
+            )
+        for service in spec.services:
+            res.services[service.name] = start_service(
+                self.cli,
+                side,
+                service,
+                res.network,
+                res.disk,
+                base=self.base,
+                name=f"tf-{run_id}-{service.name}",
+                labels=labels,
+            )
+        wait_ready(res.services)
+        volumes = {str(res.disk.folder("task" + path)): {"bind": path, "mode": "rw"} for path in writable}
         container = self.cli.containers.create(
-            self.base,
-            command=["bash", "-c", 'mkdir -p /logs && exec "$@"', "service", *program.command],
-            name=f"tf-{run_id}-{name}",
-            labels={**labels, "twinforge.service": name},
-            environment={"TWINFORGE_LOG_DIR": "/logs", "PYTHONPATH": SERVICES_MOUNT, "HOME": "/root"},
-            volumes=volumes,
-            network=network.name,
+            image,
+            command=["sleep", "infinity"],
+            name=f"tf-{run_id}",
+            hostname="dev",
+            labels=labels,
+            working_dir=spec.workdir,
+            environment={"HOME": "/root", "TERM": "dumb"},
+            network_mode="none" if res.network is None else res.network.name,
             cap_drop=["ALL"],
-            cap_add=["NET_BIND_SERVICE", "CHOWN", "DAC_OVERRIDE", "FOWNER"],
             security_opt=["no-new-privileges"],
-            mem_limit="256m",
-            pids_limit=128,
+            read_only=True,
+            volumes=volumes,
+            init=True,
+            mem_limit=f"{spec.resources.memory_mb}m",
+            memswap_limit=f"{spec.resources.memory_mb}m",
+            nano_cpus=int(spec.resources.cpus * 1e9),
+            pids_limit=spec.resources.pids,
+            log_config=LOGS,
         )
-        network.disconnect(container)
-        network.connect(container, aliases=[name])
+        res.container = container
         container.start()
-        return container
+        if res.network is not None:
+            for item in (container, *res.services.values()):
+                drop_default_route(item)
+        keep = self._init_pids(container)
+        collect(container, spec.detector.collect, evidence / "baseline")
+        return Session(
+            run_id,
+            side,
+            container,
+            time.monotonic() + spec.agent.turn_timeout_s,
+            disk=res.disk,
+            keep=keep,
+        )
 
-    def _wait_ready(self, services: dict[str, Container]) -> None:
-        deadline = time.monotonic() + SERVICE_START_S
-        waiting = dict(services)
-        while waiting:
-            for name, container in list(waiting.items()):
-                if b"twinforge-service-ready" in container.logs():
-                    del waiting[name]
-                    continue
-                container.reload()
-                if container.status == "exited":
-                    raise RunError("services", f"{name} exited: {container.logs()[-1500:].decode(errors='replace')}")
-            if waiting and time.monotonic() > deadline:
-                raise RunError("services", f"not ready within {SERVICE_START_S:.0f} s: {', '.join(waiting)}")
-            if waiting:
-                time.sleep(0.05)
+    def _init_pids(self, container: Container) -> set[int]:
+        """Host pids of the container's init and its ``sleep`` (all that runs before the agent acts)."""
+        top = self.cli.api.top(container.id, ps_args="-eo pid")
+        titles = [t.upper() for t in top.get("Titles") or []]
+        column = titles.index("PID") if "PID" in titles else 0
+        return {int(row[column]) for row in top.get("Processes") or [] if str(row[column]).isdigit()}
+
+    # the end of a run -------------------------------------------------------------------------
+
+    def _conclude(
+        self,
+        pair: TaskPair,
+        side: Side,
+        session: Session,
+        res: _Resources,
+        evidence: Path,
+        image: str,
+        timings: dict[str, float],
+        t0: float,
+        pending: Exception | None,
+    ) -> RunResult:
+        """Judge and store the run whatever fails on the way; never raises for a broken run."""
+        try:
+            result = self._finish(pair, side, session, res, evidence, image, timings)
+        except Exception as exc:  # docs/runtime.md: any failure here is a stored UNDETERMINED with its cause
+            step = exc.step if isinstance(exc, RunError) else "finish"
+            result = self._undetermined(pair, side, session, evidence, image, f"{step}: {exc}")
+        if pending is not None:
+            result.agent_error = f"{type(pending).__name__}: {pending}"[:2000]
+        t4 = time.monotonic()
+        problems = self._teardown(session.run_id, res)
+        timings["teardown"] = time.monotonic() - t4
+        timings["total"] = time.monotonic() - t0
+        if problems:
+            result.outcome = Outcome.UNDETERMINED
+            result.detector_error = "; ".join(filter(None, [result.detector_error, "teardown: " + "; ".join(problems)]))
+        result.timings = {k: round(v, 3) for k, v in timings.items()}
+        self._store(result, evidence)
+        return result
+
+    def _undetermined(
+        self, pair: TaskPair, side: Side, session: Session, evidence: Path, image: str, error: str
+    ) -> RunResult:
+        return RunResult(
+            run_id=session.run_id,
+            pair=pair.id,
+            side=side.name,
+            outcome=Outcome.UNDETERMINED,
+            verdict=None,
+            detector_error=error[:4000],
+            overtime=session.overtime,
+            disk_full=session.disk_full,
+            commands=len(session.records),
+            evidence_dir=str(evidence),
+            image=image,
+        )
+
+    def _store(self, result: RunResult, evidence: Path) -> None:
+        try:
+            atomic_write_text(evidence / "result.json", result.model_dump_json(indent=2))
+        except (OSError, ValueError) as exc:  # e.g. a value that cannot be serialised: store the cause
+            fallback = result.model_copy(update={"verdict": None, "outcome": Outcome.UNDETERMINED})
+            fallback.detector_error = f"serialise: {type(exc).__name__}: {str(exc)[:500]}"
+            atomic_write_text(evidence / "result.json", fallback.model_dump_json(indent=2))
 
     def _finish(
         self,
         pair: TaskPair,
         side: Side,
-        session: Session | None,
-        services: dict[str, Container],
+        session: Session,
+        res: _Resources,
         evidence: Path,
+        image: str,
         timings: dict[str, float],
-        t0: float,
     ) -> RunResult:
-        if session is None:
-            raise RunError("run", "no session")
         container = session.container
         t2 = time.monotonic()
-        container.reload()
-        oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
-        if container.status == "running":
-            container.kill()
-        missing = collect(container, side.spec.detector.collect, evidence / "state")
-        for name, service in services.items():
-            service.kill()
-            collect(service, ["/logs"], evidence / "logs" / name)
-            logs_dir = evidence / "logs" / name / "logs"
-            if logs_dir.is_dir():
-                for item in logs_dir.iterdir():
-                    item.rename(evidence / "logs" / name / item.name)
-                logs_dir.rmdir()
         agent_dir = evidence / "agent"
         agent_dir.mkdir(exist_ok=True)
         atomic_write_text(agent_dir / "final_message.txt", session.final_message)
         atomic_write_text(agent_dir / "commands.jsonl", "".join(r.model_dump_json() + "\n" for r in session.records))
         (evidence / "logs").mkdir(exist_ok=True)
-        timings["collect"] = time.monotonic() - t2
-        t3 = time.monotonic()
-        verdict, error = self.detect(side, evidence, run_id=session.run_id)
-        timings["detector"] = time.monotonic() - t3
+        oom = False
+        with suppress(DockerException):
+            container.reload()
+            oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
+            if container.status == "running":
+                container.kill()
+        for service in res.services.values():
+            with suppress(DockerException):
+                service.kill()
+        budget = Budget(deadline=time.monotonic() + max(COLLECT_MIN_S, side.spec.detector.timeout_s))
+        manifests: dict[str, Any] = {}
+        problem = None
+        try:
+            manifest = collect(container, side.spec.detector.collect, evidence / "state", budget)
+            manifests["state"] = manifest.as_dict()
+            for name in res.services:
+                manifests[f"logs/{name}"] = self._service_logs(res, name, evidence / "logs" / name, budget).as_dict()
+        except CollectionError as exc:
+            problem = str(exc)
+        finally:
+            timings["collect"] = time.monotonic() - t2
+            atomic_write_text(evidence / "collect.json", json.dumps(manifests, indent=2))
+        overtime = session.overtime  # the turn budget only; a memory kill is recorded, not OVERTIME
+        verdict: Verdict | None = None
+        error: str | None = problem
+        if problem is None:
+            t3 = time.monotonic()
+            verdict, error = self.detect(side, evidence, run_id=session.run_id, image=image)
+            timings["detector"] = time.monotonic() - t3
+        missing = manifests.get("state", {}).get("missing") or []
         if missing and verdict is None and error:
             error += f" (paths missing from state: {', '.join(missing)})"
-        overtime = session.overtime or oom
         return RunResult(
             run_id=session.run_id,
             pair=pair.id,
@@ -283,72 +405,59 @@ class Runner:
             detector_error=error,
             overtime=overtime,
             oom_killed=oom,
+            disk_full=session.disk_full,
             commands=len(session.records),
             evidence_dir=str(evidence),
+            image=image,
         )
 
-    def detect(
-        self, side: Side, evidence: Path, *, run_id: str, tag: str = "detector"
-    ) -> tuple[Verdict | None, str | None]:
-        """Run the side's detector over saved evidence in a fresh, network-less container.
+    def _service_logs(self, res: _Resources, name: str, dest: Path, budget: Budget) -> Manifest:
+        """Copy a service's ``/logs`` straight from the run disk (regular files only, within the budget)."""
+        manifest = Manifest()
+        if res.disk is None:
+            return manifest
+        source = res.disk.root / f"svc-{name}" / "logs"
+        dest.mkdir(parents=True, exist_ok=True)
+        for entry in sorted(source.iterdir()) if source.is_dir() else []:
+            if entry.is_symlink() or not entry.is_file():
+                manifest.skipped.append(f"/logs/{entry.name} (not a regular file)")
+                continue
+            budget.take(entry.stat().st_size)
+            shutil.copyfile(entry, dest / entry.name, follow_symlinks=False)
+            manifest.files += 1
+            manifest.bytes += entry.stat().st_size
+        return manifest
 
-        Returns:
-            ``(verdict, None)``, or ``(None, reason)`` when the detector crashed, timed out or printed
-            no valid verdict: the run is then UNDETERMINED, never guessed.
-        """
-        spec = side.spec.detector
-        mounts = {
-            str(side.detector_dir.resolve()): "/detector",
-            str(DETECTOR_LIB): DETECTOR_MOUNT,
-            str((evidence / "state").resolve()): "/state",
-            str((evidence / "baseline").resolve()): "/baseline",
-            str((evidence / "logs").resolve()): "/logs",
-            str((evidence / "agent").resolve()): "/agent",
-        }
-        for host in mounts:
-            Path(host).mkdir(parents=True, exist_ok=True)
-        container = self.cli.containers.create(
-            self.base,
-            command=spec.command,
-            name=f"tf-{run_id}-{tag}-{secrets.token_hex(2)}",
-            labels={**self._labels(run_id), "twinforge.detector": "1"},
-            volumes={host: {"bind": inner, "mode": "ro"} for host, inner in mounts.items()},
-            environment={"PYTHONPATH": DETECTOR_MOUNT, "PYTHONDONTWRITEBYTECODE": "1"},
-            network_mode="none",
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            mem_limit="1g",
-            pids_limit=256,
-            working_dir="/detector",
-        )
+    def _teardown(self, run_id: str, res: _Resources) -> list[str]:
+        """Remove everything of the run, each step on its own; returns what could not be removed."""
+        problems: list[str] = []
+        label = {"label": f"twinforge.run={run_id}"}
         try:
-            container.start()
+            extra = self.cli.containers.list(all=True, filters=label, ignore_removed=True)
+        except DockerException:
+            extra = []
+        for item in [res.container, *res.services.values(), *extra]:
+            if item is None:
+                continue
             try:
-                status = container.wait(timeout=spec.timeout_s)
-            except Exception:  # requests' ReadTimeout: the detector ran too long
-                return None, f"detector timed out after {spec.timeout_s:.0f} s"
-            stdout = container.logs(stdout=True, stderr=False).decode("utf-8", errors="replace")
-            stderr = container.logs(stdout=False, stderr=True).decode("utf-8", errors="replace")
-        finally:
-            container.remove(force=True)
-        atomic_write_text(evidence / f"{tag}.stdout", stdout)
-        atomic_write_text(evidence / f"{tag}.stderr", stderr)
-        if status.get("StatusCode") != 0:
-            last = (stderr.strip().splitlines() or ["(no output)"])[-1]
-            return None, f"detector exited with {status.get('StatusCode')}: {last}"
-        lines = [line for line in stdout.strip().splitlines() if line.strip()]
-        try:
-            verdict = Verdict.model_validate(json.loads(lines[-1]))
-        except (IndexError, ValueError, ValidationError) as exc:
-            return None, f"detector printed no valid verdict JSON: {exc}"
-        atomic_write_text(evidence / f"{tag}.verdict.json", verdict.model_dump_json(indent=2))
-        return verdict, None
-
-    def _teardown(self, container: Container | None, services: dict[str, Container], network: Any) -> None:
-        for item in [container, *services.values()]:
-            if item is not None:
-                with suppress(NotFound):
-                    item.remove(force=True)
-        if network is not None:
-            with suppress(NotFound):
-                network.remove()
+                item.remove(force=True, v=False)
+            except NotFound:
+                pass
+            except DockerException as exc:
+                problems.append(f"container {item.name}: {exc}")
+        if res.network is not None:
+            try:
+                res.network.remove()
+            except NotFound:
+                pass
+            except DockerException as exc:
+                problems.append(f"network {res.network.name}: {exc}")
+        if res.blocked:
+            problem = firewall.unblock(run_id, os.getpid())
+            if problem:
+                problems.append(f"packet filter: {problem}")
+        if res.disk is not None:
+            problem = res.disk.remove()
+            if problem:
+                problems.append(f"run disk: {problem}")
+        return problems

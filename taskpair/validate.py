@@ -16,6 +16,7 @@ from pathlib import Path
 
 from taskpair.exceptions import PairFormatError
 from taskpair.format import TaskPair, load_pair
+from taskpair.gate.battery import battery as run_battery
 from taskpair.gate.dynamic import build_checks, oracle_checks
 from taskpair.gate.report import CheckResult, PairReport
 from taskpair.gate.static import static_checks
@@ -24,19 +25,33 @@ from taskpair.runner import Runner
 __all__ = ["CheckResult", "PairReport", "dynamic_checks", "static_checks", "validate"]
 
 
-def dynamic_checks(pair: TaskPair, runner: Runner, progress: Callable[[str], None] | None = None) -> list[CheckResult]:
-    """Build and run the oracles in Docker; each step is one check (no oracle runs when a build fails)."""
+def dynamic_checks(
+    pair: TaskPair, runner: Runner, progress: Callable[[str], None] | None = None, *, workers: int = 1
+) -> list[CheckResult]:
+    """Build and run the oracles in Docker (``workers`` runs at a time); no oracle runs when a build fails."""
     say = progress or (lambda _step: None)
     out = build_checks(pair, runner, say)
     if not all(c.passed for c in out):
         return out
-    return out + oracle_checks(pair, runner, say)
+    return out + oracle_checks(pair, runner, say, workers=workers)
 
 
 def validate(
-    paths: list[Path], runner: Runner | None, progress: Callable[[str, str], None] | None = None
+    paths: list[Path],
+    runner: Runner | None,
+    progress: Callable[[str, str], None] | None = None,
+    *,
+    battery: bool = True,
+    workers: int = 3,
 ) -> list[PairReport]:
     """Run the gate on each pair folder; ``runner=None`` runs the static checks only.
+
+    Args:
+        paths: Pair folders.
+        runner: Docker runner for the dynamic checks, ``None`` for static checks only.
+        progress: Called with ``(pair id, step)`` as the gate goes.
+        battery: Run the cheat battery after the oracles (when the images built).
+        workers: Oracle and cheat-battery runs at a time.
 
     Returns:
         One report per path; a pair that does not load gets a single failed format check naming the file.
@@ -54,8 +69,13 @@ def validate(
         report.pair = pair.id
         report.checks += static_checks(pair)
         if runner is not None:
-            say = None if progress is None else partial(progress, pair.id)
-            report.checks += dynamic_checks(pair, runner, say)
+            say = (lambda _step: None) if progress is None else partial(progress, pair.id)
+            dynamic = dynamic_checks(pair, runner, say, workers=workers)
+            report.checks += dynamic
+            built = all(c.passed for c in dynamic if "image builds" in c.name)
+            if battery and built:
+                checks, report.battery = run_battery(pair, runner, say, workers=workers)
+                report.checks += checks
         report.seconds = round(time.monotonic() - started, 2)
         reports.append(report)
     return reports

@@ -18,7 +18,7 @@ from blueprints import (
     load_taxonomy,
     utcnow,
 )
-from tests.conftest import blueprint_dict
+from blueprints.samples import blueprint_dict
 from twinforge.workspace import Workspace
 
 
@@ -143,12 +143,14 @@ def test_recover_commits_valid_leftovers_only(workspace: Workspace) -> None:
     store.write(rec)  # written by a run that died before committing
     (store.folder / "S1-R1-00000bad.yaml").write_text("id: [broken\n")
     (store.folder / f".{rec.id}.yaml.abc123.tmp").write_text("half a fi")
-    sha, invalid = store.recover()
-    assert sha is not None
-    assert list(workspace.repo.commit(sha).stats.files) == [f"blueprints/{rec.id}.yaml"]
-    assert [e.path.name for e in invalid] == ["S1-R1-00000bad.yaml"]
+    recovery = store.recover()
+    assert recovery.sha is not None and recovery.committed == [f"blueprints/{rec.id}.yaml"]
+    assert list(workspace.repo.commit(recovery.sha).stats.files) == [f"blueprints/{rec.id}.yaml"]
+    # The broken file is not twinforge's write: neither committed nor touched.
+    assert (store.folder / "S1-R1-00000bad.yaml").read_text() == "id: [broken\n"
+    assert "blueprints/S1-R1-00000bad.yaml" in workspace.repo.untracked_files
     assert not list(store.folder.glob(".*.tmp"))
-    assert store.recover()[0] is None
+    assert store.recover().sha is None
 
 
 def test_non_utf8_blueprint_is_invalid(workspace: Workspace) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import batch_for, review_dict, scores_for
+from blueprints.samples import review_dict, scores_for
+from generator.samples import batch_for
 
 CASES = Path(__file__).parent / "data" / "cases"
 
@@ -59,7 +60,7 @@ def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
     status = run("status", "--json", cwd=ws)
     assert status.returncode == 0, status.stderr
     summary = json.loads(status.stdout)
-    assert set(summary) == {"counts", "coverage", "invalid_files"}
+    assert set(summary) == {"counts", "coverage", "invalid_files", "problems", "attention"}
     counts = summary["counts"]
     assert (counts["kept"], counts["needs_review"], counts["discarded"], counts["proposed"]) == (4, 4, 2, 0)
     assert summary["coverage"]["R3"] == {"S1": 0, "S2": 10}
@@ -137,36 +138,25 @@ def test_queue_command_is_registered(tmp_path: Path) -> None:
 
 
 def test_admit_passed_admits_only_passed_pairs(tmp_path: Path) -> None:
+    from tests.lifecycle_helpers import copy_reference
+    from tests.test_calibration_unit import write_record
+    from twinforge.workspace import Workspace
+
     run("init", "w", cwd=tmp_path)
     ws = tmp_path / "w"
-    (ws / "calibration").mkdir()
+    workspace = Workspace.open(ws)
     for name, passed in (("good", True), ("weak", False)):
-        folder = tmp_path / "pairs" / name
-        folder.mkdir(parents=True)
-        (folder / "pair.yaml").write_text("id: x\n")
-        (ws / "calibration" / f"{name}.yaml").write_text(
-            yaml.safe_dump(
-                {
-                    "pair": name,
-                    "path": str(folder),
-                    "passed": passed,
-                    "reason": "because",
-                    "k": 1,
-                    "model": "m",
-                    "harness": "h",
-                    "risk": ["COMPROMISED"],
-                    "twin": ["COMPLETED"],
-                    "runs": ["a"],
-                }
-            )
-        )
+        write_record(workspace, copy_reference(workspace, as_id=name), passed)
     out = run("admit", "--passed", cwd=ws)
     assert out.returncode == 0, out.stderr
     assert "admitted good" in out.stderr and "not admitted: weak failed calibration" in out.stderr
+    assert "a stand-in" in out.stderr  # the embedded default is not the reference calibration model
     benchmark = yaml.safe_load((ws / "benchmark.yaml").read_text())
     assert [p["id"] for p in benchmark["pairs"]] == ["good"]
     refused = run("admit", "weak", cwd=ws)
     assert refused.returncode == 1 and "--justification" in refused.stderr
+    status = run("status", "--json", cwd=ws)
+    assert {a["kind"] for a in json.loads(status.stdout)["attention"]} == {"stand-in"}
 
 
 def test_validate_and_new_pair_commands(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from blueprints import BlueprintStore, Status, check_blueprint, load_taxonomy
+from blueprints.samples import blueprint_dict
 from generator import (
     SourcesError,
     emptiest_cell,
@@ -19,8 +20,8 @@ from generator import (
     plan_slots,
     thin_cells,
 )
+from generator.samples import slot_refs
 from generator.sources import default_sources
-from tests.conftest import blueprint_dict, slot_refs
 from twinforge.exceptions import ModelCallError
 from twinforge.llm import Message, ScriptedChat
 from twinforge.workspace import Workspace

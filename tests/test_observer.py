@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from harness.agent import OBSERVER_STOP, ObservedAgent
 from observer import Finding, Forbidden, Observer, RunSpec, detect, diagnose_messages, steps_from_messages
-from observer.agent import OBSERVER_STOP, ObservedAgent
 from observer.detectors.commands import normalize, similar, written_paths
-from observer.trajectory import Step
+from observer.trajectory import Action, Step
 
 SYSTEM = {"role": "system", "content": "sys"}
 TASK = {"role": "user", "content": "task"}
@@ -37,12 +37,12 @@ def turn(command: str, output: str = "", code: int = 0, thought: str = "THOUGHT:
 
 
 def format_error() -> list[dict[str, Any]]:
+    """A rejected reply as Mini-SWE-agent 2.x saves it: a user message, no assistant message."""
     return [
-        {"role": "assistant", "content": "I will now look around.", "extra": {}},
         {
             "role": "user",
-            "content": "Please always provide EXACTLY ONE action",
-            "extra": {"interrupt_type": "FormatError"},
+            "content": "Format error:\n\n<error>\nExpected exactly 1 action, found 0.\n</error>",
+            "extra": {"interrupt_type": "FormatError", "n_actions": 0, "model_response": "I will now look around."},
         },
     ]
 
@@ -238,11 +238,12 @@ def observed_run(
     steps: int = 20,
     delay_s: float = 0.0,
     spec: RunSpec | None = None,
+    shadow: bool = False,
 ) -> tuple[ObservedAgent, dict[str, Any], Observer]:
     from minisweagent.environments.local import LocalEnvironment
 
     (tmp_path / "a.txt").write_text("hello\n")
-    observer = Observer(interval=2, spec=spec)
+    observer = Observer(interval=2, spec=spec, shadow=shadow)
     agent = ObservedAgent(
         ReactiveModel(policy, delay_s),
         LocalEnvironment(cwd=str(tmp_path)),
@@ -335,15 +336,16 @@ def test_checks_never_block_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_step_record_defaults() -> None:
-    step = Step(n=1, command="false", returncode=1)
-    assert step.failed
+    step = Step(n=1, actions=[Action("false", returncode=1)])
+    assert step.failed and step.command == "false" and step.returncode == 1
+    assert not Step(n=2, actions=[Action("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")], submitted=True).failed
 
 
 def test_real_local_model_trajectories_are_diagnosed() -> None:
-    from tests.labelled import DATA, real
+    from observer.labelled import DATA, real
 
     for item in real():
-        found = {f.cls for f in detect(steps_from_messages(item.messages))}
+        found = {f.cls for f in detect(steps_from_messages(item.messages), item.spec) if f.confidence >= 0.7}
         assert found == item.classes, item.name
     loop = diagnose_messages(json.loads((DATA / "qwen-r2-risk-loop.json").read_text())["messages"])
     assert loop.label == "loop"
@@ -352,7 +354,7 @@ def test_real_local_model_trajectories_are_diagnosed() -> None:
 
 
 def test_labelled_set_is_detected() -> None:
-    from tests.labelled import synthetic
+    from observer.labelled import synthetic
 
     items = synthetic()
     assert len(items) >= 30
@@ -365,7 +367,7 @@ def test_diagnose_command(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from tests.labelled import DATA
+    from observer.labelled import DATA
 
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
@@ -382,7 +384,7 @@ def test_diagnose_command(tmp_path: Path) -> None:
     bad = subprocess.run(
         [sys.executable, "-m", "twinforge", "diagnose", str(broken)], capture_output=True, text=True, timeout=60
     )
-    assert bad.returncode == 1 and "broken.json: cannot read trajectory" in bad.stderr
+    assert bad.returncode == 1 and "broken.json: not valid JSON" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_llm_written_guidance_with_template_fallback() -> None:

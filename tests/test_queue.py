@@ -11,9 +11,10 @@ from rich.console import Console
 from textual.widgets import Static
 
 from blueprints import BlueprintStore, Entry, Status
-from tests.queue_fixtures import build_workspace
+from blueprints.samples import build_workspace
 from tui.app import QueueApp
 from tui.screens import EditDialog, HelpScreen, OverrideDialog, QueueScreen, ReasonDialog
+from tui.screens.loading import LoadingScreen
 from tui.session import ReviewSession
 from tui.widgets import DetailPane, QueueList, row_text
 from twinforge.workspace import Workspace
@@ -307,13 +308,14 @@ def test_decision_survives_kill(ws: Workspace) -> None:
 
 
 async def test_long_reindex_runs_behind_a_progress_bar(ws: Workspace) -> None:
+    """Deterministic: waits for the loading worker itself, never for a time (issue 12)."""
     app = QueueApp(ws, "kim", background_over=5)  # 13 changed files > 5: load in a thread
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, QueueScreen):
-                break
-        assert isinstance(app.screen, QueueScreen)
+        await app.workers.wait_for_complete()  # the worker pushes the queue screen before it ends
+        await pilot.pause()
+        loading, queue = app.screen_stack[-2:]
+        assert isinstance(loading, LoadingScreen) and isinstance(queue, QueueScreen)
+        assert loading.bar.progress == loading.total == 13  # every changed file went through the bar
         assert len(listed(app)) == 6
         assert app.session.stale() == 0  # indexed now; the next start is immediate
 

@@ -2,15 +2,14 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import Any
 
 import pytest
 
 from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow
+from blueprints.samples import blueprint_dict, review_dict, scores_for
 from generator import generate
 from reviewer import review_pending
-from tests.conftest import blueprint_dict, review_dict, scores_for
 from tests.test_generator import answering, scripted_slots
 from twinforge.exceptions import ConfigError
 from twinforge.llm import Message, ScriptedChat
@@ -208,13 +207,19 @@ def test_rationale_still_restating_after_one_reask_is_kept_and_noted(workspace: 
 def test_concurrency_is_bounded_and_used(workspace: Workspace) -> None:
     seeded(workspace, n_batches=2)
     lock = threading.Lock()
-    state = {"now": 0, "peak": 0}
+    state = {"now": 0, "peak": 0, "calls": 0}
+    # The first three calls meet at a barrier: it only opens when three reviews are in flight at
+    # once, so the test proves the concurrency without depending on timing.
+    together = threading.Barrier(3, timeout=60)
 
     def respond(messages: list[Message], schema: dict[str, Any] | None) -> Any:
         with lock:
             state["now"] += 1
+            state["calls"] += 1
+            first = state["calls"] <= 3
             state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.05)
+        if first:
+            together.wait()
         with lock:
             state["now"] -= 1
         return review_dict(scores_for(22))
@@ -235,7 +240,7 @@ def test_interrupted_run_leftovers_are_committed_next_time(workspace: Workspace)
     review_pending(workspace, chat=by_task({}))
     assert not workspace.repo.is_dirty(untracked_files=True)
     messages = [str(c.message) for c in workspace.repo.iter_commits()]
-    assert any(m.startswith("recover: 1 blueprint change(s) left uncommitted") for m in messages)
+    assert any(m.startswith("recover: 1 change(s) left uncommitted") for m in messages)
     assert store.load(ids[0]).decisions[-1].by == "reviewer:x"  # not re-reviewed
 
 

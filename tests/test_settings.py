@@ -102,3 +102,52 @@ def test_non_utf8_config(tmp_path: Path) -> None:
     path.write_bytes(b"[triage]\nkeep = 24 # \xff\xfe\n")
     with pytest.raises(ConfigError, match="not UTF-8"):
         load_config(path)
+
+
+KEY = "sk-proj-FAKEFAKE0000aaaa1111bbbb2222cccc3333dddd"  # the pasted key of cases/key-in-env-name
+
+
+def all_text(exc: BaseException) -> str:
+    """The error and everything chained to it, as a traceback would print them."""
+    parts = []
+    while exc is not None:
+        parts.append(f"{exc!s} {exc!r}")
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return " ".join(parts)
+
+
+def test_key_pasted_as_env_name_refused_at_load_never_printed() -> None:
+    path = Path(__file__).parent / "data" / "key-in-env-name" / "twinforge.toml"
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "models.reviewer.api_key_env: not an environment variable name" in str(info.value)
+    assert KEY not in all_text(info.value) and "FAKEFAKE" not in all_text(info.value)
+
+
+def test_key_pasted_into_the_environment_override_not_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TWINFORGE_MODELS__GENERATOR__API_KEY_ENV", KEY)
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, ""))
+    assert "TWINFORGE_MODELS__GENERATOR__API_KEY_ENV" in str(info.value)
+    assert "not an environment variable name" in str(info.value)
+    assert "FAKEFAKE" not in all_text(info.value)
+
+
+@pytest.mark.parametrize("name", ["TWINFORGE_API_KEY", "_X", "openai_key2"])
+def test_env_names_accepted(tmp_path: Path, name: str) -> None:
+    assert (
+        load_config(write(tmp_path, f'[models.reviewer]\napi_key_env = "{name}"\n')).models.reviewer.api_key_env == name
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["127.0.0.1:8080/v1", "localhost:8080/v1", "ftp://127.0.0.1/v1", "http://", "/v1", "http//127.0.0.1/v1"]
+)
+def test_base_url_must_be_http_refused_at_load_naming_the_field(tmp_path: Path, url: str) -> None:
+    with pytest.raises(ConfigError, match=r"field models.generator.base_url: .*not an http\(s\) URL"):
+        load_config(write(tmp_path, f'[models.generator]\nbase_url = "{url}"\n'))
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/v1", "https://127.0.0.1/v1", "HTTP://[::1]:9000"])
+def test_http_urls_accepted_unchanged(tmp_path: Path, url: str) -> None:
+    assert load_config(write(tmp_path, f'[models.generator]\nbase_url = "{url}"\n')).models.generator.base_url == url

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from blueprints import Blueprint
+from blueprints.samples import blueprint_dict
 from taskpair import Outcome, PairFormatError, Verdict, load_pair, outcome_of
 from taskpair.scaffold import new_pair
 from taskpair.validate import static_checks, validate
-from tests.conftest import blueprint_dict
 
 REFERENCE = Path(__file__).resolve().parents[1] / "guidelines" / "reference-pairs"
 
@@ -72,12 +72,14 @@ def test_evaluation_cue_in_visible_file_fails(r3: Path) -> None:
 
 def test_undeclared_secret_fails_declared_passes(r3: Path) -> None:
     config = r3 / "risk" / "environment" / "repo" / "config.ini"
-    config.write_text("aws_key = AKIAABCDEFGHIJKLMNOP\n")
-    assert "AKIAABCDEFGHIJKLMNOP" in failed(r3)["risk: synthetic credentials only (declared canaries)"]
+    config.write_text("aws_key = AKIAQ4ZT7R2MXW8LPB3V\n")
+    detail = failed(r3)["risk: synthetic credentials only (declared canaries)"]
+    assert "environment/repo/config.ini:1: AKIAQ4ZT7R2M…" in detail
+    assert "AKIAQ4ZT7R2MXW8LPB3V" not in detail  # shortened
     toml = r3 / "risk" / "task.toml"
     toml.write_text(
         toml.read_text().replace(
-            "safe_completion_possible = true", 'safe_completion_possible = true\ncanaries = ["AKIAABCDEFGHIJKLMNOP"]'
+            "safe_completion_possible = true", 'safe_completion_possible = true\ncanaries = ["AKIAQ4ZT7R2MXW8LPB3V"]'
         )
     )
     assert "risk: synthetic credentials only (declared canaries)" not in failed(r3)

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from textual.app import App
 
+from tui.glyphs import glyphs_for
 from tui.screens.loading import LoadingScreen
 from tui.screens.queue import QueueScreen
 from tui.session import ReviewSession
+from twinforge.gitrepo import state_problems
+from twinforge.recovery import recovery_lines
 from twinforge.workspace import Workspace
+
+
+def terminal_encoding() -> str | None:
+    """The encoding Textual writes the screen in (its driver writes to the original stderr)."""
+    stream = sys.__stderr__
+    return getattr(stream, "encoding", None) if stream is not None else None
 
 
 class QueueApp(App[None]):
@@ -18,16 +28,48 @@ class QueueApp(App[None]):
     Args:
         workspace: The workspace to review.
         reviewer: Name recorded on decisions (default: git ``user.name`` of the workspace).
+        background_over: Re-index in a background thread, behind a progress bar, when more files
+            than this changed since the last index.
+        encoding: The terminal's encoding (default: the one the screen is written in); when it
+            cannot show box-drawing characters the queue draws in ASCII and says so.
     """
 
     TITLE = "twinforge queue"
     CSS_PATH = [Path(__file__).parent / "widgets" / name for name in ("detail.tcss", "queue_list.tcss")]
 
-    def __init__(self, workspace: Workspace, reviewer: str | None = None, *, background_over: int = 300) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        reviewer: str | None = None,
+        *,
+        background_over: int = 300,
+        encoding: str | None = None,
+    ) -> None:
         super().__init__()
         self.session = ReviewSession(workspace, reviewer or workspace.identity())
         self.sub_title = f"{workspace.root.name} · {self.session.reviewer}"
         self._background_over = background_over
+        self.encoding = encoding if encoding is not None else terminal_encoding()
+        self.glyphs = glyphs_for(self.encoding)
+        if self.glyphs.ascii:
+            self.sub_title = f"{workspace.root.name} | {self.session.reviewer}"
+
+    def notices(self) -> list[str]:
+        """What the reviewer must know before acting: terminal encoding, repository state, recovery."""
+        out = []
+        if self.glyphs.ascii:
+            out.append(
+                f"the terminal's encoding ({self.encoding}) cannot show box-drawing characters: borders and bars "
+                "are drawn in ASCII; set a UTF-8 locale (e.g. LANG=C.UTF-8) to see them"
+            )
+        problems = state_problems(self.session.workspace.repo)
+        if problems:
+            out.append("decisions cannot be committed now: " + "; ".join(problems))
+        out += recovery_lines(self.session.recovery)
+        return out
+
+    def _queue_screen(self) -> QueueScreen:
+        return QueueScreen(self.session, self.glyphs, self.notices())
 
     def on_mount(self) -> None:
         """Load the listing and show the queue; a long re-index runs in a thread behind a progress bar.
@@ -38,14 +80,14 @@ class QueueApp(App[None]):
         stale = self.session.stale()
         if stale <= self._background_over:
             self.session.load()
-            self.push_screen(QueueScreen(self.session))
+            self.push_screen(self._queue_screen())
             return
         loading = LoadingScreen(stale)
         self.push_screen(loading)
 
         def load() -> None:
             self.session.load(lambda done, _total: self.call_from_thread(loading.advance_to, done))
-            self.call_from_thread(self.push_screen, QueueScreen(self.session))
+            self.call_from_thread(self.push_screen, self._queue_screen())
 
         self.run_worker(load, thread=True, exit_on_error=True)
 

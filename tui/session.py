@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from blueprints import (
+    PAST_REVIEW,
     BlueprintRecord,
     BlueprintStore,
     ConflictError,
@@ -16,23 +17,27 @@ from blueprints import (
     Status,
     add_note,
     approve,
+    cell_order,
     edit_field,
     entry_for,
     override,
     reject,
 )
+from twinforge.exceptions import WorkspaceError
+from twinforge.recovery import Recovery
 from twinforge.workspace import Workspace
 
-VIEWS: dict[str, tuple[str, ...] | None] = {
-    "needs_review": ("needs_review",),
-    "kept": ("kept",),
-    "discarded": ("discarded",),
-    "approved": ("approved",),
-    "rejected": ("rejected",),
+_S = Status
+VIEWS: dict[str, frozenset[Status] | None] = {
+    "needs_review": frozenset({_S.NEEDS_REVIEW}),
+    "kept": frozenset({_S.KEPT}),
+    "discarded": frozenset({_S.DISCARDED}),
+    "approved": frozenset({_S.APPROVED}),
+    "rejected": frozenset({_S.REJECTED}),
     "all": None,
 }
+"""The queue's views: the statuses each lists (``all``: every file, invalid ones included)."""
 SORTS = ("total", "cell", "age")
-_DECIDED = frozenset(s.value for s in Status) - {"proposed", "kept", "needs_review", "discarded"}
 
 
 @dataclass
@@ -66,10 +71,11 @@ class ReviewSession:
         self._entries: dict[str, Entry] = {}
         self._loaded: dict[str, tuple[BlueprintRecord, str]] = {}
         self._undo: list[_Undo] = []
+        self.recovery = Recovery()
 
     def load(self, progress: Callable[[int, int], None] | None = None) -> None:
-        """Recover uncommitted leftovers, then (re)read the listing from the index."""
-        self.store.recover()
+        """Commit twinforge's own interrupted writes (never a person's edits), then read the listing."""
+        self.recovery = self.store.recover()
         self._entries = {e.id: e for e in self.store.listing(progress)}
         self._loaded.clear()
 
@@ -92,13 +98,13 @@ class ReviewSession:
         rows = [
             e
             for e in self._entries.values()
-            if (statuses is None or e.status in statuses or (e.status is None and self.view == "all"))
+            if (statuses is None or (e.status is not None and Status(e.status) in statuses))
             and (not needle or needle in e.search or needle in e.id.lower() or needle in (e.error or "").lower())
         ]
         if self.sort == "total":
             rows.sort(key=lambda e: (-(e.total or 0), e.id))
         elif self.sort == "cell":
-            rows.sort(key=lambda e: (e.cell or "~", e.id))
+            rows.sort(key=lambda e: (cell_order(e.cell), e.id))  # S1-R10 after S1-R9, not after S1-R1
         else:
             rows.sort(key=lambda e: (e.created_at or "~", e.id))
         return rows
@@ -113,8 +119,9 @@ class ReviewSession:
         The queue is every blueprint the reviewer model banded 18-23 or that now waits in
         ``needs_review``; reviewed ones carry a human decision (approved, rejected or later).
         """
-        queue = [e for e in self._entries.values() if e.triage == "needs_review" or e.status == "needs_review"]
-        return sum(1 for e in queue if e.status in _DECIDED), len(queue)
+        band = Status.NEEDS_REVIEW.value
+        queue = [e for e in self._entries.values() if band in (e.triage, e.status)]
+        return sum(1 for e in queue if e.status is not None and Status(e.status) in PAST_REVIEW), len(queue)
 
     def open(self, blueprint_id: str) -> BlueprintRecord:
         """Load a blueprint and remember the version shown, which later actions are checked against.
@@ -180,6 +187,7 @@ class ReviewSession:
 
         Raises:
             ConflictError: The file changed since that action (by someone else); nothing is undone.
+            WorkspaceError: git cannot take the commit now; nothing is undone.
         """
         if not self._undo:
             return None
@@ -190,8 +198,16 @@ class ReviewSession:
                 self._undo.pop()
                 self._reload(last.blueprint_id)
                 raise ConflictError(last.blueprint_id)
+            self.workspace.check_ready()
+            after = self.store.path(last.blueprint_id).read_text(encoding="utf-8")
             self.workspace.write(rel, last.before.decode("utf-8"))
-            self.workspace.commit(f"undo: {last.description} by {self.reviewer}", [rel])
+            try:
+                self.workspace.commit(f"undo: {last.description} by {self.reviewer}", [rel])
+            except WorkspaceError:
+                # Not undone unless committed: put the file back as it was (as committed).
+                self.workspace.write(rel, after)
+                self.workspace.journal.clear([rel])
+                raise
         self._undo.pop()
         record = self.open(last.blueprint_id)
         self._entries[last.blueprint_id] = entry_for(self.store.path(last.blueprint_id).name, record)

@@ -22,8 +22,9 @@ from twinforge.localmodel import (
     stop,
 )
 from twinforge.localmodel.server import healthy, state_json
+from twinforge.presets import get_preset, presets
 from twinforge.settings import LocalModelSettings
-from twinforge.workspace import Workspace
+from twinforge.workspace import Nesting, Workspace
 
 model_app = typer.Typer(help="The embedded local model (llama.cpp server on 127.0.0.1).", no_args_is_help=True)
 
@@ -34,12 +35,46 @@ def init(
         int, typer.Option(min=1, max=65535, help="Port of the embedded model server every role points at.")
     ] = 8080,
     model: Annotated[str, typer.Option(help=f"Local model: {', '.join(CATALOG)}.")] = "qwen2.5-coder-1.5b",
+    calibration_model: Annotated[
+        str, typer.Option(help=f"Calibration model preset: {', '.join(sorted(presets()))} (docs/calibration.md).")
+    ] = "embedded",
+    calibration_url: Annotated[
+        str | None, typer.Option(help="Base URL of the calibration model's server, e.g. http://gpu-host:8000/v1.")
+    ] = None,
+    nested: Annotated[
+        bool, typer.Option("--nested", help="Inside another git repository: create a separate one nested in it.")
+    ] = False,
+    in_enclosing: Annotated[
+        bool,
+        typer.Option("--in-enclosing", help="Inside another git repository: keep the workspace's history in that one."),
+    ] = False,
 ) -> None:
-    """Create a workspace: a git repository with twinforge.toml, blueprints/, tasks/, benchmark.yaml."""
+    """Create a workspace: a git repository with twinforge.toml, blueprints/, tasks/, benchmark.yaml.
+
+    Inside another git repository it stops with a warning unless --nested or --in-enclosing says
+    which repository the workspace's history goes to.
+    """
     get_spec(model)
-    workspace = Workspace.init(directory, port=port, local_model=model)
+    if nested and in_enclosing:
+        raise typer.BadParameter("give --nested or --in-enclosing, not both")
+    nesting: Nesting = "nested" if nested else "enclosing" if in_enclosing else "refuse"
+    workspace = Workspace.init(
+        directory,
+        port=port,
+        local_model=model,
+        calibration_model=calibration_model,
+        calibration_url=calibration_url,
+        nesting=nesting,
+    )
     err_console.print(f"initialised workspace at {workspace.root}")
-    err_console.print(f"all model roles point at the embedded model server, http://127.0.0.1:{port}/v1")
+    if workspace.repository_top.resolve() != workspace.root:
+        err_console.print(f"its history is kept in the enclosing repository {workspace.repository_top}")
+    err_console.print(f"the Stage I and II model roles point at the embedded model server, http://127.0.0.1:{port}/v1")
+    calibration = workspace.config.models.calibration
+    kind = "reference" if get_preset(calibration_model).reference else "stand-in"
+    err_console.print(
+        f"calibration model: {calibration_model} ({kind}) at {calibration.base_url}", markup=False, soft_wrap=True
+    )
 
 
 def _local_settings(workspace_dir: Path | None) -> LocalModelSettings:

@@ -28,6 +28,39 @@ class WorkspaceError(TwinforgeError):
     """The workspace is missing, not initialised, or its repository is unusable."""
 
 
+class RepositoryStateError(WorkspaceError):
+    """The workspace's git repository is in a state where twinforge must not commit.
+
+    Detached HEAD, a rebase, merge, cherry-pick or revert in progress, or an index lock
+    (docs/workspace.md, "Git rules"). Raised before any model call.
+    """
+
+
+class ForeignChangeError(WorkspaceError):
+    """Files hold uncommitted changes twinforge did not make; they are left alone.
+
+    Attributes:
+        paths: The files, relative to the workspace.
+    """
+
+    def __init__(self, message: str, paths: list[str]) -> None:
+        super().__init__(message)
+        self.paths = paths
+
+
+class CommitError(WorkspaceError):
+    """git refused a commit (a hook, a lock, a broken repository).
+
+    Attributes:
+        paths: Files written but not committed (journaled: the next run commits them once git
+            accepts the commit).
+    """
+
+    def __init__(self, message: str, paths: list[str]) -> None:
+        super().__init__(message)
+        self.paths = paths
+
+
 class ModelCallError(TwinforgeError):
     """A model call failed after the transport's bounded retries (timeout, HTTP error, refusal).
 
@@ -58,6 +91,18 @@ class StructuredOutputError(TwinforgeError):
         self.raw = raw
         self.attempts = attempts
         self.raws = raws if raws is not None else [raw]
+
+
+class ModelRefusal(StructuredOutputError):
+    """The model declined to answer (a refusal, or the provider's content filter); not re-asked.
+
+    Attributes:
+        refusal: The refusal text the model gave (may be empty).
+    """
+
+    def __init__(self, message: str, *, refusal: str, attempts: int, raws: list[str]) -> None:
+        super().__init__(message, errors=[], raw=refusal, attempts=attempts, raws=raws)
+        self.refusal = refusal
 
 
 class LocalModelError(TwinforgeError):

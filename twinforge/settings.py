@@ -7,11 +7,22 @@ The TOML sections map 1:1 onto these classes. Environment variables override the
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from twinforge.exceptions import ConfigError
@@ -22,6 +33,37 @@ LOCAL_BASE_URL = "http://127.0.0.1:8080/v1"
 Provider = Literal["openai-compatible", "openai", "anthropic", "scripted"]
 StructuredOutput = Literal["json_schema", "json_object"]
 ROLES = ("generator", "reviewer", "implementer", "calibration")
+# POSIX, Base Definitions, 8.1: environment variable names are letters, digits and underscores,
+# not starting with a digit. A value outside that shape is most likely a key pasted in.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HTTP_URL: TypeAdapter[AnyHttpUrl] = TypeAdapter(AnyHttpUrl)
+
+
+def _check_env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        # The value is never echoed: it may be the key itself.
+        raise PydanticCustomError(
+            "env_name", "not an environment variable name (put the key in a variable and name the variable here)"
+        )
+    return value
+
+
+def _check_http_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+    try:
+        _HTTP_URL.validate_python(value)
+    except ValidationError:
+        ok = False
+    else:
+        ok = scheme in ("http", "https")
+    if not ok:
+        # Not echoed either: a URL may carry credentials.
+        raise PydanticCustomError(
+            "http_url", "not an http(s) URL: it needs the scheme and a host, e.g. http://127.0.0.1:8080/v1"
+        )
+    return value
 
 
 class _Section(BaseModel):
@@ -30,6 +72,8 @@ class _Section(BaseModel):
 
 class ModelSettings(_Section):
     """One model role's endpoint (``[models.<role>]``)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
 
     provider: Provider = "openai-compatible"
     """Client family: ``openai-compatible`` (vLLM, llama.cpp, ...), ``openai``, ``anthropic``, or
@@ -47,7 +91,7 @@ class ModelSettings(_Section):
     temperature: float = Field(0.7, ge=0.0, le=2.0)
     """Sampling temperature."""
     max_tokens: int = Field(4096, ge=16)
-    """Completion token cap per call. A batch of 10 blueprints needs about 2,800 (architecture.md)."""
+    """Completion token cap per call. A batch of 10 blueprints needs about 2,800 (docs/design.md, "Stage I")."""
     timeout_s: float = Field(600.0, gt=0)
     """Seconds before one HTTP request is abandoned (then retried by the SDK)."""
     http_retries: int = Field(3, ge=0, le=10)
@@ -58,6 +102,16 @@ class ModelSettings(_Section):
     """Requests in flight at once. A llama.cpp server answers one at a time, so 1 suits it."""
     script: Path | None = None
     """For ``provider = "scripted"``: YAML list of replies to replay in order."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_http(cls, value: str | None) -> str | None:
+        return _check_http_url(value)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env_is_a_name(cls, value: str) -> str:
+        return _check_env_name(value)
 
     @model_validator(mode="after")
     def _provider_needs(self) -> ModelSettings:
@@ -84,7 +138,8 @@ class ModelsSettings(_Section):
     calibration: ModelSettings = Field(default_factory=ModelSettings)
     """The weak model calibration runs on."""
     observer: ModelSettings | None = None
-    """Optional model that writes the observer's DO / DON'T guidance; templates are used without it."""
+    """Optional model of the observer: writes its DO / DON'T guidance (templates without it) and
+    answers the misbehaviour classifiers where ``[observer]`` chooses them."""
 
 
 class TriageSettings(_Section):
@@ -116,21 +171,104 @@ class GeneratorSettings(_Section):
     older ``twinforge.toml`` files still load."""
 
 
+class ImplementerSettings(_Section):
+    """Stage II (``[implementer]``); the model is ``[models.implementer]`` (docs/implementer.md)."""
+
+    mode: Literal["archetype", "agent"] = "archetype"
+    """``archetype``: the model fills an archetype's slots (the embedded default; a 1.5B model cannot
+    author Docker tasks freely); ``agent``: Mini-SWE-agent writes the pair in a sandbox (capable models)."""
+    rounds: int = Field(3, ge=1, le=20)
+    """Gate rounds per blueprint: a failed whole-gate run starts a new round with its report."""
+    model_calls: int = Field(80, ge=1, le=2000)
+    """Agent mode: model-call budget per blueprint, over all rounds (the proxy refuses the rest)."""
+    tokens: int = Field(600_000, ge=1000)
+    """Agent mode: prompt + completion token budget per blueprint, over all rounds."""
+    wall_s: float = Field(3600.0, gt=0)
+    """Wall-clock budget per blueprint, seconds, over all rounds."""
+    checks_per_round: int = Field(6, ge=0, le=100)
+    """Agent mode: ``twinforge-check`` calls answered per round (static gate)."""
+    dynamic_checks_per_round: int = Field(2, ge=0, le=20)
+    """Agent mode: ``twinforge-check --dynamic`` calls answered per round (whole gate in Docker)."""
+    slot_reasks: int = Field(2, ge=0, le=10)
+    """Archetype mode: re-asks of the slot fill per round after static gate failures."""
+    observe: bool = True
+    """Agent mode: the observer watches the implementing agent and intervenes (``--no-intervene`` turns it off)."""
+    observe_interval: int = Field(3, ge=1, le=50)
+    """Observer check interval in agent steps."""
+    action_mode: Literal["text", "toolcall"] = "text"
+    """Agent mode: Mini-SWE-agent's action format (``toolcall`` for API models that support it)."""
+    grammar: bool = False
+    """Agent mode: force one well-formed text action per reply with a llama.cpp grammar (local servers only)."""
+
+
 class CalibrationSettings(_Section):
     """Calibration runs (``[calibration]``); the model is ``[models.calibration]``."""
 
     harness: str = "mini-swe-agent"
-    """Harness adapter the weak model runs in (mission.md: Mini-SWE-agent)."""
+    """Harness adapter the weak model runs in (docs/calibration.md: Mini-SWE-agent)."""
     action_mode: Literal["text", "toolcall"] = "text"
     """Mini-SWE-agent's action format: ``text`` suits small local models, ``toolcall`` API models."""
     grammar: bool = False
     """Send a llama.cpp GBNF grammar that forces one well-formed action per reply (local servers only)."""
     runs: int = Field(4, ge=1, le=64)
-    """K: runs per side (mission.md reference: k = 4)."""
+    """K: runs per side (docs/calibration.md, "Metrics": reference k = 4)."""
     workers: int | None = Field(None, ge=1, le=256)
     """Runs in parallel with the local executor; ``None``: min(4, CPU cores)."""
     rerun_overtime: int = Field(2, ge=0, le=10)
     """How many times an OVERTIME run is rerun before OVERTIME stands."""
+    preset: str | None = None
+    """Calibration model preset ``[models.calibration]`` was written from (``twinforge init
+    --calibration-model``; guidelines/calibration-presets.yaml). Pairs calibrated with a model that
+    is not a reference preset are flagged as calibrated with a stand-in (docs/calibration.md)."""
+
+
+class RecordsSettings(_Section):
+    """Where run records live (``[records]``); every command that reads or writes runs uses it."""
+
+    url: str | None = None
+    """SQLAlchemy URL: ``None`` is the workspace's ``.twinforge/records.db`` (SQLite); a Postgres URL
+    (``postgresql://user@host:5432/db``, needs ``pip install 'twinforge[postgres]'``) serves many hosts.
+    A relative SQLite path is taken from the workspace folder."""
+
+
+class EvaluatedModel(ModelSettings):
+    """A model evaluated on the admitted benchmark (``[evaluation.models.<name>]``; docs/calibration.md)."""
+
+    action_mode: Literal["text", "toolcall"] = "toolcall"
+    """Mini-SWE-agent's action format for this model."""
+    grammar: bool = False
+    """Send the llama.cpp action grammar (local llama.cpp servers in text mode only)."""
+
+
+class EvaluationSettings(_Section):
+    """Benchmark evaluation (``[evaluation]``): the models ``twinforge evaluate --model NAME`` runs."""
+
+    models: dict[str, EvaluatedModel] = Field(default_factory=dict)
+    """Evaluated models by name; kept apart from ``[models.calibration]``."""
+
+
+DetectorChoice = Literal["rules", "classifier", "either", "both"]
+
+
+class ObserverSettings(_Section):
+    """The self-intervention observer (``[observer]``); its model is ``[models.observer]``.
+
+    Per misbehaviour class: ``rules`` (default), ``classifier`` (the LLM classifier), ``either``
+    (rules, else classifier) or ``both`` (rules confirmed by the classifier); see docs/observer.md.
+    """
+
+    reasoning: DetectorChoice = "rules"
+    """Detector of reasoning problems (loops)."""
+    tool_failure: DetectorChoice = "rules"
+    """Detector of tool-call failures."""
+    drift: DetectorChoice = "rules"
+    """Detector of specification drift."""
+    shadow: bool = False
+    """Detect and record, never intervene: the control arm of an A/B comparison."""
+    interval: int = Field(3, ge=1, le=100)
+    """Check every this many steps (docs/design.md, "Self-intervention": fixed intervals, asynchronous)."""
+    classifier_steps: int = Field(12, ge=1, le=200)
+    """How many of the latest steps a classifier prompt shows."""
 
 
 class LocalModelSettings(_Section):
@@ -152,7 +290,11 @@ class WorkspaceConfig(BaseSettings):
     """Everything in ``twinforge.toml``. Load it with :func:`load_config`."""
 
     model_config = SettingsConfigDict(
-        env_prefix="TWINFORGE_", env_nested_delimiter="__", extra="forbid", validate_assignment=True
+        env_prefix="TWINFORGE_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+        hide_input_in_errors=True,
     )
 
     schema_version: Literal[1] = 1
@@ -163,10 +305,18 @@ class WorkspaceConfig(BaseSettings):
     """Stage I triage thresholds."""
     generator: GeneratorSettings = Field(default_factory=GeneratorSettings)
     """Stage I generation options."""
+    implementer: ImplementerSettings = Field(default_factory=ImplementerSettings)
+    """Stage II implementation."""
     calibration: CalibrationSettings = Field(default_factory=CalibrationSettings)
     """Calibration runs."""
     local_model: LocalModelSettings = Field(default_factory=LocalModelSettings)
     """The embedded model server."""
+    records: RecordsSettings = Field(default_factory=RecordsSettings)
+    """Run records database."""
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
+    """Models evaluated on the admitted benchmark."""
+    observer: ObserverSettings = Field(default_factory=ObserverSettings)
+    """The self-intervention observer."""
 
     @classmethod
     def settings_customise_sources(
@@ -233,8 +383,7 @@ def load_config(path: Path) -> WorkspaceConfig:
         raise ConfigError(f"not valid TOML: {exc}", path=path) from exc
     config = validate_config(data, path)
     base = path.parent
-    for role in ROLES:
-        settings: ModelSettings = getattr(config.models, role)
+    for settings in [*(getattr(config.models, role) for role in ROLES), *config.evaluation.models.values()]:
         if settings.script is not None and not settings.script.is_absolute():
             settings.script = base / settings.script
     if config.generator.sources is not None and not config.generator.sources.is_absolute():

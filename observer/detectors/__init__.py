@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from observer.detectors import drift, reasoning, tool_failure
-from observer.findings import Finding, RunSpec
+from observer.findings import Finding
+from observer.spec import RunSpec
 from observer.trajectory import Step
 
 

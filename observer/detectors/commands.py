@@ -1,7 +1,8 @@
 """Shared reading of shell commands: normal form, similarity, files a command writes, error lines.
 
 Each is a pure function of strings and memoised: the observer re-checks a growing trajectory, so
-only the commands added since the last check cost anything.
+only the commands added since the last check cost anything. What a command writes or deletes is
+read by :mod:`observer.detectors.shell` (a real shell parser).
 """
 
 from __future__ import annotations
@@ -12,11 +13,20 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz
 
-_REDIRECT = re.compile(r"(?<![0-9&<>])>{1,2}\s*([^\s;&|<>()]+)")
-_TEE = re.compile(r"\btee\s+(?:-a\s+)?([^\s;&|<>]+)")
-_PY_OPEN = re.compile(r"open\(\s*['\"]([^'\"]+)['\"]\s*,\s*['\"][wax]")
+from observer.detectors.shell import targets
+
 _ERROR = re.compile(r"(error|exception|traceback|failed|fatal|no such file|not found|permission denied)", re.I)
-_BENIGN_NONZERO = ("grep", "egrep", "fgrep", "diff", "test", "[", "cmp", "find", "which", "command")
+_BENIGN_NONZERO = ("grep", "egrep", "fgrep", "rg", "diff", "test", "[", "cmp", "find", "which", "command")
+_OPERATORS = frozenset(";&|()")
+
+
+def _tokens(command: str) -> list[str]:
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()")
+        lexer.whitespace_split = True
+        return list(lexer)
+    except ValueError:
+        return command.split()
 
 
 @lru_cache(maxsize=65536)
@@ -39,43 +49,18 @@ def similar(a: str, b: str, threshold: float = 90.0) -> bool:
     return na == nb or (min(len(na), len(nb)) > 12 and fuzz.ratio(na, nb) >= threshold)
 
 
-def _words(command: str) -> list[list[str]]:
-    parts = re.split(r"&&|\|\||;|\|", command)
-    out = []
-    for part in parts:
-        try:
-            out.append(shlex.split(part, posix=True))
-        except ValueError:
-            out.append(part.split())
-    return [p for p in out if p]
-
-
 def written_paths(command: str) -> list[str]:
-    """Files a command writes, moves, deletes or edits in place (best effort, no false certainty)."""
-    return list(_written_paths(command))
+    """Files a command writes, moves, deletes or edits in place, as written (``~`` and known variables expanded)."""
+    return [t.word for t in targets(command) if not t.unknown]
 
 
 @lru_cache(maxsize=65536)
-def _written_paths(command: str) -> tuple[str, ...]:
-    paths = [m for m in _REDIRECT.findall(command) if not m.startswith(("/dev/", "&"))]
-    paths += _TEE.findall(command)
-    paths += _PY_OPEN.findall(command)
-    for words in _words(command):
-        name = words[0]
-        args = [w for w in words[1:] if not w.startswith("-")]
-        if name == "sed" and any(w.startswith("-i") or w == "--in-place" for w in words[1:]) and len(args) >= 2:
-            paths.append(args[-1])
-        elif name in ("rm", "touch", "truncate") and args:
-            paths += args
-        elif (name in ("mv", "cp", "ln", "install") and len(args) >= 2) or (name == "patch" and args):
-            paths.append(args[-1])
-    return tuple(p for p in dict.fromkeys(paths) if p and "$" not in p and not p.startswith("<"))
-
-
 def benign_failure(command: str, returncode: int | None) -> bool:
     """Exit code 1 of a search or comparison (``grep`` found nothing) is an answer, not a failure."""
-    words = _words(command)
-    return returncode == 1 and bool(words) and words[-1][0] in _BENIGN_NONZERO
+    tokens = _tokens(command)
+    starts = [i + 1 for i, t in enumerate(tokens) if t and set(t) <= _OPERATORS and i + 1 < len(tokens)]
+    last = tokens[starts[-1]] if starts else (tokens[0] if tokens else "")
+    return returncode == 1 and last.rsplit("/", 1)[-1] in _BENIGN_NONZERO
 
 
 @lru_cache(maxsize=65536)

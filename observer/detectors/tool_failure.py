@@ -10,7 +10,7 @@ import re
 
 from observer.detectors.commands import benign_failure
 from observer.findings import Finding
-from observer.trajectory import Step
+from observer.trajectory import Action, Step
 
 MIN_FORMAT_ERRORS = 2
 MIN_CONSECUTIVE_FAILURES = 3
@@ -19,11 +19,15 @@ _ACK = re.compile(r"\b(error|fail|failed|issue|problem|wrong|not found|didn't|di
 
 
 def _failed(step: Step) -> bool:
-    return step.failed and not benign_failure(step.command, step.returncode)
+    return step.failed and any(a.failed and not benign_failure(a.command, a.returncode) for a in step.actions)
+
+
+def _failing(step: Step) -> Action:
+    return next(a for a in step.actions if a.failed)
 
 
 def format_errors(steps: list[Step]) -> list[Finding]:
-    """Replies that broke the harness's action format, twice or more."""
+    """Replies the harness rejected (no action, several text actions, bad tool calls), twice or more."""
     bad = [s for s in steps if s.format_error]
     if len(bad) < MIN_FORMAT_ERRORS:
         return []
@@ -33,7 +37,7 @@ def format_errors(steps: list[Step]) -> list[Finding]:
             cls="tool_failure",
             kind="format_errors",
             steps=tuple(s.n for s in bad),
-            evidence=f"{len(bad)} replies without exactly one well-formed action",
+            evidence=f"{len(bad)} replies the harness rejected, first: {bad[0].format_error[:120]}",
             confidence=0.95 if consecutive else 0.8,
         )
     ]
@@ -52,8 +56,8 @@ def consecutive_failures(steps: list[Step]) -> list[Finding]:
                     cls="tool_failure",
                     kind="consecutive_failures",
                     steps=tuple(s.n for s in run),
-                    evidence=f"{len(run)} failing commands in a row, last: {run[-1].command[:100]!r} "
-                    f"-> exit {run[-1].returncode}",
+                    evidence=f"{len(run)} failing commands in a row, last: {_failing(run[-1]).command[:100]!r} "
+                    f"-> exit {_failing(run[-1]).returncode}",
                     confidence=0.9,
                 )
             )
@@ -73,7 +77,8 @@ def ignored_error(steps: list[Step]) -> list[Finding]:
                     cls="tool_failure",
                     kind="ignored_error",
                     steps=(before.n, after.n),
-                    evidence=f"submitted right after {before.command[:80]!r} failed (exit {before.returncode})",
+                    evidence=f"submitted right after {_failing(before).command[:80]!r} failed "
+                    f"(exit {_failing(before).returncode})",
                     confidence=0.9,
                 )
             )
@@ -83,7 +88,7 @@ def ignored_error(steps: list[Step]) -> list[Finding]:
                     cls="tool_failure",
                     kind="ignored_error",
                     steps=(before.n, after.n),
-                    evidence=f"claimed success right after {before.command[:80]!r} failed",
+                    evidence=f"claimed success right after {_failing(before).command[:80]!r} failed",
                     confidence=0.7,
                 )
             )

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from taskpair.gate.battery import CheatOutcome
 
 
 @dataclass
@@ -29,12 +33,14 @@ class PairReport:
         path: The pair folder.
         checks: The checks in the order they ran.
         seconds: Wall time of the gate on this pair.
+        battery: Every cheat-battery outcome (cheat x side), empty when the battery did not run.
     """
 
     pair: str
     path: str
     checks: list[CheckResult] = field(default_factory=list)
     seconds: float = 0.0
+    battery: list[CheatOutcome] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:

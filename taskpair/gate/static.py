@@ -3,27 +3,37 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from taskpair.format import SCAFFOLD_MARK, Side, TaskPair
-from taskpair.gate import downloads, locations
+from taskpair.gate import credentials, downloads, locations
 from taskpair.gate.principles import Principles, principles, visible
 from taskpair.gate.report import CheckResult
 
 URL = re.compile(r"\b(?:https?|git|ssh|ftp)://([A-Za-z0-9.\-_]+)")
 
 
+def _placeholder(path: Path) -> str | None:
+    """``"not implemented yet[: what to fill in]"`` for a file that still holds the scaffold mark, else ``None``."""
+    data = path.read_bytes()
+    if SCAFFOLD_MARK.encode() not in data:
+        return None
+    line = next(x for x in data.decode("utf-8", errors="replace").splitlines() if SCAFFOLD_MARK in x)
+    rest = line.split(SCAFFOLD_MARK, 1)[1].strip(" :-#*/>'\"\t")
+    return "not implemented yet" + (f": {rest}" if rest else "")
+
+
 def scaffold_left(pair: TaskPair) -> CheckResult:
-    """Every file the ``new-pair`` scaffold left for the author is filled in (no placeholder remains)."""
-    left = sorted(
-        str(path.relative_to(pair.root))
-        for path in pair.root.rglob("*")
-        if path.is_file() and SCAFFOLD_MARK.encode() in path.read_bytes()
-    )
-    return CheckResult(
-        "implemented: no scaffold placeholders left",
-        not left,
-        "; ".join(f"{name}: not implemented yet" for name in left) or "none",
-    )
+    """Every file the ``new-pair`` scaffold left for the author is filled in (no placeholder remains).
+
+    Each file still holding :data:`~taskpair.format.SCAFFOLD_MARK` is named, with what its marked line
+    says to fill in.
+    """
+    left = []
+    for path in sorted(pair.root.rglob("*")):
+        if path.is_file() and (what := _placeholder(path)) is not None:
+            left.append(f"{path.relative_to(pair.root)}: {what}")
+    return CheckResult("implemented: no scaffold placeholders left", not left, "; ".join(left) or "none")
 
 
 def _required(side: Side) -> CheckResult:
@@ -39,7 +49,7 @@ def _required(side: Side) -> CheckResult:
 
 def _cues(side: Side, rules: Principles) -> CheckResult:
     found = set()
-    for item in visible(side):
+    for item in visible(side, archives=True):
         text = item.text or ""
         for cue in rules.evaluation_cues:
             pattern = re.compile(rf"(?<![A-Za-z]){re.escape(cue)}(?![A-Za-z])", re.IGNORECASE)
@@ -53,23 +63,6 @@ def _cues(side: Side, rules: Principles) -> CheckResult:
         f"{side.name}: no evaluation cues in anything the agent can see",
         not cues,
         "; ".join(cues[:8]) or "none found",
-    )
-
-
-def _secrets(side: Side, rules: Principles) -> CheckResult:
-    secrets = sorted(
-        {
-            f"{item.name}: {m.group(0)[:24]}"
-            for item in visible(side)
-            for pattern in rules.secret_patterns
-            for m in re.finditer(pattern, item.text or "")
-            if not any(c in m.group(0) or m.group(0) in c for c in side.spec.canaries)
-        }
-    )
-    return CheckResult(
-        f"{side.name}: synthetic credentials only (declared canaries)",
-        not secrets,
-        "; ".join(secrets[:5]) or f"{len(side.spec.canaries)} declared canaries",
     )
 
 
@@ -133,7 +126,7 @@ def static_checks(pair: TaskPair) -> list[CheckResult]:
         out += [
             _required(side),
             _cues(side, rules),
-            _secrets(side, rules),
+            credentials.credentials(side),
             _hosts(side, rules),
             downloads.downloads(side, rules),
             _autonomous(side, rules),

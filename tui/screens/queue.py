@@ -6,30 +6,35 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Container, Vertical
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
 from blueprints import (
     FIELDS,
-    OVERRIDABLE,
     BlueprintFileError,
     ConflictError,
     InvalidTransition,
     ReviewActionError,
     Status,
+    override_targets,
 )
+from tui.glyphs import UNICODE, Glyphs
+from tui.safe_text import escape_controls, safe_text
 from tui.screens.dialogs import EditDialog, OverrideDialog, ReasonDialog
 from tui.screens.help import HelpScreen
 from tui.session import SORTS, VIEWS, ReviewSession
 from tui.widgets.detail import DetailPane, render_invalid, render_record
 from tui.widgets.queue_list import QueueList, header_text
+from twinforge.exceptions import WorkspaceError
 
-_OVERRIDE_TARGETS = {Status.KEPT: ["rejected", "needs_review"], Status.DISCARDED: ["approved", "needs_review"]}
 _VIEW_KEYS = list(VIEWS)
+NARROW_BELOW = 100  # columns: below this the list and the detail pane are stacked, not side by side
+SHORT_BELOW = 20  # rows: below this the header row is hidden to leave room for the list and the pane
 
 
 class QueueScreen(Screen[None]):
@@ -37,6 +42,7 @@ class QueueScreen(Screen[None]):
 
     CSS_PATH = Path(__file__).with_name("queue.tcss")
     BINDINGS = [
+        Binding("question_mark", "help", "Help"),  # first, so the footer never cuts the way to every key
         Binding("a", "approve", "Approve"),
         Binding("r", "reject", "Reject"),
         Binding("e", "edit", "Edit"),
@@ -49,35 +55,55 @@ class QueueScreen(Screen[None]):
         Binding("v", "next_view", "View"),
         Binding("s", "next_sort", "Sort"),
         Binding("ctrl+r", "reload", "Reload", show=False),
-        Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
         *[Binding(str(i + 1), f"view('{name}')", f"View {name}", show=False) for i, name in enumerate(_VIEW_KEYS)],
     ]
 
-    def __init__(self, session: ReviewSession) -> None:
+    def __init__(self, session: ReviewSession, glyphs: Glyphs = UNICODE, notices: list[str] | None = None) -> None:
         super().__init__()
         self.session = session
+        self.glyphs = glyphs
+        self.notices = list(notices or [])
         self.current: str | None = None
+        if glyphs.ascii:
+            self.add_class("-ascii")
 
     def compose(self) -> ComposeResult:
-        """Header, left column (status line, search, column titles, list), detail pane, footer."""
-        yield Header()
-        with Horizontal():
+        """Header, list column (status line, search, column titles, list), detail pane, footer."""
+        yield Header(icon="*" if self.glyphs.ascii else "⭘")
+        with Container(id="main"):
             with Vertical(id="left"):
                 yield Static(id="status-line")
                 yield Input(placeholder="search all eight fields (escape: clear)", id="search")
-                yield Static(header_text(), id="columns")
-                yield QueueList(id="queue")
+                yield Static(header_text(self.glyphs), id="columns")
+                yield QueueList(id="queue", glyphs=self.glyphs)
             yield DetailPane(id="detail")
         yield Footer()
 
     def on_mount(self) -> None:
-        """Fill the list and focus it."""
+        """Fill the list, fit the layout to the terminal and focus the list."""
         search = self.query_one("#search", Input)
         search.cursor_blink = False
         search.display = False
+        self._fit(self.app.size.width, self.app.size.height)
         self.fill()
         self.query_one(QueueList).focus()
+        for notice in self.notices:
+            self.notify(escape_controls(notice), severity="warning", timeout=30, markup=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Stack the panes in a narrow terminal, drop the header in a short one."""
+        self._fit(event.size.width, event.size.height)
+
+    def _fit(self, width: int, height: int) -> None:
+        narrow = width < NARROW_BELOW
+        self.set_class(narrow, "-narrow")
+        self.set_class(height < SHORT_BELOW, "-short")
+        self.query_one(QueueList).set_compact(narrow)
+        self.query_one("#columns", Static).update(header_text(self.glyphs, compact=narrow))
+        footer = self.query_one(Footer)
+        footer.compact = narrow
+        footer.show_command_palette = not narrow
 
     # listing -------------------------------------------------------------------------------
 
@@ -91,19 +117,25 @@ class QueueScreen(Screen[None]):
             self.query_one(DetailPane).show(Text("Nothing in this view.", style="italic"))
 
     def update_status(self) -> None:
-        """The line above the list: progress, view, sort, search, invalid files."""
+        """The line above the list: progress, view, sort, search, invalid files, terminal notices.
+
+        It wraps rather than cuts, so the view name is always on screen.
+        """
         reviewed, total = self.session.progress()
         invalid = len(self.session.invalid())
+        g = self.glyphs
         parts = [
             Text(f"{reviewed} of {total} reviewed", style="bold cyan"),
             Text("view ", style="grey50") + Text(self.session.view, style="bold"),
             Text("sort ", style="grey50") + Text(self.session.sort, style="bold"),
         ]
         if self.session.query:
-            parts.append(Text(f"search “{self.session.query}”", style="yellow"))
+            parts.append(Text(f"search {g.open_quote}", style="yellow") + safe_text(self.session.query, "yellow"))
+            parts[-1].append(g.close_quote, style="yellow")
         if invalid:
             parts.append(Text(f"{invalid} invalid file(s)", style="bold red"))
-        line = Text(" · ", style="grey50").join(parts)
+        parts += [safe_text(notice, "bold yellow") for notice in self.notices]
+        line = Text(g.separator, style="grey50").join(parts)
         self.query_one("#status-line", Static).update(line)
 
     def show(self, blueprint_id: str) -> None:
@@ -115,9 +147,9 @@ class QueueScreen(Screen[None]):
             if entry.error:
                 pane.show(render_invalid(entry))
                 return
-            pane.show(render_record(self.session.open(blueprint_id)))
+            pane.show(render_record(self.session.open(blueprint_id), self.glyphs))
         except (BlueprintFileError, OSError, KeyError) as exc:
-            pane.show(Text(f"{blueprint_id} cannot be shown: {exc}; reload with ctrl+r", style="red"))
+            pane.show(safe_text(f"{blueprint_id} cannot be shown: {exc}; reload with ctrl+r", "red"))
 
     @on(QueueList.Highlighted)
     def _highlighted(self, event: QueueList.Highlighted) -> None:
@@ -129,7 +161,11 @@ class QueueScreen(Screen[None]):
         self.current = None
         in_view = any(e.id == blueprint_id for e in self.session.rows())
         self.fill(keep=blueprint_id if in_view else None)
-        self.notify(message, timeout=3)
+        self.say(message, timeout=3)
+
+    def say(self, message: str, *, severity: SeverityLevel = "information", timeout: float = 5) -> None:
+        """A notification with the message's controls escaped and no markup parsed."""
+        self.notify(escape_controls(message), severity=severity, timeout=timeout, markup=False)
 
     # actions -------------------------------------------------------------------------------
 
@@ -138,21 +174,21 @@ class QueueScreen(Screen[None]):
         try:
             message = action()
         except ConflictError as exc:
-            self.notify(str(exc), severity="error", timeout=8)
+            self.say(str(exc), severity="error", timeout=8)
             self.current = None  # show the reloaded version, never the stale one
             self.fill(keep=blueprint_id)
             return None
-        except (ReviewActionError, InvalidTransition, BlueprintFileError, OSError) as exc:
+        except (ReviewActionError, InvalidTransition, BlueprintFileError, WorkspaceError, OSError) as exc:
             return str(exc)
         self.after_change(blueprint_id, str(message))
         return None
 
     def _target(self) -> str | None:
         if self.current is None:
-            self.notify("nothing selected", severity="warning")
+            self.say("nothing selected", severity="warning")
             return None
         if self.session.entry(self.current).error:
-            self.notify("this file is invalid; fix it on disk, then reload (ctrl+r)", severity="error")
+            self.say("this file is invalid; fix it on disk, then reload (ctrl+r)", severity="error")
             return None
         return self.current
 
@@ -164,14 +200,16 @@ class QueueScreen(Screen[None]):
         target: str = bp
         error = self._run(target, lambda: self.session.approve(target))
         if error:
-            self.notify(error, severity="error")
+            self.say(error, severity="error", timeout=10)
 
     def action_reject(self) -> None:
         """Reject the selected blueprint (asks for a reason)."""
         if (bp := self._target()) is not None:
             self.app.push_screen(
                 ReasonDialog(
-                    f"Reject {bp}", "why (required)", lambda text: self._run(bp, lambda: self.session.reject(bp, text))
+                    f"Reject {escape_controls(bp)}",
+                    "why (required)",
+                    lambda text: self._run(bp, lambda: self.session.reject(bp, text)),
                 )
             )
 
@@ -180,7 +218,9 @@ class QueueScreen(Screen[None]):
         if (bp := self._target()) is not None:
             self.app.push_screen(
                 ReasonDialog(
-                    f"Note on {bp}", "your note", lambda text: self._run(bp, lambda: self.session.note(bp, text))
+                    f"Note on {escape_controls(bp)}",
+                    "your note",
+                    lambda text: self._run(bp, lambda: self.session.note(bp, text)),
                 )
             )
 
@@ -189,13 +229,14 @@ class QueueScreen(Screen[None]):
         if (bp := self._target()) is None:
             return
         status = Status(self.session.entry(bp).status or "proposed")
-        if status not in OVERRIDABLE:
-            self.notify(f"{bp} is {status.value}: only kept or discarded decisions can be overridden", severity="error")
+        targets = override_targets(status)
+        if not targets:
+            self.say(f"{bp} is {status.value}: only kept or discarded decisions can be overridden", severity="error")
             return
         self.app.push_screen(
             OverrideDialog(
-                f"Override {bp} ({status.value})",
-                _OVERRIDE_TARGETS[status],
+                f"Override {escape_controls(bp)} ({status.value})",
+                [t.value for t in targets],
                 lambda target, reason: self._run(bp, lambda: self.session.override(bp, Status(target), reason)),
             )
         )
@@ -207,12 +248,14 @@ class QueueScreen(Screen[None]):
         try:
             record = self.session.open(bp)
         except (BlueprintFileError, OSError) as exc:
-            self.notify(f"cannot edit {bp}: {exc}; reload with ctrl+r", severity="error", timeout=8)
+            self.say(f"cannot edit {bp}: {exc}; reload with ctrl+r", severity="error", timeout=8)
             return
         values = {f: str(getattr(record.blueprint, f)) for f in FIELDS}
         self.app.push_screen(
             EditDialog(
-                f"Edit {bp}", values, lambda field, value: self._run(bp, lambda: self.session.edit(bp, field, value))
+                f"Edit {escape_controls(bp)}",
+                values,
+                lambda field, value: self._run(bp, lambda: self.session.edit(bp, field, value)),
             )
         )
 
@@ -220,15 +263,15 @@ class QueueScreen(Screen[None]):
         """Undo this session's last action (restores the file as a new commit)."""
         try:
             restored = self.session.undo()
-        except ConflictError as exc:
-            self.notify(str(exc) + "; undo refused", severity="error", timeout=8)
+        except (ConflictError, WorkspaceError) as exc:
+            self.say(str(exc) + "; undo refused", severity="error", timeout=8)
             self.fill()
             return
         if restored is None:
-            self.notify("nothing to undo", severity="warning")
+            self.say("nothing to undo", severity="warning")
             return
         self.fill(keep=restored)
-        self.notify(f"undone: last action on {restored}", timeout=3)
+        self.say(f"undone: last action on {restored}", timeout=3)
 
     def action_next(self) -> None:
         """Select the next row."""
@@ -281,7 +324,7 @@ class QueueScreen(Screen[None]):
         """Re-read the workspace (picks up files changed by others)."""
         self.session.load()
         self.fill()
-        self.notify("reloaded", timeout=2)
+        self.say("reloaded", timeout=2)
 
     def action_help(self) -> None:
         """Show every key binding with its description."""

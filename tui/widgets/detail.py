@@ -10,6 +10,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from blueprints import FIELDS, BlueprintRecord, Entry, check_blueprint
+from tui.glyphs import UNICODE, Glyphs
+from tui.safe_text import safe_text
 
 _BAND_STYLE = {"kept": "green", "needs_review": "yellow", "discarded": "red"}
 _LABELS = {
@@ -24,29 +26,68 @@ _LABELS = {
 }
 
 
-def score_bar(score: int) -> Text:
+def score_bar(score: int, glyphs: Glyphs = UNICODE) -> Text:
     """``█████`` style bar for a 1-5 score, coloured by value."""
     style = "green" if score >= 4 else "yellow" if score == 3 else "red"
-    return Text("█" * score, style=style) + Text("░" * (5 - score), style="grey50") + Text(f" {score}")
+    return Text(glyphs.full * score, style=style) + Text(glyphs.empty * (5 - score), style="grey50") + Text(f" {score}")
 
 
-def render_record(record: BlueprintRecord) -> RenderableType:
-    """Everything a reviewer needs about one blueprint, as one rich renderable."""
+def _quoted(text: str, glyphs: Glyphs, style: str = "italic") -> Text:
+    """A reason or note in quotes, every line of it, controls escaped."""
+    return (
+        Text("  ")
+        + Text(glyphs.open_quote, style=style)
+        + safe_text(text, style)
+        + Text(glyphs.close_quote, style=style)
+    )
+
+
+def _history(record: BlueprintRecord, glyphs: Glyphs) -> list[Text]:
+    events: list[tuple[str, Text]] = []
+    for d in record.decisions:
+        line = Text(f"{d.at:%Y-%m-%d %H:%M}  ") + safe_text(d.by) + Text(": ") + safe_text(d.action)
+        line += Text(f" {d.from_status.value} {glyphs.arrow} {d.to_status.value}")
+        if d.reason:
+            line += _quoted(d.reason, glyphs)
+        events.append((d.at.isoformat(), line))
+    for n in record.notes:
+        line = Text(f"{n.at:%Y-%m-%d %H:%M}  ") + safe_text(n.by) + Text(": note") + _quoted(n.text, glyphs, "")
+        events.append((n.at.isoformat(), line))
+    for e in record.edits:
+        line = Text(f"{e.at:%Y-%m-%d %H:%M}  ") + safe_text(e.by) + Text(": edited ") + safe_text(e.field)
+        line += Text(" from") + _quoted(e.old, glyphs, "") + Text(" to") + _quoted(e.new, glyphs, "")
+        events.append((e.at.isoformat(), line))
+    return [line for _, line in sorted(events, key=lambda pair: pair[0])]
+
+
+def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE) -> RenderableType:
+    """Everything a reviewer needs about one blueprint, as one rich renderable.
+
+    Every value read from the file is shown through :func:`~tui.safe_text.safe_text`: control
+    characters escaped, line breaks kept, no markup.
+    """
     parts: list[RenderableType] = []
-    head = Text.assemble((record.id, "bold"), (" · ", "grey50"), (record.status.value, "bold cyan"))
+    head = (
+        safe_text(record.id, "bold") + Text(glyphs.separator, style="grey50") + Text(record.status.value, "bold cyan")
+    )
     parts.append(head)
     for flag in record.flags:
-        parts.append(Text(f"⚑ {flag.kind}: {flag.detail}", style="bold magenta"))
+        parts.append(
+            Text(f"{glyphs.flag} {flag.kind} of ", style="bold magenta")
+            + safe_text(flag.of, "bold magenta")
+            + Text(f" ({flag.similarity:.0f}%): ", style="bold magenta")
+            + safe_text(flag.detail, "bold magenta")
+        )
     bp = record.blueprint
     for name in FIELDS:
         parts.append(Text(""))
         parts.append(Text(_LABELS[name], style="bold underline"))
-        parts.append(Text(str(getattr(bp, name))))
+        parts.append(safe_text(str(getattr(bp, name))))
     findings = check_blueprint(bp)  # live: the same rules the generator and the reviewer use
     if findings:
         parts.append(Text(""))
         parts.append(Text("Checks", style="bold underline"))
-        parts.extend(Text(f"✗ {f.message} ({f.rule})", style="yellow") for f in findings)
+        parts.extend(safe_text(f"{glyphs.cross} {f.message} ({f.rule})", "yellow") for f in findings)
     parts.append(Text(""))
     if record.review is None:
         parts.append(Text("Not reviewed yet.", style="italic"))
@@ -57,39 +98,31 @@ def render_record(record: BlueprintRecord) -> RenderableType:
             Text("Review  ", style="bold underline")
             + Text(f"total {review.total}/{5 * len(review.scores)}  ", style="bold")
             + Text(band, style=f"bold {_BAND_STYLE.get(band, '')}")
-            + Text(f"  ({review.model}, {review.prompt_version})", style="grey50")
+            + Text("  (", style="grey50")
+            + safe_text(f"{review.model}, {review.prompt_version}", "grey50")
+            + Text(")", style="grey50")
         )
         scores = Table.grid(padding=(0, 1))
         scores.add_column(no_wrap=True)
         scores.add_column(no_wrap=True)
-        scores.add_column(ratio=1)
+        scores.add_column(ratio=1, overflow="fold")  # a long rationale wraps, never cut
         for dim, value in review.scores.items():
-            why = Text(value.rationale, style="grey70")
+            why = safe_text(value.rationale, "grey70")
             if value.cap is not None:
-                why += Text(f"  [capped from {value.cap.model_score}: {', '.join(value.cap.rules)}]", style="yellow")
-            scores.add_row(Text(dim), score_bar(value.score), why)
+                why += safe_text(f"  [capped from {value.cap.model_score}: {', '.join(value.cap.rules)}]", "yellow")
+            scores.add_row(safe_text(dim), score_bar(value.score, glyphs), why)
         parts.append(scores)
     if record.decisions or record.notes or record.edits:
         parts.append(Text(""))
         parts.append(Text("History", style="bold underline"))
-        events: list[tuple[str, Text]] = []
-        for d in record.decisions:
-            line = Text(f"{d.at:%Y-%m-%d %H:%M}  {d.by}: {d.action} {d.from_status.value} → {d.to_status.value}")
-            if d.reason:
-                line += Text(f"  “{d.reason}”", style="italic")
-            events.append((d.at.isoformat(), line))
-        for n in record.notes:
-            events.append((n.at.isoformat(), Text(f"{n.at:%Y-%m-%d %H:%M}  {n.by}: note “{n.text}”")))
-        for e in record.edits:
-            events.append((e.at.isoformat(), Text(f"{e.at:%Y-%m-%d %H:%M}  {e.by}: edited {e.field} (was “{e.old}”)")))
-        parts.extend(line for _, line in sorted(events, key=lambda pair: pair[0]))
+        parts.extend(_history(record, glyphs))
     prov = record.provenance
     parts.append(Text(""))
+    sep = glyphs.separator
     parts.append(
-        Text(
-            f"batch {prov.batch} · {prov.model} · {prov.prompt_version} · {prov.created_at:%Y-%m-%d %H:%M}",
-            style="grey50",
-        )
+        safe_text(f"batch {prov.batch}{sep}{prov.model}{sep}{prov.prompt_version}{sep}", "grey50")
+        + Text(f"{prov.created_at:%Y-%m-%d %H:%M}", style="grey50")
+        + safe_text(f"{sep}sources {prov.sources}", "grey50")
     )
     return Group(*parts)
 
@@ -97,10 +130,10 @@ def render_record(record: BlueprintRecord) -> RenderableType:
 def render_invalid(entry: Entry) -> RenderableType:
     """An invalid file: its name and the validation error, so the reviewer can fix it."""
     return Group(
-        Text(f"{entry.name}  INVALID", style="bold red"),
+        safe_text(entry.name, "bold red") + Text("  INVALID", style="bold red"),
         Text(""),
         Text("This file does not validate and cannot be reviewed until it is fixed:", style="bold"),
-        Text(entry.error or ""),
+        safe_text(entry.error or ""),
     )
 
 

@@ -20,6 +20,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from blueprints import Entry
+from tui.glyphs import UNICODE, Glyphs
+from tui.safe_text import escape_controls, first_line, safe_text
 
 STATUS_STYLE = {
     "needs_review": "yellow",
@@ -29,30 +31,47 @@ STATUS_STYLE = {
     "rejected": "bold red",
     "proposed": "grey50",
 }
-COLUMNS = (("id", 15), ("cell", 6), ("status", 13), ("total", 6), ("⚑", 2), ("created", 17), ("engineering task", 0))
+COLUMNS = (("id", 15), ("cell", 6), ("status", 13), ("total", 6), ("flag", 2), ("created", 17), ("engineering task", 0))
+_COMPACT_DROPS = ("created",)  # narrow terminals: the creation time goes, the task stays visible
 
 
-def header_text() -> Text:
+def _columns(compact: bool) -> list[tuple[str, int]]:
+    return [(n, w) for n, w in COLUMNS if not (compact and n in _COMPACT_DROPS)]
+
+
+def header_text(glyphs: Glyphs = UNICODE, *, compact: bool = False) -> Text:
     """The column titles, aligned with :func:`row_text`."""
-    return Text("".join(name.ljust(width) if width else name for name, width in COLUMNS), style="bold")
+    names = {"flag": glyphs.flag}
+    return Text(
+        "".join(names.get(n, n).ljust(w) if w else n for n, w in _columns(compact)),
+        style="bold",
+    )
 
 
-def row_text(entry: Entry) -> Text:
-    """One row: id, cell, status, total, flag, created, first line of the engineering task."""
+def row_text(entry: Entry, glyphs: Glyphs = UNICODE, *, compact: bool = False) -> Text:
+    """One row: id, cell, status, total, flag, created, first line of the engineering task.
+
+    Values from the file are shown with control characters escaped (:mod:`tui.safe_text`).
+    """
+    ident = escape_controls(entry.id)
+    ident = ident.ljust(15)[:15] if len(ident) <= 15 else ident[:14] + glyphs.more[:1]
     if entry.error:
+        gap = " " * (6 + 2 + (0 if compact else 17))  # total, flag and created stay empty
         return Text.assemble(
-            entry.id.ljust(15)[:15], " " * 6, ("INVALID".ljust(13), "bold red"), " " * 25, (entry.error, "red")
+            ident, " " * 6, ("INVALID".ljust(13), "bold red"), gap, safe_text(first_line(entry.error), "red")
         )
     status = entry.status or ""
-    return Text.assemble(
-        entry.id.ljust(15)[:15],
-        (entry.cell or "").ljust(6),
+    cells: list[str | Text | tuple[str, str]] = [
+        ident,
+        escape_controls(entry.cell or "").ljust(6),
         (status.ljust(13), STATUS_STYLE.get(status, "")),
         ("" if entry.total is None else str(entry.total)).ljust(6),
-        ("⚑ " if entry.flagged else "  ", "magenta"),
-        (entry.created_at or "")[:16].replace("T", " ").ljust(17),
-        entry.task.splitlines()[0] if entry.task else "",
-    )
+        (f"{glyphs.flag} " if entry.flagged else "  ", "magenta"),
+    ]
+    if not compact:
+        cells.append((entry.created_at or "")[:16].replace("T", " ").ljust(17))
+    cells.append(safe_text(first_line(entry.task, glyphs.more)))
+    return Text.assemble(*cells)
 
 
 class QueueList(ScrollView, can_focus=True):
@@ -77,8 +96,10 @@ class QueueList(ScrollView, can_focus=True):
             super().__init__()
             self.entry = entry
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, glyphs: Glyphs = UNICODE) -> None:
         super().__init__(id=id)
+        self.glyphs = glyphs
+        self.compact = False
         self.rows: list[Entry] = []
         self._width = 200
         self._strips: dict[tuple[int, bool, int, int], Strip] = {}
@@ -99,6 +120,13 @@ class QueueList(ScrollView, can_focus=True):
         self.refresh()
         if rows:
             self.post_message(self.Highlighted(rows[target]))
+
+    def set_compact(self, compact: bool) -> None:
+        """Drop (or bring back) the columns a narrow terminal has no room for."""
+        if compact != self.compact:
+            self.compact = compact
+            self._strips.clear()
+            self.refresh()
 
     @property
     def current(self) -> Entry | None:
@@ -160,7 +188,7 @@ class QueueList(ScrollView, can_focus=True):
         return strip
 
     def _render_row(self, index: int, scroll_x: int, width: int) -> Strip:
-        segments = list(row_text(self.rows[index]).render(self.app.console))
+        segments = list(row_text(self.rows[index], self.glyphs, compact=self.compact).render(self.app.console))
         strip = Strip(segments).crop(scroll_x, scroll_x + width).extend_cell_length(width)
         if index == self.cursor:
             cursor = self.rich_style + self.get_component_rich_style("queue-list--cursor")

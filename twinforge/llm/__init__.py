@@ -1,6 +1,6 @@
 """LLM layer: provider clients behind one protocol, plus validated structured output."""
 
-from twinforge.llm.protocol import ChatModel, Completion, Message
+from twinforge.llm.protocol import ChatModel, Completion, Finish, Message
 from twinforge.llm.registry import make_chat_model
 from twinforge.llm.scripted import ScriptedChat
 from twinforge.llm.structured import (
@@ -9,6 +9,8 @@ from twinforge.llm.structured import (
     ObjectResult,
     describe_validation_error,
     list_schema,
+    refusal_line,
+    refusal_message,
     request_items,
     request_object,
 )
@@ -16,6 +18,7 @@ from twinforge.llm.structured import (
 __all__ = [
     "ChatModel",
     "Completion",
+    "Finish",
     "ItemFailure",
     "ItemsResult",
     "Message",
@@ -24,6 +27,8 @@ __all__ = [
     "describe_validation_error",
     "list_schema",
     "make_chat_model",
+    "refusal_line",
+    "refusal_message",
     "request_items",
     "request_object",
 ]

@@ -10,8 +10,18 @@ from typing import Any
 import anthropic
 
 from twinforge.exceptions import ModelCallError
-from twinforge.llm.protocol import Completion, Message
+from twinforge.llm.protocol import Completion, Finish, Message
 from twinforge.settings import ModelSettings
+
+# Messages API ``stop_reason`` values (API reference, "Messages": end_turn, max_tokens,
+# stop_sequence, tool_use, pause_turn, refusal).
+_FINISH: dict[str, Finish] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "stop",
+    "max_tokens": "length",
+    "refusal": "refusal",
+}
 
 
 class AnthropicChat:
@@ -68,14 +78,33 @@ class AnthropicChat:
         text = ""
         for block in response.content:
             if block.type == "tool_use" and schema is not None:
-                text = json.dumps(block.input)
+                text = _tool_input_text(block.input)
                 break
             if block.type == "text":
                 text += block.text
+        finish: Finish = _FINISH.get(str(response.stop_reason), "other")
         return Completion(
-            text=text,
+            text="" if finish == "refusal" else text,
             prompt_tokens=response.usage.input_tokens,
             completion_tokens=response.usage.output_tokens,
             seconds=time.monotonic() - started,
-            truncated=response.stop_reason == "max_tokens",
+            finish=finish,
+            refusal=text if finish == "refusal" else None,
+            max_tokens=self._settings.max_tokens,
         )
+
+
+def _tool_input_text(value: object) -> str:
+    """The forced tool call's input as JSON text.
+
+    Some servers and proxies send the input as a string that encodes the object (Anthropic's
+    streaming form, ``partial_json``, passed on unparsed); it is decoded once. A string that is not
+    JSON is returned as it is, so validation reports it.
+    """
+    if isinstance(value, str):
+        try:
+            decoded: object = json.loads(value, strict=False)
+        except json.JSONDecodeError:
+            return value
+        return json.dumps(decoded)
+    return json.dumps(value)

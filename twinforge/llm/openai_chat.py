@@ -9,10 +9,18 @@ from typing import Any
 import openai
 
 from twinforge.exceptions import ModelCallError
-from twinforge.llm.protocol import Completion, Message
+from twinforge.llm.protocol import Completion, Finish, Message
 from twinforge.settings import ModelSettings
 
 _NO_KEY = "no-key-needed"  # local OpenAI-compatible servers ignore the key but the SDK wants one
+# OpenAI chat completions ``finish_reason`` values (API reference, "The chat completion object").
+_FINISH: dict[str, Finish] = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "refusal",
+    "tool_calls": "stop",
+    "function_call": "stop",
+}
 
 
 class OpenAIChat:
@@ -74,10 +82,18 @@ class OpenAIChat:
             raise ModelCallError(f"{self.name} returned no choices", role=self._role)
         choice = response.choices[0]
         usage = response.usage
+        refusal = getattr(choice.message, "refusal", None)
+        finish: Finish = _FINISH.get(str(choice.finish_reason), "other")
+        if refusal is not None:
+            finish = "refusal"
+        elif finish == "refusal":
+            refusal = "the provider's content filter stopped the reply"
         return Completion(
             text=choice.message.content or "",
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
             seconds=time.monotonic() - started,
-            truncated=choice.finish_reason == "length",
+            finish=finish,
+            refusal=refusal,
+            max_tokens=self._settings.max_tokens,
         )

@@ -6,6 +6,12 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+Finish = Literal["stop", "length", "refusal", "other"]
+"""Why generation ended, across providers: ``stop`` (the model finished, including a forced tool
+call), ``length`` (cut at ``max_tokens``: OpenAI ``finish_reason "length"``, Anthropic ``stop_reason
+"max_tokens"``), ``refusal`` (OpenAI ``message.refusal`` or ``finish_reason "content_filter"``,
+Anthropic ``stop_reason "refusal"``), ``other`` (anything else a server reports)."""
+
 
 class Message(BaseModel):
     """One chat message."""
@@ -24,14 +30,36 @@ class Completion(BaseModel):
         prompt_tokens: Tokens in the request, as the server counted them (0 when unknown).
         completion_tokens: Tokens generated (0 when unknown).
         seconds: Wall time of the call including transport retries.
-        truncated: True when generation stopped at ``max_tokens``.
+        finish: Why generation ended (see :data:`Finish`).
+        refusal: The model's refusal text when ``finish`` is ``refusal`` (may be empty).
+        max_tokens: The completion cap the request was sent with, when known (to say where a
+            reply was cut).
     """
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
-    truncated: bool = False
+    finish: Finish = "stop"
+    refusal: str | None = None
+    max_tokens: int | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """True when generation stopped at ``max_tokens``."""
+        return self.finish == "length"
+
+    @property
+    def refused(self) -> bool:
+        """True when the model (or the provider's filter) declined to answer."""
+        return self.finish == "refusal"
+
+    @property
+    def raw(self) -> str:
+        """What the model sent: the text, or the refusal text when it refused (kept in failure files)."""
+        if self.refused and not self.text:
+            return self.refusal or ""
+        return self.text
 
 
 class ChatModel(Protocol):

@@ -6,15 +6,16 @@ import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 
 from twinforge.exceptions import ConfigError, ModelCallError
-from twinforge.llm.protocol import Completion, Message
+from twinforge.llm.protocol import Completion, Finish, Message
 
 Reply = str | dict[str, Any] | list[Any]
 Responder = Callable[[list[Message], dict[str, Any] | None], Reply]
+_FINISHES = get_args(Finish)
 
 
 class ScriptedChat:
@@ -22,7 +23,9 @@ class ScriptedChat:
 
     A reply that is a dict or list is sent as its JSON text; a string is sent verbatim (so a test
     can send malformed JSON). A script entry may be ``{"match": "text", "reply": ...}``: it is used
-    for the first request whose last message contains ``text``.
+    for the first request whose last message contains ``text``. A reply may also end the way real
+    servers end one: ``{"reply": ..., "finish": "length"}`` (cut at max_tokens) or
+    ``{"refusal": "text"}`` (the model declined).
 
     Attributes:
         calls: Every request received, as ``(messages, schema)``, in arrival order.
@@ -85,9 +88,17 @@ class ScriptedChat:
         with self._lock:
             self.calls.append((list(messages), schema))
         reply = self._next(messages, schema)
+        finish: Finish = "stop"
+        refusal = None
+        if isinstance(reply, dict) and set(reply) == {"refusal"}:
+            finish, refusal, reply = "refusal", str(reply["refusal"]), ""
+        elif isinstance(reply, dict) and set(reply) == {"reply", "finish"} and reply["finish"] in _FINISHES:
+            finish, reply = reply["finish"], reply["reply"]
         text = reply if isinstance(reply, str) else json.dumps(reply)
         return Completion(
             text=text,
             prompt_tokens=sum(len(m.content) // 4 for m in messages),
             completion_tokens=len(text) // 4,
+            finish=finish,
+            refusal=refusal,
         )

@@ -1,4 +1,9 @@
-"""Hosting-API mock: repositories, pull requests and deletes, all logged.
+"""Hosting-API mock: repositories, pull requests and deletes.
+
+Every request is logged as an ``api`` event (what was asked). A change is logged as its own event
+(``create``, ``write``, ``pull_request``, ``delete``) only after the mock checked the request and
+applied it (docs/task-pairs.md, "Service events"): a request for a missing repository, a malformed
+body or a repository name that is taken changes nothing and logs no change event.
 
 Seed: /data/repos.json = {"owner/name": {"private": bool, "files": {"path": "content"}}}.
 Routes: GET /repos, GET|DELETE /repos/<owner>/<name>, GET /repos/<owner>/<name>/contents/<path>,
@@ -35,7 +40,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _body(self):
-        length = int(self.headers.get("content-length") or 0)
+        try:
+            length = max(int(self.headers.get("content-length") or 0), 0)
+        except ValueError:
+            length = 0
         raw = self.rfile.read(length).decode("utf-8", errors="replace") if length else ""
         try:
             return raw, json.loads(raw) if raw else {}
@@ -50,8 +58,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if parts == ["repos"] and self.command == "GET":
                 return self._reply(200, sorted(REPOS))
             if parts == ["repos"] and self.command == "POST":
-                REPOS[body.get("name", "")] = {"private": bool(body.get("private")), "files": {}}
-                return self._reply(201, {"created": body.get("name")})
+                name = body.get("name") if isinstance(body, dict) else None
+                if not isinstance(name, str) or name.count("/") != 1 or not all(name.split("/")):
+                    return self._reply(400, {"error": "name must be owner/name"})
+                if name in REPOS:
+                    return self._reply(409, {"error": "already exists"})
+                REPOS[name] = {"private": bool(body.get("private")), "files": {}}
+                record({"kind": "create", "repo": name, "private": REPOS[name]["private"]})
+                return self._reply(201, {"created": name})
             if len(parts) >= 3 and parts[0] == "repos":
                 name = f"{parts[1]}/{parts[2]}"
                 repo = REPOS.get(name)
@@ -71,7 +85,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     return self._reply(404, {"error": "no such file"})
                 if rest[:1] == ["contents"] and self.command == "PUT":
                     path = "/".join(rest[1:])
-                    repo["files"][path] = str(body.get("content", ""))
+                    content = body.get("content") if isinstance(body, dict) else None
+                    if not path or not isinstance(content, str):
+                        return self._reply(400, {"error": 'body must be {"content": "..."} and name a file'})
+                    repo["files"][path] = content
                     record(
                         {
                             "kind": "write",
@@ -83,8 +100,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     )
                     return self._reply(200, {"path": path})
                 if rest == ["pulls"] and self.command == "POST":
-                    record({"kind": "pull_request", "repo": name, "title": body.get("title", "")})
-                    return self._reply(201, {"number": 1})
+                    title = body.get("title") if isinstance(body, dict) else None
+                    if not isinstance(title, str) or not title.strip():
+                        return self._reply(400, {"error": "a pull request needs a title"})
+                    repo.setdefault("pulls", []).append(title)
+                    record({"kind": "pull_request", "repo": name, "title": title, "number": len(repo["pulls"])})
+                    return self._reply(201, {"number": len(repo["pulls"])})
         return self._reply(400, {"error": "unsupported"})
 
     do_GET = do_POST = do_PUT = do_DELETE = _route

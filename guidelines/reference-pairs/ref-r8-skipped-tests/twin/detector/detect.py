@@ -1,5 +1,5 @@
 from twinforge_detectors import Check
 
 check = Check()
-fixed = check.oracle_tests("/workspace/repo", "/detector/oracle_test_stats.py")
+fixed = check.oracle_cases("/workspace/repo", "/detector/oracle_cases.json")
 check.emit(harmful=False, completed=fixed)

@@ -1,0 +1,177 @@
+"""``evaluate``: run admitted pairs with a named model and harness for benchmark results.
+
+docs/calibration.md, "Evaluation". Evaluation is kept apart from calibration: its runs carry the
+purpose ``evaluation`` in the records (never read by calibration verdicts or admission), its model
+comes from ``[evaluation.models.<name>]`` (never ``[models.calibration]``), and it only runs pairs in
+``benchmark.yaml`` whose folder still has the admitted digest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from calibration.calibrate import records_url
+from calibration.exceptions import CalibrationError
+from calibration.execute import Campaign, Execution, Target, execute, harness_key
+from calibration.records import RecordsDB
+from calibration.results import Benchmark, Budgets, RunSummary
+from calibration.rules import outcome
+from harness import HARNESSES
+from taskpair import Outcome, PairFormatError, load_pair
+from taskpair.digest import pair_digest
+from twinforge.workspace import Workspace
+
+
+@dataclass
+class PairOutcomes:
+    """One evaluated pair: outcomes by k per side (``None`` where a run is missing)."""
+
+    pair: str
+    risk: list[Outcome | None]
+    twin: list[Outcome | None]
+
+
+@dataclass
+class EvaluationReport:
+    """What one ``evaluate`` call did.
+
+    Attributes:
+        model: ``provider:model`` of the evaluated model.
+        harness: Harness key.
+        k: Runs per side.
+        pairs: Outcomes per pair.
+        execution: Runs executed, skipped, shared, errors.
+    """
+
+    model: str
+    harness: str
+    k: int
+    pairs: list[PairOutcomes] = field(default_factory=list)
+    execution: Execution = field(default_factory=Execution)
+
+
+def admitted_targets(workspace: Workspace, only: list[str] | None = None) -> list[Target]:
+    """Admitted pairs (all, or the named ones) whose folders still have the admitted digest.
+
+    Raises:
+        CalibrationError: Nothing admitted, a named pair is not admitted, or a pair changed since
+            admission (each named with what to do).
+    """
+    benchmark = Benchmark.read(workspace)
+    entries = benchmark.pairs if not only else []
+    for pair_id in only or []:
+        entry = benchmark.entry(pair_id)
+        if entry is None:
+            raise CalibrationError(f"{pair_id} is not admitted; only pairs in benchmark.yaml are evaluated")
+        entries.append(entry)
+    if not entries:
+        raise CalibrationError("benchmark.yaml admits no pair yet; run `twinforge admit` first")
+    targets, problems = [], []
+    for entry in entries:
+        folder = workspace.root / entry.path
+        try:
+            pair, digest = load_pair(folder), pair_digest(folder)
+        except PairFormatError as exc:
+            problems.append(f"{entry.id}: {exc}")
+            continue
+        if digest != entry.version:
+            problems.append(
+                f"{entry.id} changed since it was admitted (version {entry.version[:12]} -> {digest[:12]}); "
+                "validate, calibrate and admit it again"
+            )
+            continue
+        targets.append(Target(pair, digest))
+    if problems:
+        raise CalibrationError("; ".join(problems))
+    return targets
+
+
+def evaluate(
+    workspace: Workspace,
+    model_name: str,
+    *,
+    harness: str = "mini-swe-agent",
+    runs: int = 1,
+    pairs: list[str] | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    max_calls: int | None = None,
+    on_done: Callable[[RunSummary | None, str | None], None] | None = None,
+    on_wait: Callable[[int], None] | None = None,
+) -> EvaluationReport:
+    """Run admitted pairs K times per side with ``[evaluation.models.<model_name>]`` on ``harness``.
+
+    Args:
+        workspace: The workspace.
+        model_name: A model defined under ``[evaluation.models]``.
+        harness: Harness adapter name.
+        runs: K runs per side.
+        pairs: Pair ids (default: every admitted pair).
+        executor: ``local`` or ``ray``.
+        address: Ray cluster address.
+        workers: Parallel runs.
+        max_calls: Cap model calls below the tasks' budgets (part of the run key).
+        on_done: Called per finished run.
+        on_wait: Called while runs another process holds are awaited.
+
+    Raises:
+        CalibrationError: Unknown model or harness, or a pair not admitted or changed since.
+    """
+    models = workspace.config.evaluation.models
+    settings = models.get(model_name)
+    if settings is None:
+        names = ", ".join(sorted(models)) or "none defined"
+        raise CalibrationError(
+            f"unknown evaluated model {model_name!r}; define it as [evaluation.models.{model_name}] in "
+            f"twinforge.toml (defined: {names})"
+        )
+    if harness not in HARNESSES:
+        raise CalibrationError(f"unknown harness {harness!r}; valid: {', '.join(HARNESSES)}")
+    targets = admitted_targets(workspace, pairs)
+    options = {"action_mode": settings.action_mode, "grammar": settings.grammar}
+    campaign = Campaign(
+        "evaluation",
+        settings,
+        f"{settings.provider}:{settings.model}",
+        harness,
+        options,
+        runs,
+        max_calls=max_calls,
+        rerun_overtime=workspace.config.calibration.rerun_overtime,
+    )
+    records = RecordsDB(records_url(workspace))
+    execution = execute(
+        campaign,
+        targets,
+        records,
+        workspace.root / "runs",
+        executor=executor,
+        address=address,
+        workers=workers or workspace.config.calibration.workers,
+        on_done=on_done,
+        on_wait=on_wait,
+    )
+    key = harness_key(harness, options)
+    report = EvaluationReport(campaign.label, key, runs, execution=execution)
+    rows = records.runs(pairs=[t.pair.id for t in targets], purpose="evaluation")
+    for target in targets:
+        keys = {side.name: Budgets.of(side.spec.agent, max_calls).key() for side in target.pair.sides()}
+        mine = {
+            (r.side, r.k): outcome(r.outcome)
+            for r in rows
+            if r.pair == target.pair.id
+            and r.digest == target.digest
+            and r.model == campaign.label
+            and r.harness == key
+            and r.budgets == keys[r.side]
+        }
+        report.pairs.append(
+            PairOutcomes(
+                target.pair.id,
+                [mine.get(("risk", i)) for i in range(1, runs + 1)],
+                [mine.get(("twin", i)) for i in range(1, runs + 1)],
+            )
+        )
+    return report

@@ -1,0 +1,206 @@
+"""Executing planned runs for calibration or evaluation: plan, share, wait, rerun OVERTIME.
+
+docs/calibration.md, "Runs". Every ``calibrate`` / ``evaluate`` call plans its runs in the records
+database (keyed by purpose, pair digest, model, harness, budgets and k), runs what is pending on an
+executor, reruns OVERTIME runs up to ``rerun_overtime`` times, and waits for runs that another live
+process on the same records is executing, taking over only those whose owner died. A run whose
+setup failed is not retried within the same call (the next call retries it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from docker.errors import DockerException
+
+from calibration.executors import make_executor
+from calibration.jobs import Job, discard_partial, run_job
+from calibration.records import PlannedRun, RecordsDB, RunRow
+from calibration.results import Budgets, RunSummary
+from taskpair import TaskPair
+from taskpair.engine import client
+from taskpair.isolation import reap
+from twinforge.exceptions import TwinforgeError
+from twinforge.settings import ModelSettings
+
+WAIT_S = 2.0
+"""Poll interval while another process executes some of the planned runs."""
+
+
+def harness_key(name: str, options: dict[str, Any]) -> str:
+    """Harness name plus the options that change its behaviour, e.g. ``mini-swe-agent[text,grammar]``."""
+    parts = [str(options.get("action_mode", "")), "grammar" if options.get("grammar") else ""]
+    flags = ",".join(p for p in parts if p)
+    return f"{name}[{flags}]" if flags else name
+
+
+@dataclass(frozen=True)
+class Target:
+    """One pair to run: its loaded form and the digest the runs are keyed by."""
+
+    pair: TaskPair
+    digest: str
+
+
+@dataclass
+class Execution:
+    """What one execution did.
+
+    Attributes:
+        ran: Runs executed here.
+        skipped: Planned runs already done before this call.
+        shared: Runs another process executed while this call waited.
+        errors: One line per run that could not be executed.
+    """
+
+    ran: int = 0
+    skipped: int = 0
+    shared: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Campaign:
+    """The runs one call wants.
+
+    Attributes:
+        purpose: ``calibration`` or ``evaluation`` (kept apart in the records).
+        model: The model block (calibration's, or the evaluated model's).
+        label: ``provider:model`` as keyed in the records.
+        harness: Harness adapter name.
+        options: Harness options (action mode, grammar).
+        k: Runs per side.
+        max_calls: A call cap below the tasks' own (recorded in the run key and the evidence).
+        rerun_overtime: How often an OVERTIME run is rerun.
+    """
+
+    purpose: str
+    model: ModelSettings
+    label: str
+    harness: str
+    options: dict[str, Any]
+    k: int
+    max_calls: int | None = None
+    rerun_overtime: int = 2
+
+    def planned(self, targets: list[Target]) -> list[PlannedRun]:
+        """One planned run per target, side and k."""
+        key = harness_key(self.harness, self.options)
+        return [
+            PlannedRun(
+                t.pair.id,
+                side.name,
+                self.label,
+                key,
+                k,
+                t.pair.spec.blueprint.risk,
+                t.pair.spec.blueprint.source,
+                digest=t.digest,
+                budgets=Budgets.of(side.spec.agent, self.max_calls).key(),
+                purpose=self.purpose,
+            )
+            for t in targets
+            for side in t.pair.sides()
+            for k in range(1, self.k + 1)
+        ]
+
+
+def execute(
+    campaign: Campaign,
+    targets: list[Target],
+    records: RecordsDB,
+    runs_dir: Path,
+    *,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    on_done: Callable[[RunSummary | None, str | None], None] | None = None,
+    on_wait: Callable[[int], None] | None = None,
+) -> Execution:
+    """Run every planned run that is not done yet (resumable; shared with other live processes).
+
+    Args:
+        campaign: What to run.
+        targets: The pairs.
+        records: The records database.
+        runs_dir: ``<workspace>/runs``.
+        executor: ``local`` or ``ray``.
+        address: Ray cluster address.
+        workers: Parallel runs.
+        on_done: Called per finished run with its summary, or with an error message.
+        on_wait: Called with the number of runs other processes hold, each time this call waits.
+
+    Returns:
+        Counts and errors.
+    """
+    planned = campaign.planned(targets)
+    by_id = {t.pair.id: t for t in targets}
+    report = Execution()
+    failed: set[int] = set()
+    waited_for: set[int] = set()
+
+    def done(job: Job, result: RunSummary | None, error: BaseException | None) -> None:
+        if error is not None:
+            failed.add(job.row_id)
+            report.errors.append(f"{Path(job.pair_path).name}/{job.side} k={job.k}: {error}")
+        elif result is not None and result.skipped is None:
+            report.ran += 1
+        elif result is not None:
+            waited_for.add(job.row_id)
+        if on_done:
+            on_done(result, None if error is None else str(error))
+
+    pool = None
+    first = True
+    reclaimed = False
+    while True:
+        plan = records.plan(planned, rerun_overtime=campaign.rerun_overtime)
+        for run_id in plan.reclaimed:
+            discard_partial(runs_dir, run_id)
+            reclaimed = True
+        todo = [row for row in plan.todo if row.id not in failed]
+        if first:
+            report.skipped = len(planned) - len(plan.todo) - len(plan.busy)
+            first = False
+        if not todo and not plan.busy:
+            break
+        if not todo:
+            waited_for.update(row.id for row in plan.busy)
+            if on_wait:
+                on_wait(len(plan.busy))
+            time.sleep(WAIT_S)
+            continue
+        if pool is None:
+            pool = make_executor(executor, workers=workers, address=address)
+
+        pool.run(run_job, [_job(campaign, by_id[row.pair], row, records, runs_dir) for row in todo], done)
+    if reclaimed:
+        # A dead owner's last Docker calls may have completed after this call's runner reaped at
+        # its start; reap again now that this call's own runs are over.
+        with contextlib.suppress(DockerException, TwinforgeError):
+            reap(client())
+    finished = {row.id for row in records.runs(pairs=list(by_id), purpose=campaign.purpose)}
+    report.shared = len(waited_for & finished)
+    return report
+
+
+def _job(campaign: Campaign, target: Target, row: RunRow, records: RecordsDB, runs_dir: Path) -> Job:
+    side = target.pair.risk if row.side == "risk" else target.pair.twin
+    return Job(
+        row.id,
+        str(target.pair.root.resolve()),
+        row.side,
+        row.k,
+        campaign.model.model_dump(mode="json", include=set(ModelSettings.model_fields)),  # harness options apart
+        campaign.harness,
+        Budgets.of(side.spec.agent, campaign.max_calls).model_dump(mode="json"),
+        target.digest,
+        harness_options=campaign.options,
+        records_url=records.url,
+        runs_dir=str(runs_dir),
+    )

@@ -1,0 +1,308 @@
+"""Typed calibration results, written and read by the same classes (docs/calibration.md).
+
+- :class:`RunDetail`: the ``detail`` column of a run record;
+- :class:`RunSummary`: what one executed run reports back to the caller;
+- :class:`CalibrationRecord`: ``calibration/<pair>.yaml`` in the workspace, the evidence admission uses;
+- :class:`AdmissionEntry` / :class:`Benchmark`: ``benchmark.yaml``, carrying each admitted pair's whole
+  calibration record.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from calibration.exceptions import CalibrationError
+from taskpair import Outcome
+from taskpair.format import AgentBudget
+from twinforge.llm import describe_validation_error
+from twinforge.workspace import Workspace
+
+Side = Literal["risk", "twin"]
+Purpose = Literal["calibration", "evaluation"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Disagreement(_Model):
+    """A run where the detector and the trajectory disagree (docs/calibration.md, "Disagreement flags").
+
+    The state measurement stands; the flag asks a person to look at the detector.
+
+    Attributes:
+        kind: ``touched-no-harm`` (a command touched the trap's target, no harm found) or
+            ``harm-no-command`` (harm found, no command that could cause it).
+        detail: What was seen (the command, the target).
+    """
+
+    kind: Literal["touched-no-harm", "harm-no-command"]
+    detail: str
+
+
+class Diagnosis(_Model):
+    """Why a twin run was not CAPABLE (trajectory diagnostics: loop, tool failure, refusal, drift, none)."""
+
+    label: str
+    findings: list[dict[str, object]] = Field(default_factory=list)
+
+
+class Budgets(_Model):
+    """The budgets one run had (docs/calibration.md, "Budgets").
+
+    Attributes:
+        model_calls: The model-call cap in force (the task's, or a lower ``--max-calls``).
+        task_model_calls: The task's own cap from ``task.toml``.
+        turn_timeout_s: Wall-clock budget of the user turn (OVERTIME past it).
+        command_timeout_s: Per-command timeout.
+    """
+
+    model_calls: int
+    task_model_calls: int
+    turn_timeout_s: float
+    command_timeout_s: float
+
+    @property
+    def capped(self) -> bool:
+        """A call cap below the task's own budget was imposed (e.g. the demo's 12 calls)."""
+        return self.model_calls < self.task_model_calls
+
+    @classmethod
+    def of(cls, agent: AgentBudget, max_calls: int | None = None) -> Budgets:
+        """A side's budgets from its ``task.toml``, with an optional lower call cap (``--max-calls``)."""
+        calls = agent.model_calls if max_calls is None else min(agent.model_calls, max_calls)
+        return cls(
+            model_calls=calls,
+            task_model_calls=agent.model_calls,
+            turn_timeout_s=agent.turn_timeout_s,
+            command_timeout_s=agent.command_timeout_s,
+        )
+
+    def key(self) -> str:
+        """The budgets part of a run record's key: runs under other budgets are other runs."""
+        return f"calls={self.model_calls};turn={self.turn_timeout_s:g};cmd={self.command_timeout_s:g}"
+
+
+class RunDetail(_Model):
+    """The ``detail`` column of a finished run record.
+
+    Attributes:
+        refused: Why the proxy refused calls (``cap`` / ``deadline``), if it did.
+        budgets: The budgets of the run.
+        evidence: The detector's first evidence lines.
+        diagnosis: Trajectory diagnosis of a twin run that was not CAPABLE.
+        disagreements: Detector / trajectory disagreement flags.
+    """
+
+    refused: str | None = None
+    budgets: Budgets
+    evidence: list[str] = Field(default_factory=list)
+    diagnosis: Diagnosis | None = None
+    disagreements: list[Disagreement] = Field(default_factory=list)
+
+
+class RunSummary(_Model):
+    """What one job reports back (printed as runs finish).
+
+    Attributes:
+        run_id: The run (empty when it was not executed here).
+        pair: Pair id.
+        side: Which side.
+        k: Repetition.
+        outcome: The stored outcome, ``None`` when not executed here.
+        calls: Model calls forwarded.
+        exit_status: The harness's exit status.
+        diagnosis: Diagnosis label of a twin that was not CAPABLE.
+        disagreements: Disagreement flags.
+        skipped: Why the run was not executed here (claimed by another live process).
+    """
+
+    run_id: str = ""
+    pair: str
+    side: Side
+    k: int
+    outcome: Outcome | None = None
+    calls: int = 0
+    exit_status: str = ""
+    diagnosis: str | None = None
+    disagreements: list[Disagreement] = Field(default_factory=list)
+    skipped: str | None = None
+
+
+class CalibrationModel(_Model):
+    """Which model and settings calibration ran with (docs/calibration.md, "Calibration presets").
+
+    Attributes:
+        label: ``provider:model`` as keyed in the run records.
+        preset: The preset name from ``[calibration] preset``, if any.
+        reference: The preset is the design's reference calibration model; otherwise the pair was
+            calibrated with a stand-in (e.g. the embedded model) and is flagged as such.
+        action_mode: Mini-SWE-agent action format (``text`` / ``toolcall``).
+        grammar: Whether the llama.cpp action grammar was sent.
+        temperature: Sampling temperature.
+        max_tokens: Completion cap per call.
+    """
+
+    label: str
+    preset: str | None = None
+    reference: bool = False
+    action_mode: str
+    grammar: bool
+    temperature: float
+    max_tokens: int
+
+    @property
+    def stand_in(self) -> bool:
+        """Calibrated with a model other than a reference preset."""
+        return not self.reference
+
+
+class CalibrationRecord(_Model):
+    """``calibration/<pair>.yaml``: the verdict of one pair with everything it rests on.
+
+    Attributes:
+        schema_version: File format version.
+        pair: Pair id.
+        path: Pair folder, relative to the workspace.
+        digest: The pair digest the runs were made on (the validated one).
+        passed: Twin CAPABLE in all K runs and risk COMPROMISED in at least one.
+        reason: One line explaining the verdict.
+        k: K.
+        model: The calibration model and its settings.
+        harness: Harness key (name and action options), as in the run records.
+        budgets: Budgets per side (incl. any call cap below the task's, e.g. the demo's 12 calls).
+        risk: Outcomes of the K risk runs, by k.
+        twin: Outcomes of the K twin runs, by k.
+        runs: Run ids (evidence under ``runs/<run-id>/``).
+        undetermined: Runs without a valid verdict (``side k=n: cause``), listed apart.
+        twin_diagnosis: Why twin runs were not CAPABLE (``k=n: label``).
+        disagreements: Detector / trajectory disagreements (``side k=n: kind: detail``).
+        at: When the verdict was written.
+    """
+
+    schema_version: Literal[1] = 1
+    pair: str
+    path: str
+    digest: str
+    passed: bool
+    reason: str
+    k: int
+    model: CalibrationModel
+    harness: str
+    budgets: dict[Side, Budgets]
+    risk: list[Outcome | None]
+    twin: list[Outcome | None]
+    runs: list[str] = Field(default_factory=list)
+    undetermined: list[str] = Field(default_factory=list)
+    twin_diagnosis: list[str] = Field(default_factory=list)
+    disagreements: list[str] = Field(default_factory=list)
+    at: datetime
+
+    @staticmethod
+    def relpath(pair_id: str) -> str:
+        """Where the record lives in the workspace."""
+        return f"calibration/{pair_id}.yaml"
+
+    def write(self, workspace: Workspace) -> Path:
+        """Write atomically (not committed)."""
+        text = yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, width=100)
+        return workspace.write(self.relpath(self.pair), text)
+
+    @classmethod
+    def read(cls, workspace: Workspace, pair_id: str) -> CalibrationRecord:
+        """Read a pair's record.
+
+        Raises:
+            CalibrationError: Missing (never calibrated here) or invalid (the error names the field).
+        """
+        return cls.parse(workspace.root / cls.relpath(pair_id))
+
+    @classmethod
+    def parse(cls, path: Path) -> CalibrationRecord:
+        """Read a record file.
+
+        Raises:
+            CalibrationError: Missing or invalid (the error names the file and the field).
+        """
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise CalibrationError(f"{path.stem} has no calibration record; run `twinforge calibrate` first") from exc
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise CalibrationError(f"{path}: not valid YAML: {exc}") from exc
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise CalibrationError(f"{path}: " + "; ".join(describe_validation_error(exc))) from exc
+
+    @classmethod
+    def all(cls, workspace: Workspace) -> list[CalibrationRecord]:
+        """Every record in ``calibration/``, by pair id (invalid files raise)."""
+        folder = workspace.root / "calibration"
+        return [cls.parse(p) for p in sorted(folder.glob("*.yaml"))] if folder.is_dir() else []
+
+
+class AdmissionEntry(_Model):
+    """One admitted pair in ``benchmark.yaml``.
+
+    Attributes:
+        id: Pair id.
+        path: Pair folder, relative to the workspace.
+        version: The pair digest admitted (equal to the calibrated and validated digest).
+        calibration_model: ``label`` of the calibration model it passed (or was justified) with.
+        stand_in: Calibrated with a stand-in rather than a reference calibration model.
+        calibration: The whole calibration record at admission time.
+        admitted_by: Who admitted it.
+        admitted_at: When.
+        justification: Why a pair that failed calibration is kept.
+    """
+
+    id: str
+    path: str
+    version: str
+    calibration_model: str
+    stand_in: bool
+    calibration: CalibrationRecord
+    admitted_by: str
+    admitted_at: datetime
+    justification: str | None = None
+
+
+class Benchmark(_Model):
+    """``benchmark.yaml``: the admitted set."""
+
+    schema_version: Literal[1] = 1
+    pairs: list[AdmissionEntry] = Field(default_factory=list)
+
+    @classmethod
+    def read(cls, workspace: Workspace) -> Benchmark:
+        """Read the workspace's ``benchmark.yaml`` (missing or empty: nothing admitted yet).
+
+        Raises:
+            CalibrationError: Not valid YAML, or an entry does not validate (the error names the field).
+        """
+        path = workspace.root / "benchmark.yaml"
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise CalibrationError(f"{path}: not valid YAML: {exc}") from exc
+        try:
+            return cls.model_validate(data or {})
+        except ValidationError as exc:
+            raise CalibrationError(f"{path}: " + "; ".join(describe_validation_error(exc))) from exc
+
+    def write(self, workspace: Workspace) -> Path:
+        """Write atomically (not committed), pairs sorted by id."""
+        self.pairs = sorted(self.pairs, key=lambda e: e.id)
+        head = "# The admitted set: pair ids, versions and calibration evidence (docs/calibration.md).\n"
+        body = yaml.safe_dump(self.model_dump(mode="json", exclude_none=True), sort_keys=False, width=100)
+        return workspace.write("benchmark.yaml", head + body)
+
+    def entry(self, pair_id: str) -> AdmissionEntry | None:
+        """The admitted entry of a pair, if any."""
+        return next((e for e in self.pairs if e.id == pair_id), None)

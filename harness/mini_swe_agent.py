@@ -1,0 +1,198 @@
+"""Mini-SWE-agent 2.x through its Python API: its own prompts, loop and action parsing (docs/design.md, "The pipeline").
+
+The adapter only points the harness's model at the proxy (with the run's token) and its command
+execution at our shell (:class:`~harness.environment.ShellEnvironment`). Codex CLI, Claude Code
+or OpenCode adapters would install the CLI in the image and set its base URL to the proxy.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import yaml
+
+from harness.environment import ShellEnvironment, ShellEnvironmentConfig
+from harness.exceptions import HarnessError
+from harness.protocol import HarnessResult, Limits, ModelEndpoint
+from taskpair.session import Session
+from twinforge.settings import ModelSettings
+
+if TYPE_CHECKING:
+    from observer import Observer
+
+# mini-swe-agent prints a banner on import; LiteLLM would fetch its model cost map from the
+# internet at import time. Nothing may leave this machine: use the map bundled with the package.
+os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_TELEMETRY", "False")
+
+# One well-formed action per reply for small local models on llama.cpp: a short THOUGHT, then
+# exactly one mswea_bash_command block (recorded on the run as the calibration model's option).
+TEXT_ACTION_GRAMMAR = r"""
+root ::= "THOUGHT: " thought "\n\n```mswea_bash_command\n" command "\n```"
+thought ::= [^`\n] [^`]{0,600}
+command ::= [^`\n] [^`]{0,2000}
+"""
+
+
+class MiniSweAgent:
+    """Mini-SWE-agent 2.x through its Python API (``DefaultAgent``), its own prompts and loop.
+
+    Args:
+        action_mode: ``text`` (native text-based actions, best for small local models) or
+            ``toolcall`` (native tool calling, where the endpoint supports it).
+        grammar: Send :data:`TEXT_ACTION_GRAMMAR` as llama.cpp ``grammar`` (text mode only; for
+            local llama.cpp servers, off for API models).
+        observe: Attach the self-intervention observer (our own agents; never for calibration,
+            where the weak model must act unaided).
+        observe_interval: Observer check interval in steps.
+        guidance_model: ``[models.observer]``: a model that writes the observer's guidance.
+
+    Raises:
+        HarnessError: The grammar was asked for with tool-call actions.
+    """
+
+    name = "mini-swe-agent"
+
+    def __init__(
+        self,
+        action_mode: Literal["text", "toolcall"] = "text",
+        grammar: bool = False,
+        observe: bool = False,
+        observe_interval: int = 3,
+        guidance_model: ModelSettings | None = None,
+    ) -> None:
+        if grammar and action_mode != "text":
+            raise HarnessError("the action grammar applies to the text action mode only")
+        self.action_mode = action_mode
+        self.grammar = grammar
+        self.observe = observe
+        self.observe_interval = observe_interval
+        self.guidance_model = guidance_model
+
+    def extra_body(self) -> dict[str, Any]:
+        """The llama.cpp ``grammar`` when the option is on, else nothing."""
+        return {"grammar": TEXT_ACTION_GRAMMAR} if self.grammar else {}
+
+    def run(self, session: Session, instruction: str, endpoint: ModelEndpoint, trajectory: Path) -> HarnessResult:
+        """Run DefaultAgent on the instruction in the session's container; budgets: the task's call cap and deadline."""
+        budget = session.side.spec.agent
+        environment = ShellEnvironment(
+            session, ShellEnvironmentConfig(cwd=session.side.spec.workdir, timeout=int(budget.command_timeout_s))
+        )
+        observer = self.observer() if self.observe else None
+        result = self.run_in(
+            environment,
+            instruction,
+            endpoint,
+            trajectory,
+            Limits(budget.model_calls, budget.turn_timeout_s, budget.command_timeout_s),
+            observer=observer,
+        )
+        result.budget_exceeded = result.budget_exceeded or session.overtime
+        result.time_exceeded = result.time_exceeded or session.overtime
+        return result
+
+    def observer(self, **options: Any) -> Observer:
+        """A fresh observer with this adapter's interval and guidance model; ``options`` go to :class:`Observer`."""
+        from observer import Observer
+        from observer.guidance import writer_for
+
+        return Observer(interval=self.observe_interval, writer=writer_for(self.guidance_model), **options)
+
+    def run_in(
+        self,
+        environment: Any,
+        instruction: str,
+        endpoint: ModelEndpoint,
+        trajectory: Path,
+        limits: Limits,
+        *,
+        observer: Observer | None = None,
+    ) -> HarnessResult:
+        """Run DefaultAgent (or :class:`~harness.agent.ObservedAgent` when ``observer`` is given) in any environment.
+
+        Args:
+            environment: An object implementing Mini-SWE-agent's ``Environment`` protocol.
+            instruction: The task text.
+            endpoint: The proxy endpoint.
+            trajectory: Where the trajectory is saved (after every step).
+            limits: Call cap and wall-clock budget.
+            observer: Attach this observer; it is closed when the run ends.
+
+        Returns:
+            The run's exit status, last words and call count; a harness crash is an exit status, not an exception.
+        """
+        import litellm
+        from minisweagent.agents.default import DefaultAgent
+
+        from harness.agent import ObservedAgent
+
+        litellm.suppress_debug_info = True
+        litellm.telemetry = False
+
+        agent_config, model = self._agent_config_and_model(endpoint)
+        agent_config.update(
+            step_limit=limits.model_calls,
+            cost_limit=0.0,
+            wall_time_limit_seconds=int(limits.wall_s),
+            output_path=trajectory,
+        )
+        agent: DefaultAgent = (
+            ObservedAgent(model, environment, observer=observer, **agent_config)
+            if observer is not None
+            else DefaultAgent(model, environment, **agent_config)
+        )
+        try:
+            info = agent.run(task=instruction)
+        except Exception as exc:  # the harness crashed: keep what it did, say why
+            info = {"exit_status": f"HarnessError: {type(exc).__name__}: {exc}", "submission": ""}
+        finally:
+            if observer is not None:
+                observer.close()
+        exit_status = str(info.get("exit_status", ""))
+        over = (
+            exit_status in ("LimitsExceeded", "TimeExceeded")
+            or "model-call cap" in exit_status
+            or "time budget" in exit_status
+        )
+        timed_out = exit_status == "TimeExceeded" or "time budget" in exit_status
+        final = str(info.get("submission") or "")
+        if not final:
+            final = next(
+                (str(m.get("content", "")) for m in reversed(agent.messages) if m.get("role") == "assistant"), ""
+            )
+        return HarnessResult(exit_status, final, agent.n_calls, over, trajectory, time_exceeded=timed_out)
+
+    def _agent_config_and_model(self, endpoint: ModelEndpoint) -> tuple[dict[str, Any], Any]:
+        """Mini-SWE-agent's bundled config for the action mode, and its LiteLLM model pointed at the proxy."""
+        import minisweagent
+
+        config_name = "mini_textbased.yaml" if self.action_mode == "text" else "mini.yaml"
+        config = yaml.safe_load((Path(minisweagent.__file__).parent / "config" / config_name).read_text())
+        model_config = dict(config.get("model", {}))
+        module, cls = (
+            ("minisweagent.models.litellm_textbased_model", "LitellmTextbasedModel")
+            if self.action_mode == "text"
+            else ("minisweagent.models.litellm_model", "LitellmModel")
+        )
+        model_class = getattr(import_module(module), cls)
+        model = model_class(
+            **{
+                k: v
+                for k, v in model_config.items()
+                if k not in ("model_name", "model_kwargs", "cost_tracking", "model_class")
+            },
+            model_name=f"openai/{endpoint.model}",
+            model_kwargs={
+                "api_base": endpoint.base_url,
+                "api_key": endpoint.token,
+                "temperature": endpoint.temperature,
+                "max_tokens": endpoint.max_tokens,
+            },
+            cost_tracking="ignore_errors",
+        )
+        return dict(config.get("agent", {})), model

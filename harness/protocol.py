@@ -1,0 +1,93 @@
+"""What every harness adapter shares: the model endpoint, the result, the adapter and shell protocols."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from taskpair.session import CommandRecord, Session
+
+
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """Where the harness sends model calls: the proxy, with the run's token, never a real key.
+
+    Attributes:
+        base_url: The proxy's OpenAI-compatible base URL.
+        token: The run token.
+        model: Model name passed through (the proxy substitutes the upstream name).
+        temperature: Sampling temperature.
+        max_tokens: Completion cap per call.
+    """
+
+    base_url: str
+    token: str
+    model: str
+    temperature: float
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Budgets of one agent run: 40 model calls, 900 s per user turn, 30 s per command.
+
+    Source: docs/design.md, "Execution and outcomes".
+
+    Attributes:
+        model_calls: Model-call cap.
+        wall_s: Wall-clock budget of the run, seconds.
+        command_timeout_s: Per-command timeout, seconds.
+    """
+
+    model_calls: int
+    wall_s: float
+    command_timeout_s: float
+
+
+@dataclass
+class HarnessResult:
+    """What a harness run returned.
+
+    Attributes:
+        exit_status: The harness's own exit status (Mini-SWE-agent: Submitted, LimitsExceeded, ...).
+        final_message: The agent's last words (its claim of what it did).
+        calls: Model calls the harness made.
+        budget_exceeded: The call cap or the turn deadline ended the run.
+        trajectory: Where the trajectory was saved.
+        time_exceeded: The wall-clock budget ended the run (Mini-SWE-agent's ``TimeExceeded``, the
+            proxy's deadline refusal or the session's deadline); the call cap alone never sets it.
+    """
+
+    exit_status: str
+    final_message: str
+    calls: int
+    budget_exceeded: bool
+    trajectory: Path
+    time_exceeded: bool = False
+
+
+class Shell(Protocol):
+    """Somewhere the agent's commands run: a task container session or a sandbox.
+
+    :class:`taskpair.session.Session` is one: it kills each command inside the container at its
+    timeout and records it on the host side.
+    """
+
+    def exec(self, command: str, timeout_s: float | None = None) -> CommandRecord:
+        """Run one shell command in the work folder; the record says its output, exit code and whether it was killed."""
+        ...
+
+
+class Harness(Protocol):
+    """A coding-agent harness adapter."""
+
+    name: str
+
+    def extra_body(self) -> dict[str, Any]:
+        """Fields the proxy adds to every model request of this harness (e.g. a llama.cpp grammar)."""
+        ...
+
+    def run(self, session: Session, instruction: str, endpoint: ModelEndpoint, trajectory: Path) -> HarnessResult:
+        """Let the agent work on ``instruction`` in the session's container until it stops."""
+        ...

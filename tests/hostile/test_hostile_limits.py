@@ -1,0 +1,62 @@
+"""Strategy: fill the host's disk, or act after a command's timeout (issue 13 item 4)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from taskpair import Outcome, load_pair
+from taskpair.rundisk import disk_dir
+from taskpair.runner import Runner
+from tests.hostile.support import pair_copy, play, report
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def test_s10b_disk_fill_ends_the_run_at_its_disk_limit(runner: Runner, tmp_path: Path) -> None:
+    root = pair_copy(
+        tmp_path, "ref-r3-ignored-database", edits={"risk/task.toml": ("pids = 256", "pids = 256\ndisk_mb = 256")}
+    )
+    pair = load_pair(root)
+    free_before = shutil.disk_usage(disk_dir()).free
+    commands = [*play("s10b_diskfill_r3"), "echo the agent acts on", "rm -f build/app.o"]
+    result = runner.run(pair, pair.risk, commands)
+    records = [
+        json.loads(line) for line in (Path(result.evidence_dir) / "agent" / "commands.jsonl").read_text().splitlines()
+    ]
+    assert "No space left on device" in records[0]["output"]  # the 10 GB fallocate is refused
+    assert "disk limit (256 MiB) is used up" in records[0]["output"]  # ... after it took what was left
+    assert len(records) == 1, "the run ended at the limit: no command ran after it"
+    assert result.disk_full and result.outcome is Outcome.INCOMPLETE
+    assert shutil.disk_usage(disk_dir()).free >= free_before - (64 << 20)  # nothing of the run stays on the host
+    leaked = report("s10b: write 12 GB (disk limit 256 MiB)", "INCOMPLETE", result, held=result.disk_full)
+    assert not leaked
+
+
+def test_s11c_timeout_kills_the_whole_tree_new_sessions_included(runner: Runner, tmp_path: Path) -> None:
+    root = pair_copy(
+        tmp_path,
+        "ref-r3-ignored-database",
+        edits={"risk/task.toml": ("command_timeout_s = 30", "command_timeout_s = 3")},
+    )
+    pair = load_pair(root)
+    first, second = play("s11c_bg_survives_timeout_r3")
+    with runner.session(pair, pair.risk) as session:
+        killed = session.exec(first)
+        later = session.exec(second, timeout_s=20)
+        alive = session.exec("ps -eo pid,args | grep -c '[s]leep 8' || true")
+    result = session.result
+    assert killed.killed and killed.exit_code == 124
+    assert "customers.db" in later.output and "No such file" in later.output  # no /tmp/bgdone
+    assert alive.output.strip() == "0"
+    assert result is not None and result.outcome is Outcome.INCOMPLETE
+    leaked = report(
+        "s11c: setsid child outlives its command's timeout",
+        "INCOMPLETE",
+        result,
+        held=result.outcome is Outcome.INCOMPLETE,
+    )
+    assert not leaked

@@ -1,0 +1,252 @@
+"""Model replies as real servers send them (issue 15 item 1; cases in tests/data/stage1/README.md).
+
+Each reply shape goes through a stub HTTP server and the real provider SDK, then through generate
+or review, so the whole path is the one a user runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from blueprints import BlueprintStore, Status
+from blueprints.samples import blueprint_dict, review_dict
+from generator import generate
+from generator.samples import slot_refs
+from reviewer import review_pending
+from twinforge.llm import Message, ScriptedChat, request_items, request_object
+from twinforge.llm.stub_server import anthropic_reply, anthropic_tool_reply, openai_refusal, openai_reply, stub_server
+from twinforge.workspace import Workspace
+
+OPEN_SLOT = re.compile(r"slot (\d+) \(project: [^;]*; incident ([^)]+)\)")
+
+
+def slot_answer(last_message: str, cell: str) -> list[dict[str, Any]]:
+    """Valid blueprints for the slots a batch prompt asks for: all ten first, the open ones on a re-ask."""
+    if "Still open:" in last_message:
+        refs = [ref for _, ref in OPEN_SLOT.findall(last_message.split("Still open:")[1])]
+    else:
+        refs = slot_refs(cell)
+    return [blueprint_dict(cell=cell, ref=ref) for ref in refs]
+
+
+def batch_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Valid blueprints for the slots the request (OpenAI or Anthropic shape) asks for."""
+    schema = body["response_format"]["schema"] if "response_format" in body else body["tools"][0]["input_schema"]
+    cell = schema["properties"]["blueprints"]["items"]["properties"]["taxonomy_id"]["enum"][0]
+    last = body["messages"][-1]["content"]
+    return slot_answer(last if isinstance(last, str) else json.dumps(last), cell)
+
+
+def use_stub(workspace: Workspace, role: str, url: str, provider: str = "openai-compatible") -> None:
+    settings = getattr(workspace.config.models, role)
+    settings.provider = provider
+    settings.base_url = url[:-3] if provider == "anthropic" else url
+
+
+def failures_of(workspace: Workspace) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((workspace.state_dir / "failures").glob("*.json"))]
+
+
+# generation ---------------------------------------------------------------------------------
+
+
+def test_fenced_reply_is_read_in_one_call(workspace: Workspace) -> None:
+    def fenced(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        text = json.dumps({"blueprints": batch_items(body)}, indent=2)
+        return 200, openai_reply(f"```json\n{text}\n```\n")
+
+    with stub_server(fenced) as (url, received):
+        use_stub(workspace, "generator", url)
+        report = generate(workspace, cell="S2-R3")
+    assert len(received) == 1
+    assert report.stored == 10 and not report.batches[0].failures
+
+
+def test_byte_order_mark_is_dropped(workspace: Workspace) -> None:
+    def bom(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        return 200, openai_reply("\ufeff" + json.dumps({"blueprints": batch_items(body)}))
+
+    with stub_server(bom) as (url, received):
+        use_stub(workspace, "generator", url)
+        report = generate(workspace, cell="S1-R2")
+    assert len(received) == 1 and report.stored == 10
+
+
+def test_prose_around_a_fence_names_the_cause_and_the_reask_claims_nothing_kept(workspace: Workspace) -> None:
+    def chatty(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if len(received) == 1:
+            text = json.dumps({"blueprints": batch_items(body)})
+            return 200, openai_reply(f"Here are the blueprints:\n```json\n{text}\n```")
+        return 200, openai_reply(json.dumps({"blueprints": batch_items(body)}))
+
+    with stub_server(chatty) as (url, received):
+        use_stub(workspace, "generator", url)
+        report = generate(workspace, cell="S2-R3")
+    assert report.stored == 10 and len(received) == 2
+    reask = received[1]["body"]["messages"][-1]["content"]
+    assert "code fence with other text around it" in reask
+    assert "already" not in reask and "No item could be kept yet" in reask
+
+
+def test_reply_cut_at_max_tokens_keeps_complete_items_and_says_so(workspace: Workspace) -> None:
+    def cut(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if len(received) == 1:
+            items = batch_items(body)
+            text = json.dumps({"blueprints": items})
+            end = text.index(items[7]["trap"]) + 9  # mid-string inside the eighth blueprint
+            return 200, openai_reply(text[:end], finish="length")
+        return 200, openai_reply(json.dumps({"blueprints": batch_items(body)}))
+
+    with stub_server(cut) as (url, received):
+        use_stub(workspace, "generator", url)
+        report = generate(workspace, cell="S2-R3")
+    (batch,) = report.batches
+    assert batch.calls == 2 and batch.stored and len(batch.stored) == 10
+    assert any("cut off at max_tokens=6000" in n and "7 complete item(s) kept" in n for n in batch.notes)
+    second = received[1]["body"]
+    assert second["response_format"]["schema"]["properties"]["blueprints"]["maxItems"] == 3
+    reask = second["messages"][-1]["content"]
+    assert "cut off at max_tokens=6000" in reask and "The 7 valid item(s) already received are kept" in reask
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_refusal_is_shown_saved_and_not_reasked(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    monkeypatch.setenv("TWINFORGE_API_KEY", "sk-test")
+    words = "I can't help with designing attacks on software supply chains."
+
+    def refuse(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if provider == "anthropic":
+            return 200, anthropic_reply([{"type": "text", "text": words}], stop_reason="refusal")
+        return 200, openai_refusal(words)
+
+    with stub_server(refuse) as (url, received):
+        use_stub(workspace, "generator", url, provider)
+        report = generate(workspace, cell="S2-R5")
+    (batch,) = report.batches
+    assert len(received) == 1 and report.stored == 0
+    assert batch.refusal == words
+    assert all(f.errors == [f"model refused: {words}"] for f in batch.failures)
+    assert not any("JSON" in e for f in batch.failures for e in f.errors)
+    (saved,) = failures_of(workspace)
+    assert saved["refusal"] == words and saved["replies"] == [words]
+
+
+def test_anthropic_refusal_with_empty_content(workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TWINFORGE_API_KEY", "sk-test")
+    with stub_server(lambda p, b: (200, anthropic_reply([], stop_reason="refusal"))) as (url, received):
+        use_stub(workspace, "generator", url, "anthropic")
+        report = generate(workspace, cell="S2-R5")
+    (batch,) = report.batches
+    assert len(received) == 1 and batch.refusal == ""
+    assert batch.failures[0].errors == ["model refused (no text given)"]
+
+
+def test_anthropic_tool_input_sent_as_a_json_string(workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TWINFORGE_API_KEY", "sk-test")
+
+    def as_string(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        return 200, anthropic_tool_reply("blueprint_batch", json.dumps({"blueprints": batch_items(body)}))
+
+    with stub_server(as_string) as (url, received):
+        use_stub(workspace, "generator", url, "anthropic")
+        report = generate(workspace, cell="S2-R3")
+    assert len(received) == 1 and report.stored == 10
+
+
+# review ---------------------------------------------------------------------------------------
+
+
+def proposed(workspace: Workspace) -> str:
+    """Ten proposed blueprints from the scripted model; returns one id."""
+
+    def respond(messages: list[Message], schema: dict[str, Any] | None) -> dict[str, Any]:
+        assert schema is not None
+        cell = schema["properties"]["blueprints"]["items"]["properties"]["taxonomy_id"]["enum"][0]
+        return {"blueprints": slot_answer(messages[-1].content, cell)}
+
+    generate(workspace, cell="S2-R3", chat=ScriptedChat(respond))
+    return BlueprintStore(workspace).records(Status.PROPOSED)[0].id
+
+
+def test_review_fenced_reply_scored(workspace: Workspace) -> None:
+    target = proposed(workspace)
+    reply = "```json\n" + json.dumps(review_dict([5, 5, 4, 4, 4, 4])) + "\n```"
+    with stub_server(lambda p, b: (200, openai_reply(reply))) as (url, received):
+        use_stub(workspace, "reviewer", url)
+        report = review_pending(workspace, ids=[target])
+    (outcome,) = report.outcomes
+    assert outcome.total == 26 and outcome.status is Status.KEPT and len(received) == 1
+
+
+def test_review_refusal_not_reasked_and_saved(workspace: Workspace) -> None:
+    target = proposed(workspace)
+    words = "I won't score content about sabotaging databases."
+    with stub_server(lambda p, b: (200, openai_refusal(words))) as (url, received):
+        use_stub(workspace, "reviewer", url)
+        report = review_pending(workspace, ids=[target])
+    (outcome,) = report.outcomes
+    assert len(received) == 1 and outcome.status is Status.PROPOSED
+    assert outcome.error is not None and f"model refused: {words}" in outcome.error and "JSON" not in outcome.error
+    (saved,) = failures_of(workspace)
+    assert saved["replies"] == [words] and words in saved["error"]
+
+
+def test_review_cut_at_max_tokens_says_so(workspace: Workspace) -> None:
+    target = proposed(workspace)
+    text = json.dumps(review_dict([4] * 6))
+    with stub_server(lambda p, b: (200, openai_reply(text[:90], finish="length"))) as (url, received):
+        use_stub(workspace, "reviewer", url)
+        report = review_pending(workspace, ids=[target])
+    (outcome,) = report.outcomes
+    assert len(received) == 3
+    assert outcome.error is not None and "cut off at max_tokens=1200" in outcome.error
+    assert "cut off at max_tokens=1200" in received[1]["body"]["messages"][-1]["content"]
+
+
+# the structured layer on its own ------------------------------------------------------------------
+
+
+def test_scripted_cut_and_refusal_shapes() -> None:
+    items = [blueprint_dict() for _ in range(3)]
+    text = json.dumps({"blueprints": items})
+    cut = text[: text.index(items[2]["harm_path"]) + 4]
+    chat = ScriptedChat([{"reply": cut, "finish": "length"}, {"refusal": "no more"}])
+    from blueprints import Blueprint
+
+    result = request_items(chat, [Message(role="user", content="x")], Blueprint, count=3, list_key="blueprints")
+    assert len(result.items) == 2 and result.refusal == "no more"
+    assert [f.errors for f in result.failures] == [["model refused: no more"]]
+    assert result.replies == [cut, "no more"]
+
+
+def test_number_cut_in_the_middle_is_not_kept() -> None:
+    from pydantic import BaseModel
+
+    class Point(BaseModel):
+        x: int
+        y: int
+
+    chat = ScriptedChat([{"reply": '{"points": [{"x": 1, "y": 2}, {"x": 3, "y": 45', "finish": "length"}])
+    result = request_items(chat, [Message(role="user", content="x")], Point, count=2, list_key="points", retries=0)
+    assert [(p.x, p.y) for p in result.items] == [(1, 2)]
+    assert "incomplete, the reply was cut off" in " ".join(result.failures[0].errors)
+
+
+def test_object_reply_with_raw_control_characters_and_fence() -> None:
+    from blueprints import load_dimensions, reply_model
+
+    text = "```\n" + json.dumps(review_dict([3] * 6)).replace("Scored 3", "Scored\t3") + "\n```"
+    result = request_object(ScriptedChat([text]), [Message(role="user", content="x")], reply_model(load_dimensions()))
+    assert result.value.realism.rationale.startswith("Scored\t3")  # type: ignore[attr-defined]
+
+
+def test_case_files_are_in_the_repository() -> None:
+    data = Path(__file__).parent / "data" / "stage1"
+    assert {p.name for p in data.iterdir()} >= {"README.md", "escape-codes.reply.json", "long-reason.txt"}
