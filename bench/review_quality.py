@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -37,10 +36,7 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from blueprints import (  # noqa: E402
+from blueprints import (
     Blueprint,
     BlueprintRecord,
     BlueprintStore,
@@ -50,12 +46,13 @@ from blueprints import (  # noqa: E402
     closest,
     utcnow,
 )
-from blueprints.samples import review_dict  # noqa: E402
-from generator import generate  # noqa: E402
-from reviewer import review_pending  # noqa: E402
-from twinforge.llm import ChatModel, Message, ScriptedChat, make_chat_model  # noqa: E402
-from twinforge.workspace import Workspace  # noqa: E402
+from blueprints.samples import review_dict
+from generator import generate
+from reviewer import review_pending
+from twinforge.llm import ChatModel, Message, ScriptedChat, make_chat_model
+from twinforge.workspace import Workspace
 
+ROOT = Path(__file__).resolve().parents[1]
 LABELLED = ROOT / "tests" / "data" / "review_quality" / "labelled.yaml"
 DEFAULT_CELLS = ("S1-R3", "S2-R1", "S1-R6", "S2-R9", "S2-R4")
 SCRIPTED_SCORE = 4

@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from blueprints import BlueprintStore, load_dimensions
-from blueprints.samples import review_dict, scores_for
+from blueprints.samples import blueprint_dict, review_dict, scores_for
 from generator import generate
-from generator.samples import batch_for
 from reviewer import review_pending, score_blueprint
 from twinforge.llm import ScriptedChat, make_chat_model
 from twinforge.llm.stub_server import openai_reply, stub_server
@@ -47,7 +46,8 @@ def seeded_workspace(root: Path) -> Workspace:
     ws = Workspace.init(root / "ws")
 
     def respond(messages: Any, schema: dict[str, Any] | None) -> dict[str, Any]:
-        return {"blueprints": batch_for("S2-R3")}
+        assert schema is not None  # one call per slot; its schema names the slot's incident
+        return blueprint_dict(cell="S2-R3", ref=schema["properties"]["source_reference"]["enum"][0])
 
     generate(ws, cell="S2-R3", chat=ScriptedChat(respond))
     return ws
@@ -123,7 +123,8 @@ def bench_local(model: str, port: int) -> None:
         batch = report.batches[0]
         stored = max(len(batch.stored), 1)
         print(
-            f"    generation: 1 call, {batch.completion_tokens} completion tokens in {batch.seconds:.1f} s "
+            f"    generation: {batch.calls} calls (one per slot), {batch.completion_tokens} completion tokens "
+            f"in {batch.seconds:.1f} s "
             f"-> {batch.completion_tokens / batch.seconds:.1f} tokens/s"
         )
         print(

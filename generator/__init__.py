@@ -1,6 +1,6 @@
 """Stage I proposer: prompts -> batches of 10 validated blueprints, each slot grounded in its own incident."""
 
-from generator.batch import BATCH_SIZE, BatchReport, SourcesInfo, item_schema, propose_batch
+from generator.batch import BATCH_SIZE, BatchReport, SourcesInfo, copies_example, propose_batch, slot_schema
 from generator.examples import WorkedExample, examples_for, load_examples
 from generator.exceptions import SourcesError
 from generator.run import THIN_CELL, GenerateReport, emptiest_cell, generate
@@ -27,16 +27,17 @@ __all__ = [
     "SourcesInfo",
     "WorkedExample",
     "cell_counts",
+    "copies_example",
     "default_sources",
     "emptiest_cell",
     "examples_for",
     "generate",
-    "item_schema",
     "load_examples",
     "load_sources",
     "order_incidents",
     "plan_slots",
     "propose_batch",
+    "slot_schema",
     "sources_digest",
     "sources_label",
     "thin_cells",

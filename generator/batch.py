@@ -1,14 +1,18 @@
-"""One Stage I batch: ten slots, each grounded in its own incident; validate, check, flag near-duplicates."""
+"""One Stage I batch: ten slots, each grounded in its own incident and asked on its own."""
 
 from __future__ import annotations
 
 import copy
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rapidfuzz import fuzz
+
 from blueprints import (
+    FIELDS,
     Blueprint,
     BlueprintRecord,
     BlueprintStore,
@@ -22,7 +26,8 @@ from blueprints import (
 )
 from generator.examples import WorkedExample
 from generator.slots import Slot, SlotPlan
-from twinforge.llm import ChatModel, Completion, ItemFailure, Message, request_items
+from twinforge.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
+from twinforge.llm import ChatModel, ItemFailure, request_object
 from twinforge.prompts import Prompt
 
 BATCH_SIZE = 10  # docs/stage1.md: "An LLM proposes them in batches of 10"
@@ -57,7 +62,7 @@ class BatchReport:
         prompt_tokens: Summed over calls.
         completion_tokens: Summed over calls.
         seconds: Model time summed over calls.
-        calls: Model calls made (1 + re-asks).
+        calls: Model calls made (one per slot plus re-asks).
         notes: Other remarks (slots sharing an incident, extra items dropped, ...).
         commit: The commit that stored the batch, if any.
         failures_file: Where the raw failed output was saved, if anything failed.
@@ -83,39 +88,92 @@ class BatchReport:
     refusal: str | None = None
 
 
-class _CountingChat:
-    """Counts the calls of a chat model so each accepted blueprint knows on which call it came."""
-
-    def __init__(self, chat: ChatModel) -> None:
-        self.chat = chat
-        self.calls = 0
-
-    @property
-    def name(self) -> str:
-        return self.chat.name
-
-    def complete(
-        self, messages: list[Message], *, schema: dict[str, Any] | None = None, schema_name: str = "output"
-    ) -> Completion:
-        self.calls += 1
-        return self.chat.complete(messages, schema=schema, schema_name=schema_name)
+EXAMPLE_COPY = 70.0  # rapidfuzz token-set ratio of task and of trap at which a blueprint copies a worked example
 
 
-def item_schema(cell: str, refs: list[str]) -> dict[str, Any]:
-    """The Blueprint JSON schema for one cell and a set of incident refs.
+def slot_schema(cell: str, ref: str) -> dict[str, Any]:
+    """The Blueprint JSON schema for one slot: ``taxonomy_id`` fixed to ``cell``, ``source_reference`` to ``ref``.
 
-    ``taxonomy_id`` is fixed to ``cell`` and ``source_reference`` limited to ``refs``, so
-    grammar-constrained servers (llama.cpp) can only cite the batch's incidents.
+    Grammar-constrained servers (llama.cpp) can then only cite the slot's own incident.
     """
     schema = copy.deepcopy(Blueprint.model_json_schema())
     schema["properties"]["taxonomy_id"] = {"type": "string", "enum": [cell]}
-    schema["properties"]["source_reference"] = {"type": "string", "enum": refs}
+    schema["properties"]["source_reference"] = {"type": "string", "enum": [ref]}
     schema["additionalProperties"] = False
     return schema
 
 
-def _describe(slots: list[Slot]) -> str:
-    return "; ".join(f"slot {s.number} (project: {s.setting}; incident {s.incident.ref})" for s in slots)
+def copies_example(bp: Blueprint, examples: list[WorkedExample]) -> WorkedExample | None:
+    """The worked example ``bp`` copies (task and trap both alike, whatever the cell), or ``None``."""
+    for example in examples:
+        task = fuzz.token_set_ratio(bp.engineering_task.lower(), example.blueprint.engineering_task.lower())
+        trap = fuzz.token_set_ratio(bp.trap.lower(), example.blueprint.trap.lower())
+        if task >= EXAMPLE_COPY and trap >= EXAMPLE_COPY:
+            return example
+    return None
+
+
+def _checker(
+    cell: str,
+    slot: Slot,
+    accepted: list[tuple[str, Blueprint]],
+    examples: list[WorkedExample],
+    threshold: float,
+    rules: CheckRules | None,
+) -> Callable[[Blueprint], None]:
+    """The slot's extra rules; a broken rule raises ``ValueError`` (one problem per line), re-asked."""
+
+    def check(bp: Blueprint) -> None:
+        problems = []
+        if bp.taxonomy_id != cell:
+            problems.append(f"taxonomy_id must be {cell!r}, got {bp.taxonomy_id!r}")
+        if bp.source_reference != slot.incident.ref:
+            problems.append(f"source_reference must be this slot's incident {slot.incident.ref!r}")
+        problems += [str(f) for f in check_blueprint(bp, rules=rules)]
+        copied = copies_example(bp, examples)
+        if copied is not None:
+            problems.append(
+                f"copies the worked example {copied.pair}; write a new scenario set in {slot.setting} "
+                f"and grounded in incident {slot.incident.ref}"
+            )
+        twin = closest(bp, accepted, threshold)
+        if twin is not None:
+            problems.append(
+                f"repeats blueprint {twin.blueprint_id} of this batch ({twin.reason}); write a different "
+                f"scenario set in {slot.setting}"
+            )
+        if problems:
+            raise ValueError("\n".join(problems))
+
+    return check
+
+
+def _record(
+    store: BlueprintStore,
+    bp: Blueprint,
+    slot: Slot,
+    attempt: int,
+    report: BatchReport,
+    prompt: Prompt,
+    chat: ChatModel,
+    sources: SourcesInfo,
+) -> BlueprintRecord:
+    return BlueprintRecord(
+        id=store.new_id(bp.taxonomy_id),
+        status=Status.PROPOSED,
+        blueprint=bp,
+        provenance=Provenance(
+            batch=report.batch_id,
+            model=chat.name,
+            prompt_version=prompt.version,
+            sources=sources.label,
+            sources_digest=sources.digest,
+            created_at=utcnow(),
+            slot=slot.number,
+            setting=slot.setting,
+            attempt=attempt,
+        ),
+    )
 
 
 def propose_batch(
@@ -130,16 +188,17 @@ def propose_batch(
     retries: int = 2,
     prompt: Prompt | None = None,
     rules: CheckRules | None = None,
+    on_slot: Callable[[int, int], None] | None = None,
 ) -> tuple[list[BlueprintRecord], BatchReport]:
-    """Ask the model for one batch of blueprints for ``cell``, one per slot, and turn them into records.
+    """Ask the model for one batch of blueprints for ``cell``, one call per slot, and turn them into records.
 
-    Each slot has its own incident and project setting (:mod:`generator.slots`); a blueprint
-    fills the open slot whose incident it cites, so ``source_reference`` is always its slot's
-    incident. A blueprint is re-asked (with the errors fed back, at most ``retries`` times) when
-    it does not validate, cites no open slot, breaks a check of ``guidelines/blueprint-checks.yaml``,
-    or repeats another blueprint of the reply (wording or scenario). Slots still unfilled become
-    :class:`ItemFailure` entries; the valid blueprints are kept. A blueprint close to a stored one
-    of the same cell is kept with a ``near_duplicate`` flag.
+    Each slot has its own incident and project setting (:mod:`generator.slots`) and is asked on
+    its own, with the worked examples and the tasks already written for the cell; its schema fixes
+    ``source_reference`` to the slot's incident. A reply is re-asked (errors fed back, at most
+    ``retries`` times) when it does not validate, breaks a check of
+    ``guidelines/blueprint-checks.yaml``, copies a worked example, or repeats a blueprint of the
+    batch (wording or scenario). A slot still invalid becomes an :class:`ItemFailure`; the others
+    are kept. A blueprint close to a stored one of the same cell is kept with a ``near_duplicate`` flag.
 
     Args:
         chat: Generator model.
@@ -149,114 +208,77 @@ def propose_batch(
         examples: Worked examples shown in the prompt.
         sources: The incident list, as provenance records it.
         threshold: Near-duplicate wording threshold 0-100.
-        retries: Re-asks.
+        retries: Re-asks per slot.
         prompt: Template pair (default ``generate``).
         rules: Check rules (default: the bundled file).
+        on_slot: Called with ``(slot_number, slots)`` before each slot is asked (progress).
 
     Returns:
         The new records (not yet saved), in slot order, and the batch report.
 
     Raises:
-        ModelCallError: Transport failure after retries.
+        ModelCallError: Transport failure after retries before any slot was filled (after that,
+            the remaining slots are reported as failed and the filled ones kept).
     """
     prompt = prompt or Prompt("generate")
     source, risk = store.taxonomy.split(cell)
     existing = [r for r in store.records() if r.blueprint.taxonomy_id == cell]
-    messages = prompt.render(
-        count=len(plan.slots),
-        cell=cell,
-        source=source,
-        risk=risk,
-        slots=plan.slots,
-        examples=[
-            {
-                "cell": e.blueprint.taxonomy_id,
-                "pair": e.pair,
-                "json": json.dumps(e.blueprint.model_dump(mode="json"), indent=1),
-            }
-            for e in examples
-        ],
-        existing=[r.blueprint.engineering_task for r in existing[-EXISTING_SHOWN:]],
-    )
-    counting = _CountingChat(chat)
-    filled: dict[int, tuple[Blueprint, int]] = {}
+    shown = [
+        {"pair": e.pair, "cell": e.blueprint.taxonomy_id, "fields": [(f, getattr(e.blueprint, f)) for f in FIELDS[:6]]}
+        for e in examples
+    ]
+    report = BatchReport(batch_id=f"b-{secrets.token_hex(4)}", cell=cell, notes=list(plan.notes))
     accepted: list[tuple[str, Blueprint]] = []
-
-    def open_slots() -> list[Slot]:
-        return [s for s in plan.slots if s.number not in filled]
-
-    def check(bp: Blueprint) -> None:
-        if bp.taxonomy_id != cell:
-            raise ValueError(f"taxonomy_id must be {cell!r}, got {bp.taxonomy_id!r}")
-        slot = next((s for s in open_slots() if s.incident.ref == bp.source_reference), None)
-        if slot is None:
-            taken = bp.source_reference in plan.refs
-            why = "belongs to a slot that is already filled" if taken else "is not the incident of any slot"
-            raise ValueError(
-                f"source_reference {bp.source_reference!r} {why}; write the blueprint of an open slot and cite "
-                f"its incident: {_describe(open_slots())}"
+    filled: list[tuple[Slot, Blueprint, int]] = []
+    for index, slot in enumerate(plan.slots):
+        if on_slot:
+            on_slot(slot.number, len(plan.slots))
+        taken = [r.blueprint.engineering_task for r in existing[-EXISTING_SHOWN:]]
+        taken += [bp.engineering_task for _, bp in accepted]
+        messages = prompt.render(
+            count=len(plan.slots), cell=cell, source=source, risk=risk, slot=slot, examples=shown, taken=taken
+        )
+        try:
+            result = request_object(
+                chat,
+                messages,
+                Blueprint,
+                schema=slot_schema(cell, slot.incident.ref),
+                schema_name="blueprint",
+                retries=retries,
+                context={"taxonomy": store.taxonomy},
+                check=_checker(cell, slot, accepted, examples, threshold, rules),
             )
-        findings = check_blueprint(bp, rules=rules)
-        if findings:
-            raise ValueError("; ".join(str(f) for f in findings))
-        twin = closest(bp, accepted, threshold)
-        if twin is not None:
-            # A copy inside one reply is re-asked, not stored: small models repeat themselves.
-            raise ValueError(
-                f"repeats blueprint {twin.blueprint_id} of this reply ({twin.reason}); write a different "
-                f"scenario set in slot {slot.number}'s project: {slot.setting}"
-            )
-        filled[slot.number] = (bp, counting.calls)
-        accepted.append((f"#{slot.number}", bp))
-
-    result = request_items(
-        counting,
-        messages,
-        Blueprint,
-        count=len(plan.slots),
-        list_key="blueprints",
-        item_schema=item_schema(cell, plan.refs),
-        schema_name="blueprint_batch",
-        retries=retries,
-        context={"taxonomy": store.taxonomy},
-        check=check,
-        reask_note=lambda: f"Still open: {_describe(open_slots())}.",
-    )
-    report = BatchReport(
-        replies=result.replies,
-        batch_id=f"b-{secrets.token_hex(4)}",
-        cell=cell,
-        failures=[ItemFailure(s.number, f.errors, f.raw) for f, s in zip(result.failures, open_slots(), strict=False)],
-        prompt_tokens=sum(c.prompt_tokens for c in result.completions),
-        completion_tokens=sum(c.completion_tokens for c in result.completions),
-        seconds=sum(c.seconds for c in result.completions),
-        calls=result.attempts,
-        notes=[*plan.notes, *result.notes],
-        refusal=result.refusal,
-    )
-    now = utcnow()
+        except ModelRefusal as exc:
+            # A refusal is not re-asked; the slot fails with the model's words, the batch goes on.
+            report.refusal = exc.refusal
+            report.failures.append(ItemFailure(slot.number, [f"model refused: {exc.refusal}"], exc.raws[-1]))
+            report.replies += exc.raws
+            report.calls += exc.attempts
+            continue
+        except StructuredOutputError as exc:
+            report.failures.append(ItemFailure(slot.number, exc.errors, exc.raw))
+            report.replies += exc.raws
+            report.calls += exc.attempts
+            continue
+        except ModelCallError as exc:
+            if not filled:
+                raise
+            report.notes.append(f"model call failed at slot {slot.number}: {exc}; later slots were not asked")
+            report.failures += [ItemFailure(s.number, [f"not asked: {exc}"], "") for s in plan.slots[index:]]
+            break
+        completions = result.completions
+        report.replies += [c.raw for c in completions]
+        report.calls += len(completions)
+        report.prompt_tokens += sum(c.prompt_tokens for c in completions)
+        report.completion_tokens += sum(c.completion_tokens for c in completions)
+        report.seconds += sum(c.seconds for c in completions)
+        accepted.append((f"slot {slot.number}", result.value))
+        filled.append((slot, result.value, len(completions)))
     pool = [(r.id, r.blueprint) for r in existing]
     records = []
-    by_slot = {s.number: s for s in plan.slots}
-    for number in sorted(filled):
-        bp, attempt = filled[number]
-        slot = by_slot[number]
-        record = BlueprintRecord(
-            id=store.new_id(cell),
-            status=Status.PROPOSED,
-            blueprint=bp,
-            provenance=Provenance(
-                batch=report.batch_id,
-                model=chat.name,
-                prompt_version=prompt.version,
-                sources=sources.label,
-                sources_digest=sources.digest,
-                created_at=now,
-                slot=slot.number,
-                setting=slot.setting,
-                attempt=attempt,
-            ),
-        )
+    for slot, bp, attempt in filled:
+        record = _record(store, bp, slot, attempt, report, prompt, chat, sources)
         match = closest(bp, pool, threshold)
         if match is not None:
             record.flags = [

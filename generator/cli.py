@@ -43,8 +43,14 @@ def generate_command(
                     style="yellow",
                 )
 
+        current = {"batch": "", "cell": ""}
+
         def started(number: int, target: str) -> None:
+            current.update(batch=f"{number}/{batches}", cell=target)
             bar.update(task, description=f"batch {number}/{batches}: asking for 10 blueprints for {target}")
+
+        def slot(number: int, slots: int) -> None:
+            bar.update(task, description=f"batch {current['batch']}: {current['cell']} slot {number}/{slots}")
 
         def done(batch: BatchReport) -> None:
             bar.advance(task)
@@ -78,6 +84,7 @@ def generate_command(
             on_start=listed,
             on_batch_start=started,
             on_batch_done=done,
+            on_slot=slot,
         )
     for line in recovery_lines(report.recovery) + [f"skipped invalid blueprint file {f}" for f in report.invalid]:
         err_console.print(line, markup=False, style="yellow")

@@ -74,6 +74,7 @@ def generate(
     on_start: Callable[[GenerateReport], None] | None = None,
     on_batch_start: Callable[[int, str], None] | None = None,
     on_batch_done: Callable[[BatchReport], None] | None = None,
+    on_slot: Callable[[int, int], None] | None = None,
 ) -> GenerateReport:
     """Generate ``batches`` batches of 10 blueprints and commit each batch as it completes.
 
@@ -88,6 +89,7 @@ def generate(
         on_start: Called once with the (empty) report after the list validated: sources and thin cells.
         on_batch_start: Called with ``(batch_number, cell)`` before each model call.
         on_batch_done: Called with each batch report after its commit.
+        on_slot: Called with ``(slot_number, slots)`` before each slot's model call.
 
     Returns:
         The report of every batch.
@@ -141,6 +143,7 @@ def generate(
             sources=info,
             threshold=workspace.config.generator.near_duplicate_threshold,
             retries=settings.validation_retries,
+            on_slot=on_slot,
         )
         if batch.failures:
             rel = f".twinforge/failures/{batch.batch_id}.json"

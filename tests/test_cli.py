@@ -36,7 +36,7 @@ def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
     assert run("init", "bench", cwd=tmp_path).returncode == 0
     ws = tmp_path / "bench"
     gen_script = tmp_path / "gen.yaml"
-    gen_script.write_text(yaml.safe_dump([{"blueprints": batch_for("S2-R3")}]))
+    gen_script.write_text(yaml.safe_dump(batch_for("S2-R3")))  # one reply per slot
     rev_script = tmp_path / "rev.yaml"
     rev_script.write_text(
         yaml.safe_dump([review_dict(scores_for(t)) for t in (17, 18, 23, 24, 30, 12, 20, 26, 24, 19)])

@@ -9,9 +9,8 @@ import pytest
 from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow
 from blueprints.samples import blueprint_dict, review_dict, scores_for
 from generator import generate
-from generator.samples import batch_for
 from reviewer import review_pending
-from tests.test_generator import answering
+from tests.test_generator import answering, scripted_slots
 from twinforge.exceptions import ConfigError
 from twinforge.llm import Message, ScriptedChat
 from twinforge.workspace import Workspace
@@ -113,10 +112,15 @@ def test_failed_review_stays_proposed_and_is_retried_next_run(workspace: Workspa
 def test_near_duplicate_in_kept_band_goes_to_human_review(workspace: Workspace) -> None:
     seeded(workspace)
     original = BlueprintStore(workspace).records()[0].blueprint
-    fresh = batch_for("S2-R3", offset=1)
-    dup = {**original.model_dump(), "engineering_task": original.engineering_task + " again"}
-    dup["source_reference"] = fresh[0]["source_reference"]
-    generate(workspace, cell="S2-R3", chat=ScriptedChat([{"blueprints": [dup, *fresh[1:]]}]))
+
+    def dup(cell: str, ref: str) -> dict[str, Any]:
+        return {
+            **original.model_dump(),
+            "engineering_task": original.engineering_task + " again",
+            "source_reference": ref,
+        }
+
+    generate(workspace, cell="S2-R3", chat=scripted_slots({1: [dup]}))
     flagged = [r for r in BlueprintStore(workspace).records() if r.flags]
     assert len(flagged) == 1
     review_pending(workspace, chat=ScriptedChat([review_dict([5, 5, 5, 5, 5, 5])]), ids=[flagged[0].id])

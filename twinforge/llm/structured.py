@@ -149,6 +149,7 @@ def request_object(
     schema_name: str = "output",
     retries: int = 2,
     context: dict[str, Any] | None = None,
+    check: Callable[[T], None] | None = None,
 ) -> ObjectResult[T]:
     """Ask for one JSON object and validate it as ``model_cls``.
 
@@ -160,6 +161,8 @@ def request_object(
         schema_name: Name of the schema in the request.
         retries: Re-asks with the errors fed back after the first attempt.
         context: pydantic validation context (e.g. the taxonomy).
+        check: Extra rule on the validated object; raises ``ValueError`` (one problem per line)
+            when the object breaks it, which is re-asked like a validation error.
 
     Returns:
         The valid object and every completion made.
@@ -201,7 +204,13 @@ def request_object(
                 if completion.truncated:
                     errors.append(f"(document): the reply was cut off at {_cap(completion)}")
             else:
-                return ObjectResult(value, completions)
+                try:
+                    if check is not None:
+                        check(value)
+                except ValueError as exc:
+                    errors = [line for line in str(exc).splitlines() if line.strip()]
+                else:
+                    return ObjectResult(value, completions)
         ask = [*_format_ask(parsed, completion), "Reply again with only the corrected JSON document."]
         current = _retry_messages(messages, completion, _feedback(errors, ask))
     raise StructuredOutputError(
