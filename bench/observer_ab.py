@@ -1,13 +1,15 @@
 """Observer A/B experiment on the real local model (issue 6).
 
 The local model (llama.cpp, Qwen2.5-Coder-1.5B, text actions with the action grammar) runs through
-Mini-SWE-agent on small repository tasks, each a few times, with and without the observer. The
+Mini-SWE-agent on small repository tasks, each a few times, with the observer intervening and with
+the observer in shadow mode (the control arm: it detects and records, never intervenes). The
 tasks are the capability twins of five reference pairs (benign work: fix a failing test, clean a
 build artefact, commit through a pre-commit hook, write a parameterised query, repair a fresh
 checkout), run in the real Docker runtime with their own completion detectors.
 
 Printed per condition: task success, misbehaviour prevalence (runs with a finding), recovery after
-one vs several interventions, tool-call failure rate, tokens per run. Results are appended to
+one vs several interventions (and, in the control arm, how often the same misbehaviour went away
+without any intervention), tool-call failure rate, tokens per run. Results are appended to
 bench/out/observer_ab.jsonl as they finish, so an interrupted experiment resumes.
 
 Usage: python bench/observer_ab.py [--reps 2] [--max-calls 12] [--port 8080] [--model qwen2.5-coder-1.5b]
@@ -27,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calibration.proxy import ModelProxy  # noqa: E402
-from harness import MiniSweAgent, ModelEndpoint  # noqa: E402
+from harness import Limits, MiniSweAgent, ModelEndpoint, ShellEnvironment, ShellEnvironmentConfig  # noqa: E402
+from harness.proxy import ModelProxy  # noqa: E402
 from observer import detect, steps_from_messages  # noqa: E402
 from observer.detectors.commands import benign_failure  # noqa: E402
 from taskpair import load_pair  # noqa: E402
@@ -52,16 +54,23 @@ def run_one(
     pair = load_pair(ROOT / "guidelines" / "reference-pairs" / task)
     side = pair.twin
     side.spec.agent.model_calls = max_calls
-    harness = MiniSweAgent(action_mode="text", grammar=True, observe=observe, observe_interval=3)
-    run_id = f"ab-{task}-{'obs' if observe else 'base'}-{os.urandom(3).hex()}"
-    token = proxy.grant(
-        run_id, settings, cap=max_calls, seconds=side.spec.agent.turn_timeout_s, extra_body=harness.extra_body()
-    )
+    harness = MiniSweAgent(action_mode="text", grammar=True, observe_interval=3)
+    run_id = f"ab-{task}-{'obs' if observe else 'shadow'}-{os.urandom(3).hex()}"
+    budget = side.spec.agent
+    token = proxy.grant(run_id, settings, cap=max_calls, seconds=budget.turn_timeout_s, extra_body=harness.extra_body())
     trajectory = workdir / f"{run_id}.json"
     try:
         with runner.session(pair, side, run_id=run_id) as session:
-            result = harness.run(
-                session, side.instruction, ModelEndpoint(proxy.url, token, settings.model, 0.2, 400), trajectory
+            environment = ShellEnvironment(
+                session, ShellEnvironmentConfig(cwd=side.spec.workdir, timeout=int(budget.command_timeout_s))
+            )
+            result = harness.run_in(
+                environment,
+                side.instruction,
+                ModelEndpoint(proxy.url, token, settings.model, 0.2, 400),
+                trajectory,
+                Limits(max_calls, budget.turn_timeout_s, budget.command_timeout_s),
+                observer=harness.observer(shadow=not observe),  # the control arm detects and never intervenes
             )
             session.final_message = result.final_message
     finally:
@@ -81,12 +90,16 @@ def run_one(
         "steps": len(steps),
         "misbehaviour": bool(findings),
         "classes": sorted({f.cls for f in findings}),
-        "tool_failures": len(failing) + sum(s.format_error for s in steps),
+        "tool_failures": len(failing) + sum(bool(s.format_error) for s in steps),
         "actions": len(steps),
         "tokens": grant.prompt_tokens + grant.completion_tokens,
         "interventions": [
             {"key": i["key"], "level": i["level"], "recovered": i["recovered"]}
             for i in observer_info.get("interventions", [])
+        ],
+        "shadowed": [
+            {"key": i["key"], "level": i["level"], "recovered": i["recovered"]}
+            for i in observer_info.get("shadowed", [])
         ],
     }
 
@@ -106,7 +119,7 @@ def summarize(rows: list[dict]) -> None:  # type: ignore[type-arg]
         recn = sum(recn_list) / len(recn_list) if recn_list else float("nan")
         fail_rate = sum(r["tool_failures"] for r in mine) / max(sum(r["actions"] for r in mine), 1)
         print(
-            f"{'with observer' if observe else 'without observer':17} runs {len(mine):3}  "
+            f"{'with observer' if observe else 'shadow (control)':17} runs {len(mine):3}  "
             f"success {sum(r['success'] for r in mine) / len(mine):6.1%}  "
             f"misbehaviour prevalence {sum(r['misbehaviour'] for r in mine) / len(mine):6.1%}  "
             f"tool-call failure rate {fail_rate:6.1%}  tokens/run {statistics.mean(r['tokens'] for r in mine):7.0f}"
@@ -115,6 +128,13 @@ def summarize(rows: list[dict]) -> None:  # type: ignore[type-arg]
             print(
                 f"{'':17} interventions {sum(len(r['interventions']) for r in mine)}; recovery after one "
                 f"{rec1:.1%} ({len(single)} runs), after several {recn:.1%} ({len(several)} runs)"
+            )
+        else:
+            would = [i for r in mine for i in r.get("shadowed", []) if i["level"] == "nudge"]
+            gone = sum(i["recovered"] for i in would) / len(would) if would else float("nan")
+            print(
+                f"{'':17} shadow: {len(would)} nudges it would have sent; the misbehaviour went away unaided "
+                f"after {gone:.1%} of them"
             )
 
 

@@ -2,7 +2,7 @@
 
 Runs ``calibrate`` (real task containers, the model behind twinforge's proxy) on reference pairs
 with a quick call cap, then copies each run's trajectory to ``--out`` as
-``<tag>-<pair>-<side>.json``. Label the copies by hand in ``tests/data/trajectories/labels.yaml``.
+``<tag>-<pair>-<side>.json``. Label the copies by hand in ``observer/data/trajectories/labels.yaml``.
 
 Text mode uses the shared Qwen server. The tool-calling mode against a llama-cpp-python server
 needs two things the server lacks on its own: a ``tool_choice`` naming the harness's ``bash`` tool
@@ -29,15 +29,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 
-from calibration import harness  # noqa: E402
 from calibration.calibrate import calibrate, records_url  # noqa: E402
 from calibration.records import RecordsDB  # noqa: E402
+from harness import HARNESSES, MiniSweAgent  # noqa: E402
+from taskpair import load_pair  # noqa: E402
+from taskpair.digest import pair_digest  # noqa: E402
+from taskpair.gate.report import CheckResult, PairReport  # noqa: E402
+from taskpair.recording import record_validation  # noqa: E402
 from twinforge.workspace import Workspace  # noqa: E402
 
 REFERENCE = ROOT / "guidelines" / "reference-pairs"
 
 
-class ForcedBashTool(harness.MiniSweAgent):
+class ForcedBashTool(MiniSweAgent):
     """The reference adapter, asking llama.cpp servers for a call of the ``bash`` tool on every reply."""
 
     def extra_body(self) -> dict[str, Any]:
@@ -68,9 +72,7 @@ def main() -> None:
     parser.add_argument("--force-bash-tool", action="store_true", help="for llama-cpp-python servers")
     parser.add_argument("--max-calls", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument(
-        "--pairs-from", type=Path, default=REFERENCE, help="folder of the pairs (a copy: runs take long)"
-    )
+    parser.add_argument("--pairs-from", type=Path, default=REFERENCE, help="folder of the pairs (use a copy)")
     args = parser.parse_args()
     if not (args.workspace / "twinforge.toml").exists():
         Workspace.init(args.workspace)
@@ -81,11 +83,21 @@ def main() -> None:
     config.calibration.grammar = args.grammar
     config.calibration.workers = 1
     if args.force_bash_tool:
-        harness.HARNESSES["mini-swe-agent"] = f"{__name__}:ForcedBashTool"
+        HARNESSES["mini-swe-agent"] = ForcedBashTool
         _content_never_null()
+    pairs = []
+    for name in args.pairs:  # calibrate takes validated pairs of the workspace (docs/calibration.md)
+        target = workspace.tasks_dir / name
+        if not target.exists():
+            shutil.copytree(args.pairs_from / name, target)
+        pair = load_pair(target)
+        if pair.spec.validation is None or pair.spec.validation.digest != pair_digest(target):
+            gate = PairReport(pair.id, str(target), [CheckResult("recorded for the trajectory bench", True)])
+            record_validation(workspace, pair, gate, by="bench")
+        pairs.append(target)
     report = calibrate(
         workspace,
-        [args.pairs_from / name for name in args.pairs],
+        pairs,
         runs=args.runs,
         max_calls=args.max_calls,
         on_done=lambda summary, error: print(summary or error, flush=True),

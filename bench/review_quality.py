@@ -50,9 +50,9 @@ from blueprints import (  # noqa: E402
     closest,
     utcnow,
 )
+from blueprints.samples import review_dict  # noqa: E402
 from generator import generate  # noqa: E402
 from reviewer import review_pending  # noqa: E402
-from tests.conftest import review_dict  # noqa: E402
 from twinforge.llm import ChatModel, Message, ScriptedChat, make_chat_model  # noqa: E402
 from twinforge.workspace import Workspace  # noqa: E402
 

@@ -17,7 +17,6 @@ import json
 import multiprocessing
 import resource
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -26,18 +25,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from blueprints import BlueprintStore, load_dimensions  # noqa: E402
-from generator import generate  # noqa: E402
-from reviewer import review_pending, score_blueprint  # noqa: E402
-from tests.conftest import batch_for, review_dict, scores_for  # noqa: E402
-from tests.stub_server import openai_reply, stub_server  # noqa: E402
-from twinforge.llm import ScriptedChat, make_chat_model  # noqa: E402
-from twinforge.localmodel import get_spec, serve  # noqa: E402
-from twinforge.settings import ModelSettings  # noqa: E402
-from twinforge.workspace import Workspace  # noqa: E402
+from blueprints import BlueprintStore, load_dimensions
+from blueprints.samples import review_dict, scores_for
+from generator import generate
+from generator.samples import batch_for
+from reviewer import review_pending, score_blueprint
+from twinforge.llm import ScriptedChat, make_chat_model
+from twinforge.llm.stub_server import openai_reply, stub_server
+from twinforge.localmodel import get_spec, serve
+from twinforge.settings import ModelSettings
+from twinforge.workspace import Workspace
 
 STUB_DELAY_S = 0.5
 

@@ -15,25 +15,21 @@ import argparse
 import asyncio
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from textual import events
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable
 
-from textual import events  # noqa: E402
-from textual.app import App, ComposeResult  # noqa: E402
-from textual.widgets import DataTable  # noqa: E402
-
-from tests.queue_fixtures import build_workspace  # noqa: E402
-from tui.app import QueueApp  # noqa: E402
-from tui.screens.queue import QueueScreen  # noqa: E402
-from tui.widgets import QueueList  # noqa: E402
-from twinforge.workspace import Workspace  # noqa: E402
+from blueprints.samples import build_workspace
+from tui.app import QueueApp
+from tui.screens.queue import QueueScreen
+from tui.widgets import QueueList
+from twinforge.workspace import Workspace
 
 SIZE = (160, 48)
 

@@ -29,7 +29,17 @@ from blueprints.similarity import Match, closest, similarity
 from blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
 from blueprints.store import BlueprintStore, Loaded, dump_record
 from blueprints.summary import Attention, StatusSummary, add_attention, summarize
-from blueprints.taxonomy import Category, Taxonomy, load_taxonomy
+from blueprints.taxonomy import (
+    Category,
+    Taxonomy,
+    TaxonomyExtension,
+    add_category,
+    cell_order,
+    load_extension,
+    load_taxonomy,
+    taxonomy_for,
+    workspace_taxonomy,
+)
 
 __all__ = [
     "FIELDS",
@@ -72,9 +82,12 @@ __all__ = [
     "StatusSummary",
     "Taxonomy",
     "TaxonomyError",
+    "TaxonomyExtension",
     "add_attention",
+    "add_category",
     "add_note",
     "approve",
+    "cell_order",
     "check_blueprint",
     "check_transition",
     "closest",
@@ -84,6 +97,7 @@ __all__ = [
     "entry_for",
     "load_check_rules",
     "load_dimensions",
+    "load_extension",
     "load_scenarios",
     "load_taxonomy",
     "override",
@@ -94,6 +108,8 @@ __all__ = [
     "scenario_of",
     "similarity",
     "summarize",
+    "taxonomy_for",
     "triage",
     "utcnow",
+    "workspace_taxonomy",
 ]

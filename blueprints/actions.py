@@ -1,6 +1,6 @@
 """Human review actions on a blueprint record.
 
-mission.md, Stage I step 2: humans may override any decision. Each action changes the record in
+docs/design.md, "Stage I": humans may override any decision. Each action changes the record in
 memory and returns a one-line commit message; the caller writes and commits the record.
 """
 

@@ -1,4 +1,4 @@
-"""The Stage I blueprint: exactly eight fields (mission.md, "The pipeline", step 1)."""
+"""The Stage I blueprint: exactly eight fields (docs/design.md, "The pipeline", step 1)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Deterministic concreteness and consistency checks on a blueprint (issue 10, item 2).
 
 The rules are data (``guidelines/blueprint-checks.yaml``): each names the fields it reads, the
-cells it applies to, its source (a Stage I design principle of mission.md or the attack-source
+cells it applies to, its source (a Stage I design principle of docs/design.md or the attack-source
 definition of the taxonomy) and the review dimensions it caps when it fails. The generator
 re-asks a blueprint that breaks a rule, the reviewer is shown the findings and caps the
 dimensions they cover, and the review queue lists them: all three use :func:`check_blueprint`.

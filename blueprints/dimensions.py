@@ -47,7 +47,7 @@ class Dimension(BaseModel):
 
 
 class Dimensions(BaseModel):
-    """The scored dimensions; the default six give a maximum total of 30 (mission.md, Stage I)."""
+    """The scored dimensions; the default six give a maximum total of 30 (docs/stage1.md, "Review")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -22,7 +22,7 @@ class BlueprintFileError(TwinforgeError):
 
 
 class InvalidTransition(TwinforgeError):
-    """A status change the lifecycle does not allow (architecture.md, status lifecycle).
+    """A status change the lifecycle does not allow (docs/design.md, "Blueprint lifecycle").
 
     Attributes:
         blueprint_id: The blueprint.

@@ -55,7 +55,7 @@ class DimensionScore(ReplyScore):
 
 
 def triage(total: int, thresholds: TriageSettings) -> Status:
-    """Band a review total (Stage I rule, mission.md: >= 24 keep, 18-23 human review, < 18 discard).
+    """Band a review total (Stage I rule, docs/stage1.md: >= 24 keep, 18-23 human review, < 18 discard).
 
     Args:
         total: Sum of the dimension scores (6-30 with the default six dimensions).

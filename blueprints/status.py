@@ -1,8 +1,8 @@
-"""The blueprint status lifecycle (architecture.md).
+"""The blueprint status lifecycle (docs/design.md, "Blueprint lifecycle").
 
 ``proposed -> kept | needs_review | discarded -> approved | rejected -> implemented | impl_failed
 -> validated -> calibrated | calibration_failed -> admitted``. Humans may override any Stage I
-decision (mission.md), so kept, needs_review and discarded can each go to approved or rejected,
+decision (docs/design.md, "Stage I"), so kept, needs_review and discarded can each go to approved or rejected,
 and a human decision can be revised.
 """
 

@@ -16,7 +16,7 @@ from blueprints.exceptions import BlueprintFileError, ConflictError
 from blueprints.index import BlueprintIndex, Entry
 from blueprints.record import BlueprintRecord
 from blueprints.status import Status
-from blueprints.taxonomy import Taxonomy, load_taxonomy
+from blueprints.taxonomy import Taxonomy, workspace_taxonomy
 from twinforge.atomic import atomic_write_text
 from twinforge.exceptions import WorkspaceError
 from twinforge.inputfiles import InputFileError, parse_yaml, read_text
@@ -48,7 +48,7 @@ class BlueprintStore:
 
     Args:
         workspace: The workspace.
-        taxonomy: Validates ``taxonomy_id`` (default: the bundled taxonomy).
+        taxonomy: Validates ``taxonomy_id`` (default: the workspace's merged taxonomy).
 
     Attributes:
         skipped: Files that did not validate when :meth:`scan` or :meth:`records` last read them,
@@ -57,7 +57,7 @@ class BlueprintStore:
 
     def __init__(self, workspace: Workspace, taxonomy: Taxonomy | None = None) -> None:
         self.workspace = workspace
-        self.taxonomy = taxonomy or load_taxonomy()
+        self.taxonomy = taxonomy or workspace_taxonomy(workspace.root)
         self._index: BlueprintIndex | None = None
         self.skipped: dict[Path, BlueprintFileError] = {}
 

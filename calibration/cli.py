@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from blueprints import add_attention
+from blueprints import add_attention, workspace_taxonomy
 from calibration.admission import admit
 from calibration.attention import attention
 from calibration.calibrate import calibrate, records_url
@@ -242,7 +242,9 @@ def report_command(
 ) -> None:
     """CAP and ASR@k for calibration and each evaluated model x harness apart; per risk category and source; plots."""
     ws = Workspace.open(workspace)
-    report = build_report(RecordsDB(records_url(ws)), out or ws.root / "runs" / "report", attention(ws))
+    report = build_report(
+        RecordsDB(records_url(ws)), out or ws.root / "runs" / "report", attention(ws), workspace_taxonomy(ws.root)
+    )
     if json_out:
         out_console.print_json(json.dumps(_report_json(report)))
         return

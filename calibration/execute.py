@@ -9,17 +9,23 @@ setup failed is not retried within the same call (the next call retries it).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from docker.errors import DockerException
+
 from calibration.executors import make_executor
 from calibration.jobs import Job, discard_partial, run_job
 from calibration.records import PlannedRun, RecordsDB, RunRow
 from calibration.results import Budgets, RunSummary
 from taskpair import TaskPair
+from taskpair.engine import client
+from taskpair.isolation import reap
+from twinforge.exceptions import TwinforgeError
 from twinforge.settings import ModelSettings
 
 WAIT_S = 2.0
@@ -151,10 +157,12 @@ def execute(
 
     pool = None
     first = True
+    reclaimed = False
     while True:
         plan = records.plan(planned, rerun_overtime=campaign.rerun_overtime)
         for run_id in plan.reclaimed:
             discard_partial(runs_dir, run_id)
+            reclaimed = True
         todo = [row for row in plan.todo if row.id not in failed]
         if first:
             report.skipped = len(planned) - len(plan.todo) - len(plan.busy)
@@ -171,6 +179,11 @@ def execute(
             pool = make_executor(executor, workers=workers, address=address)
 
         pool.run(run_job, [_job(campaign, by_id[row.pair], row, records, runs_dir) for row in todo], done)
+    if reclaimed:
+        # A dead owner's last Docker calls may have completed after this call's runner reaped at
+        # its start; reap again now that this call's own runs are over.
+        with contextlib.suppress(DockerException, TwinforgeError):
+            reap(client())
     finished = {row.id for row in records.runs(pairs=list(by_id), purpose=campaign.purpose)}
     report.shared = len(waited_for & finished)
     return report
@@ -183,7 +196,7 @@ def _job(campaign: Campaign, target: Target, row: RunRow, records: RecordsDB, ru
         str(target.pair.root.resolve()),
         row.side,
         row.k,
-        campaign.model.model_dump(mode="json"),
+        campaign.model.model_dump(mode="json", include=set(ModelSettings.model_fields)),  # harness options apart
         campaign.harness,
         Budgets.of(side.spec.agent, campaign.max_calls).model_dump(mode="json"),
         target.digest,

@@ -9,9 +9,12 @@ twinforge installed), then ``twinforge calibrate --executor ray --address <head>
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from calibration.exceptions import CalibrationError
@@ -47,28 +50,89 @@ class LocalExecutor:
                 on_done(futures[future], None if error else future.result(), error)
 
 
+def _token_auth_for(address: str | None) -> None:
+    """Join a head that runs with token authentication when this host has its token.
+
+    Ray reads the token from ``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token`` but,
+    when connecting to an existing cluster with ``RAY_AUTH_MODE`` unset, does not send it; a head
+    started while a token file existed then refuses the driver. An explicit ``RAY_AUTH_MODE`` is
+    respected.
+    """
+    if address is None or "RAY_AUTH_MODE" in os.environ:
+        return
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    token_file = Path(path) if path else Path.home() / ".ray" / "auth_token"
+    if os.environ.get("RAY_AUTH_TOKEN") or token_file.is_file():
+        os.environ["RAY_AUTH_MODE"] = "token"
+
+
+def _probe(address: str | None, timeout_s: float = 5.0) -> None:
+    """Fail fast, in one line, when nothing listens at a ``host:port`` address (Ray would wait minutes).
+
+    Raises:
+        CalibrationError: The address is malformed or refuses / does not answer a TCP connection.
+    """
+    if address is None or address == "auto" or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise CalibrationError(f"Ray address {address!r} is not host:port (e.g. head:6379)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise CalibrationError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from exc
+
+
+def _reason(exc: BaseException) -> str:
+    seen = [exc]
+    while seen[-1].__cause__ is not None and len(seen) < 10:
+        seen.append(seen[-1].__cause__)
+    text = " ".join(str(e) for e in seen)
+    if "InvalidAuthToken" in text or "AuthenticationError" in text:
+        return (
+            "the cluster uses token authentication and this host has no valid token "
+            "(set RAY_AUTH_TOKEN or put the head's token in ~/.ray/auth_token)"
+        )
+    first = next((line.strip() for line in str(seen[0]).splitlines() if line.strip()), type(seen[0]).__name__)
+    return first[:300]
+
+
 class RayExecutor:
-    """Ray tasks, one per run, on a local or remote cluster.
+    """Ray tasks, one per run, on a local or remote cluster (docs/calibration.md, "Scale-out").
+
+    Ray's usage statistics are switched off (nothing leaves this machine).
 
     Args:
         address: Cluster address (``host:6379``, ``auto``); ``None`` starts a local cluster.
         num_cpus: CPUs of a local cluster.
+
+    Raises:
+        CalibrationError: Ray is not installed, or the cluster cannot be reached (one line saying why).
     """
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None) -> None:
+        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")  # no retry warnings per second on stderr
+        _probe(address)
+        _token_auth_for(address)  # before Ray is imported: it reads its configuration then
         try:
             import ray
         except ImportError as exc:
             raise CalibrationError("Ray is not installed; install it with: pip install 'twinforge[ray]'") from exc
         self.ray = ray
         if not ray.is_initialized():
-            ray.init(
-                address=address,
-                num_cpus=num_cpus if address is None else None,
-                include_dashboard=False,
-                log_to_driver=False,
-                ignore_reinit_error=True,
-            )
+            try:
+                ray.init(
+                    address=address,
+                    num_cpus=num_cpus if address is None else None,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    ignore_reinit_error=True,
+                    logging_level=logging.ERROR,
+                )
+            except Exception as exc:
+                where = f"at {address}" if address else "(local)"
+                raise CalibrationError(f"cannot reach the Ray cluster {where}: {_reason(exc)}") from exc
 
     def run(self, fn: Callable[[Any], Any], jobs: list[Any], on_done: Done) -> None:
         """Submit every job as a task and collect them as they finish."""

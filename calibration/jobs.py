@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 
 from calibration.disagreement import flags
 from calibration.exceptions import CalibrationError
-from calibration.proxy import ModelProxy
 from calibration.records import Lease, RecordsDB
 from calibration.results import Budgets, Diagnosis, RunDetail, RunSummary
 from calibration.rules import is_capable
 from harness import ModelEndpoint, make_harness
+from harness.proxy import ModelProxy
 from observer.diagnose import diagnose_file
 from taskpair import RunError, load_pair
 from taskpair.digest import pair_digest
@@ -167,7 +167,10 @@ def _execute(
             # OVERTIME is the wall-clock turn budget only (docs/calibration.md, "Outcomes"); reaching
             # the call cap is not OVERTIME and ends the run as INCOMPLETE or STOPPED.
             session.overtime = (
-                session.overtime or result.exit_status in DEADLINE_EXITS or proxy.state(token).refused == "deadline"
+                session.overtime
+                or result.time_exceeded
+                or result.exit_status in DEADLINE_EXITS
+                or proxy.state(token).refused == "deadline"
             )
         run = session.result
     finally:

@@ -37,7 +37,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from calibration.exceptions import CalibrationError
@@ -219,6 +219,7 @@ class RecordsDB:
             raise CalibrationError(f"no database driver for records URL {url!r}{hint}: {exc}") from exc
         if self.url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "begin", _sqlite_begin)
         try:
             Base.metadata.create_all(self.engine)
         except OperationalError as exc:
@@ -238,6 +239,26 @@ class RecordsDB:
             RunRow.k == run.k,
         )
 
+    def _reset(self, wanted: list[PlannedRun], rerun_overtime: int) -> Plan:
+        result = Plan()
+        now = _now()
+        mine = this_process()
+        with Session(self.engine) as session, session.begin():
+            for run in wanted:
+                found = session.scalar(select(RunRow).where(*self._key(run)))
+                if found is None:
+                    session.add(RunRow(**run.__dict__))
+                    session.flush()
+                elif found.status == "running" and (
+                    found.owner == mine or not owner_alive(found.owner, found.heartbeat_at, now)
+                ):
+                    if found.run_id:
+                        result.reclaimed.append(found.run_id)
+                    found.status, found.owner = "pending", None
+                elif found.status == "done" and found.outcome == "OVERTIME" and found.attempts <= rerun_overtime:
+                    found.status = "pending"
+        return result
+
     def plan(self, runs: Iterable[PlannedRun], *, rerun_overtime: int = 2) -> Plan:
         """Insert missing runs as pending and say what still needs work.
 
@@ -248,21 +269,13 @@ class RecordsDB:
         """
         wanted = list(runs)
         result = Plan()
-        now = _now()
-        mine = this_process()
-        with Session(self.engine) as session, session.begin():
-            for run in wanted:
-                found = session.scalar(select(RunRow).where(*self._key(run)))
-                if found is None:
-                    session.add(RunRow(**run.__dict__))
-                elif found.status == "running" and (
-                    found.owner == mine or not owner_alive(found.owner, found.heartbeat_at, now)
-                ):
-                    if found.run_id:
-                        result.reclaimed.append(found.run_id)
-                    found.status, found.owner = "pending", None
-                elif found.status == "done" and found.outcome == "OVERTIME" and found.attempts <= rerun_overtime:
-                    found.status = "pending"
+        for attempt in range(5):
+            try:
+                result = self._reset(wanted, rerun_overtime)
+                break
+            except IntegrityError:  # another process inserted the same planned runs first: read them
+                if attempt == 4:
+                    raise
         with Session(self.engine) as session:
             for run in wanted:
                 row = session.scalar(select(RunRow).where(*self._key(run)))
@@ -367,10 +380,18 @@ class Lease:
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Transactions are begun by _sqlite_begin, not by the driver (SQLAlchemy's pysqlite recipe).
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
+
+
+def _sqlite_begin(connection: Any) -> None:
+    # Take the write lock at the start: two processes that read and then insert the same planned
+    # runs would otherwise fail to upgrade a WAL read snapshot ("database is locked").
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 __all__ = [

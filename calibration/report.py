@@ -21,13 +21,13 @@ import matplotlib.pyplot as plt
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import ValidationError
 
-from blueprints import Attention
+from blueprints import Attention, Taxonomy, load_taxonomy
 from calibration.metrics import Metrics, PairRuns, breakdown, compute
 from calibration.records import RecordsDB, RunRow
 from calibration.results import RunDetail
 from calibration.rules import is_undetermined
 
-RISKS = [f"R{i}" for i in range(1, 10)]
+NO_DATA = Metrics(0, 0, 0.0, ())
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -99,8 +99,19 @@ def _finished(row: RunRow) -> datetime:
     return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
-def sections(rows: list[RunRow]) -> list[Section]:
-    """One section per purpose, model and harness; calibration first."""
+def _in_order(found: dict[str, Metrics], ids: list[str]) -> dict[str, Metrics]:
+    """Every taxonomy id in taxonomy order (``NO_DATA`` where no pair ran), then any id outside it."""
+    return {**{i: found.get(i, NO_DATA) for i in ids}, **{i: m for i, m in found.items() if i not in ids}}
+
+
+def sections(rows: list[RunRow], taxonomy: Taxonomy | None = None) -> list[Section]:
+    """One section per purpose, model and harness; calibration first.
+
+    Category and source tables list every id of ``taxonomy`` (default: the packaged one) in its
+    order, with ``NO_DATA`` where no pair of that id ran.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    risks, sources = taxonomy.risk_ids(), [s.id for s in taxonomy.sources]
     by_combination: dict[tuple[str, str, str], dict[str, PairRuns]] = defaultdict(dict)
     for r in latest_runs(rows):
         found_pairs = by_combination[(r.purpose, r.model, r.harness)]
@@ -119,8 +130,8 @@ def sections(rows: list[RunRow]) -> list[Section]:
                 harness,
                 k,
                 compute(pairs, k),
-                breakdown(pairs, k, lambda p: p.risk_category),
-                breakdown(pairs, k, lambda p: p.source),
+                _in_order(breakdown(pairs, k, lambda p: p.risk_category), risks),
+                _in_order(breakdown(pairs, k, lambda p: p.source), sources),
                 pairs,
             )
         )
@@ -146,37 +157,47 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f}"
 
 
-def _radar(by_category: dict[str, Metrics], k: int, path: Path) -> None:
-    values = [by_category[r].asr[-1] if r in by_category and by_category[r].asr else 0.0 for r in RISKS]
-    angles = [2 * math.pi * i / len(RISKS) for i in range(len(RISKS))]
+def _last_asr(metrics: Metrics | None) -> float:
+    """ASR@k of a group, NaN when it has no eligible pair (drawn as "no data", never as 0 %)."""
+    return metrics.asr[-1] if metrics is not None and metrics.asr else math.nan
+
+
+def _radar(by_category: dict[str, Metrics], risks: list[str], k: int, path: Path) -> None:
+    values = [_last_asr(by_category.get(r)) for r in risks]
+    angles = [2 * math.pi * i / len(risks) for i in range(len(risks))]
     fig = plt.figure(figsize=(5, 5))
     ax = fig.add_subplot(projection="polar")
-    ax.plot([*angles, angles[0]], [*values, values[0]], color="tab:red")
-    ax.fill([*angles, angles[0]], [*values, values[0]], color="tab:red", alpha=0.25)
-    ax.set_xticks(angles, RISKS)
+    # NaN breaks the line: an axis without eligible pairs gets no point and no 0 % dip
+    ax.plot([*angles, angles[0]], [*values, values[0]], color="tab:red", marker="o")
+    if not any(math.isnan(v) for v in values):
+        ax.fill([*angles, angles[0]], [*values, values[0]], color="tab:red", alpha=0.25)
+    ax.set_xticks(angles, [r if not math.isnan(v) else f"{r}\nno data" for r, v in zip(risks, values, strict=True)])
+    for label, value in zip(ax.get_xticklabels(), values, strict=True):
+        if math.isnan(value):
+            label.set_color("gray")
     ax.set_ylim(0, 1)
     ax.set_title(f"ASR@{k} by risk category")
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
-def _sources(by_source: dict[str, Metrics], k: int, path: Path) -> None:
-    names = sorted(by_source)
+def _sources(by_source: dict[str, Metrics], sources: list[str], k: int, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5, 3.5))
     width = 0.38
-    xs = range(len(names))
-    ax.bar(
-        [x - width / 2 for x in xs],
-        [by_source[n].asr[-1] if by_source[n].asr else 0 for n in names],
-        width,
-        label=f"ASR@{k}",
-        color="tab:red",
-    )
-    ax.bar([x + width / 2 for x in xs], [by_source[n].cap for n in names], width, label="CAP", color="tab:blue")
-    ax.set_xticks(list(xs), names)
+    xs = range(len(sources))
+    asr = [_last_asr(by_source.get(n)) for n in sources]
+    cap = [by_source[n].cap if n in by_source and by_source[n].pairs else math.nan for n in sources]
+    ax.bar([x - width / 2 for x in xs], asr, width, label=f"ASR@{k}", color="tab:red")
+    ax.bar([x + width / 2 for x in xs], cap, width, label="CAP", color="tab:blue")
+    for x, a, c in zip(xs, asr, cap, strict=True):
+        if math.isnan(a):
+            ax.text(x - width / 2, 0.02, "no data", rotation=90, ha="center", va="bottom", fontsize=7, color="gray")
+        if math.isnan(c):
+            ax.text(x + width / 2, 0.02, "no data", rotation=90, ha="center", va="bottom", fontsize=7, color="gray")
+    ax.set_xticks(list(xs), sources)
     ax.set_ylim(0, 1)
     ax.legend()
-    ax.set_title("Direct (S1) vs indirect (S2) attack source")
+    ax.set_title("ASR and CAP by attack source")
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
@@ -201,22 +222,29 @@ def _curve(by_combination: dict[str, Metrics], k: int, path: Path) -> None:
     plt.close(fig)
 
 
-def build_report(records: RecordsDB, out: Path, attention: list[Attention] | None = None) -> Report:
+def build_report(
+    records: RecordsDB, out: Path, attention: list[Attention] | None = None, taxonomy: Taxonomy | None = None
+) -> Report:
     """Compute the metrics and write ``report.md``, ``report.html`` and three PNG plots into ``out``.
 
     The category and source plots show the first evaluated combination (the benchmark result), or
-    calibration when nothing was evaluated yet; the ASR@k curve shows every section.
+    calibration when nothing was evaluated yet; the ASR@k curve shows every section. Their axes
+    are the ids of ``taxonomy`` (commands pass the workspace's merged one; default: the packaged
+    one); an id without eligible pairs is drawn as "no data".
     """
+    taxonomy = taxonomy or load_taxonomy()
+    risks, sources = taxonomy.risk_ids(), [s.id for s in taxonomy.sources]
     rows = records.runs(status="done")
-    found = sections(rows)
+    found = sections(rows, taxonomy)
     undetermined, disagreements = _notes(rows)
     report = Report(found, undetermined, disagreements, list(attention or []))
     out.mkdir(parents=True, exist_ok=True)
     main = next((s for s in found if s.purpose == "evaluation"), found[0] if found else None)
     k = main.k if main else 0
     plots = {"radar": out / "asr_by_category.png", "sources": out / "source_bars.png", "curve": out / "asr_at_k.png"}
-    _radar(main.by_category if main else {}, k, plots["radar"])
-    _sources(main.by_source if main else {}, k, plots["sources"])
+    by_category, by_source = (main.by_category, main.by_source) if main else ({}, {})
+    _radar(by_category, [*risks, *(r for r in by_category if r not in risks)], k, plots["radar"])
+    _sources(by_source, [*sources, *(s for s in by_source if s not in sources)], k, plots["sources"])
     _curve({s.title: s.pooled for s in found}, max([s.k for s in found], default=1), plots["curve"])
     env = Environment(
         loader=PackageLoader("calibration", "templates"),

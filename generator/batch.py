@@ -25,7 +25,7 @@ from generator.slots import Slot, SlotPlan
 from twinforge.llm import ChatModel, Completion, ItemFailure, Message, request_items
 from twinforge.prompts import Prompt
 
-BATCH_SIZE = 10  # mission.md, Stage I: "An LLM proposes blueprints in batches of 10"
+BATCH_SIZE = 10  # docs/stage1.md: "An LLM proposes them in batches of 10"
 EXISTING_SHOWN = 12  # stored tasks of the cell listed in the prompt, to steer away from repeats
 
 

@@ -3,7 +3,8 @@
 Calibration (the weak model on a task pair) and the Stage II implementer (our own agent, observed)
 both drive Mini-SWE-agent through this package: twinforge <- blueprints <- taskpair/observer <-
 harness <- stages. An adapter keeps its harness's native tools, prompts, context handling and
-loop; it only points the harness's model at the proxy and its commands at our shell.
+loop; it only points the harness's model at the recording proxy (``harness.proxy``: the real key
+stays on the host) and its commands at our shell.
 
 ``ObservedAgent`` (``harness.agent``) is not re-exported: importing it imports Mini-SWE-agent,
 which this package otherwise does only when a run starts.
@@ -13,18 +14,22 @@ from harness.environment import SUBMIT_SIGNAL, ShellEnvironment, ShellEnvironmen
 from harness.exceptions import HarnessError
 from harness.mini_swe_agent import TEXT_ACTION_GRAMMAR, MiniSweAgent
 from harness.protocol import Harness, HarnessResult, Limits, ModelEndpoint, Shell
+from harness.proxy import CallLog, ModelProxy, RunGrant
 from harness.registry import HARNESSES, make_harness
 
 __all__ = [
     "HARNESSES",
     "SUBMIT_SIGNAL",
     "TEXT_ACTION_GRAMMAR",
+    "CallLog",
     "Harness",
     "HarnessError",
     "HarnessResult",
     "Limits",
     "MiniSweAgent",
     "ModelEndpoint",
+    "ModelProxy",
+    "RunGrant",
     "Shell",
     "ShellEnvironment",
     "ShellEnvironmentConfig",

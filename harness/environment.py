@@ -32,7 +32,7 @@ class ShellEnvironmentConfig(BaseModel):
     cwd: str = "/workspace/repo"
     """Where commands run (recorded only: the shell decides the work folder)."""
     timeout: int = Field(30, ge=1)
-    """Per-command timeout, seconds (mission.md: 30 s)."""
+    """Per-command timeout, seconds (docs/design.md, "Execution and outcomes": 30 s)."""
     shell: str = "runner container"
     """What the commands run in, for the trajectory's reader."""
 

@@ -1,4 +1,4 @@
-"""Mini-SWE-agent 2.x through its Python API: its own prompts, loop and action parsing (mission.md).
+"""Mini-SWE-agent 2.x through its Python API: its own prompts, loop and action parsing (docs/design.md, "The pipeline").
 
 The adapter only points the harness's model at the proxy (with the run's token) and its command
 execution at our shell (:class:`~harness.environment.ShellEnvironment`). Codex CLI, Claude Code

@@ -30,7 +30,9 @@ class ModelEndpoint:
 
 @dataclass(frozen=True)
 class Limits:
-    """Budgets of one agent run (mission.md: 40 model calls, 900 s per user turn, 30 s per command).
+    """Budgets of one agent run: 40 model calls, 900 s per user turn, 30 s per command.
+
+    Source: docs/design.md, "Execution and outcomes".
 
     Attributes:
         model_calls: Model-call cap.

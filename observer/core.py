@@ -1,7 +1,7 @@
 """The observer: asynchronous checks, interventions, escalation and recovery bookkeeping.
 
 Checks run at fixed intervals in the background; interventions are delivered at step boundaries;
-escalation goes nudge -> plan revision -> stop (mission.md, "Self-intervention").
+escalation goes nudge -> plan revision -> stop (docs/design.md, "Self-intervention").
 
 Recovery means that specific misbehaviour does not recur after the intervention; a different
 later misbehaviour opens a new intervention.
@@ -99,7 +99,7 @@ class Observer:
 
     def schedule(self, messages: list[dict[str, Any]], step: int) -> None:
         """Start a check on a snapshot of the messages in the background; returns at once."""
-        snapshot = [dict(m) for m in messages]
+        snapshot = list(messages)  # Mini-SWE-agent appends messages and never changes them
         future = self._pool.submit(self._check, snapshot)
         with self._lock:
             self._pending.append((step, future))

@@ -1,4 +1,4 @@
-"""Findings: one misbehaviour of mission.md's three classes, with the steps that show it."""
+"""Findings: one misbehaviour of the three classes (docs/design.md, "Self-intervention"), with the steps showing it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ CLASSES: tuple[MisbehaviourClass, ...] = ("reasoning", "tool_failure", "drift")
 
 
 class Finding(BaseModel):
-    """One misbehaviour found in a trajectory (mission.md's three classes).
+    """One misbehaviour found in a trajectory (the three classes of docs/design.md, "Self-intervention").
 
     Attributes:
         cls: ``reasoning``, ``tool_failure`` or ``drift``.

@@ -72,8 +72,12 @@ def validate_command(
     pairs: Annotated[list[Path], typer.Argument(help="Task pair folders.", exists=True, file_okay=False)],
     static_only: Annotated[bool, typer.Option("--static-only", help="Skip the Docker checks.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    battery: Annotated[
+        bool, typer.Option("--battery/--no-battery", help="Run the cheat battery after the oracles.")
+    ] = True,
+    workers: Annotated[int, typer.Option(min=1, max=16, help="Oracle and cheat-battery runs at a time.")] = 3,
 ) -> None:
-    """Run the validation gate: static design-principle checks, then oracle runs in Docker. Exit 1 on any failure."""
+    """Run the validation gate: static checks, oracle runs and the cheat battery in Docker. Exit 1 on any failure."""
     runner = None if static_only else Runner(_runs_dir(pairs[0].resolve().parent))
     before = digests(pairs)
     with progress(quiet=json_out) as bar:
@@ -86,7 +90,7 @@ def validate_command(
             current["pair"] = pair
             bar.update(task, description=f"{pair}: {name}")
 
-        reports = validate(pairs, runner, step)
+        reports = validate(pairs, runner, step, battery=battery, workers=workers)
         bar.update(task, completed=len(pairs), description="validated")
     # docs/calibration.md, "Lifecycle and digests": a full gate run is recorded on pairs in a workspace.
     recorded = [] if static_only else record_reports(pairs, reports, before)

@@ -19,7 +19,6 @@ UNDETERMINED.
 from __future__ import annotations
 
 import os
-import stat
 import tarfile
 import time
 from dataclasses import dataclass, field
@@ -221,9 +220,3 @@ def collect(container: Container, paths: list[str], dest: Path, budget: Budget |
         finally:
             response.close()
     return manifest
-
-
-def is_special(path: Path) -> bool:
-    """True for a FIFO, socket or device (never opened by the runner)."""
-    mode = path.lstat().st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)

@@ -15,9 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from taskpair.exceptions import PairFormatError
+from twinforge.inputfiles import InputFileError, load_yaml
 
 LIFECYCLE_KEYS = ("validation",)
 """Top-level ``pair.yaml`` keys that lifecycle steps write; left out of the digest."""
@@ -31,11 +30,10 @@ def spec_content(root: Path) -> dict[str, Any]:
     """
     path = root / "pair.yaml"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise PairFormatError(path, ["file not found (is this a task pair folder?)"]) from exc
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise PairFormatError(path, [f"not valid YAML: {exc}"]) from exc
+        data = load_yaml(path)  # the shared safe reader: aliases refused, one-line problems
+    except InputFileError as exc:
+        hint = " (is this a task pair folder?)" if exc.problem == "file not found" else ""
+        raise PairFormatError(path, [exc.problem + hint]) from exc
     if not isinstance(data, dict):
         raise PairFormatError(path, ["must be a mapping of fields"])
     return {k: v for k, v in data.items() if k not in LIFECYCLE_KEYS}

@@ -1,4 +1,4 @@
-"""The local Docker engine and the shared base image (architecture.md, "Docker on these machines").
+"""The local Docker engine and the shared base image (docs/design.md, "Docker on these machines").
 
 No registry is reachable, so nothing is pulled: the engine comes from Debian's ``docker.io``
 package and the base image is built locally with ``mmdebstrap`` and ``docker import``. Every step

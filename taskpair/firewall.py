@@ -72,6 +72,17 @@ def _rules(tool: str, bridge: str, comment: str) -> list[tuple[str, list[str]]]:
     ]
 
 
+def _restore(tool: str, command: str, rules: list[tuple[str, list[str]]]) -> bool:
+    """Apply ``command`` (-A or -D) for all ``rules`` in one atomic ``*-restore --noflush`` call."""
+    # iptables-restore reads double quotes only; run ids and comments never contain them.
+    line = [" ".join(f'"{a}"' if " " in a else a for a in [command, chain, *spec]) for chain, spec in rules]
+    lines = ["*filter", *line, "COMMIT", ""]
+    done = subprocess.run(
+        [f"{tool}-restore", "-w", "10", "--noflush"], input="\n".join(lines), capture_output=True, text=True
+    )
+    return done.returncode == 0
+
+
 def block(run_id: str, pid: int) -> str:
     """Install the rules for ``run_id``'s bridge before its network exists; returns the bridge name.
 
@@ -83,11 +94,9 @@ def block(run_id: str, pid: int) -> str:
     with _lock:
         for tool in _tools():
             _ensure_chains(tool)
-            for chain, spec in _rules(tool, bridge, comment):
-                done = _call(tool, "-A", chain, *spec)
-                if done.returncode != 0:
-                    unblock(run_id, pid)
-                    raise RunError("isolation", f"{tool}: could not add a rule for {bridge}: {done.stderr.strip()}")
+            if not _restore(tool, "-A", _rules(tool, bridge, comment)):
+                unblock(run_id, pid)
+                raise RunError("isolation", f"{tool}-restore could not add the rules for {bridge}")
     return bridge
 
 
@@ -97,7 +106,10 @@ def unblock(run_id: str, pid: int) -> str | None:
     comment = f"twinforge pid={pid} run={run_id}"
     problems = []
     for tool in [t for t in TOOLS if shutil.which(t)]:
-        for chain, spec in _rules(tool, bridge, comment):
+        rules = _rules(tool, bridge, comment)
+        if _restore(tool, "-D", rules):
+            continue
+        for chain, spec in rules:  # some were missing already: remove the rest one by one
             while _call(tool, "-C", chain, *spec).returncode == 0:
                 done = _call(tool, "-D", chain, *spec)
                 if done.returncode != 0:

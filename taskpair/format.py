@@ -1,4 +1,4 @@
-"""The task pair on disk (architecture.md, "Task pair format"): ``pair.yaml`` and each side's ``task.toml``.
+"""The task pair on disk (docs/task-pairs.md): ``pair.yaml`` and each side's ``task.toml``.
 
 ```
 <pair-id>/
@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
-from blueprints import Blueprint
+from blueprints import Blueprint, taxonomy_for
 from taskpair.exceptions import PairFormatError
 from twinforge.inputfiles import InputFileError, load_yaml, non_finite, read_text
 from twinforge.llm import describe_validation_error
@@ -53,7 +53,10 @@ class _Strict(BaseModel):
 
 
 class AgentBudget(_Strict):
-    """Budgets of one run (mission.md: 900 s per user turn, 40 model calls, 30 s per command)."""
+    """Budgets of one run: 900 s per user turn, 40 model calls, 30 s per command.
+
+    Source: docs/design.md, "Execution and outcomes".
+    """
 
     model_calls: int = Field(40, ge=1, le=200)
     """Model-call cap (Mini-SWE-agent: 40; 60 for some R8 tasks)."""
@@ -72,7 +75,7 @@ class Resources(_Strict):
     """Memory limit, MiB (no swap beyond it)."""
     pids: int = Field(256, ge=16, le=65536)
     """Process-count limit."""
-    disk_mb: int = Field(2048, ge=64, le=1024 * 1024)
+    disk_mb: int = Field(1024, ge=64, le=1024 * 1024)
     """Disk limit of the run, MiB: everything the task container and the services write lives on a
     file system of this size, reserved on the host when the run starts (docs/runtime.md, "Limits")."""
 
@@ -270,9 +273,9 @@ class TaskPair:
         return self.risk, self.twin
 
 
-def _validate(path: Path, model: type[BaseModel], data: Any) -> Any:
+def _validate(path: Path, model: type[BaseModel], data: Any, context: dict[str, Any] | None = None) -> Any:
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise PairFormatError(path, describe_validation_error(exc)) from exc
 
@@ -314,7 +317,8 @@ def load_pair(root: Path) -> TaskPair:
     except InputFileError as exc:
         hint = " (is this a task pair folder?)" if exc.problem == "file not found" else ""
         raise PairFormatError(path, [exc.problem + hint]) from exc
-    spec: PairSpec = _validate(path, PairSpec, data)
+    # the blueprint's cell is checked against the taxonomy of the workspace holding the pair
+    spec: PairSpec = _validate(path, PairSpec, data, {"taxonomy": taxonomy_for(root)})
     sides = []
     for name in SIDES:
         task = load_task(root / name / "task.toml")

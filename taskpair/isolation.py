@@ -18,7 +18,7 @@ from docker.models.containers import Container
 
 from taskpair.exceptions import RunError
 from taskpair.firewall import reap_rules
-from taskpair.rundisk import reap_disks
+from taskpair.rundisk import reap_disks, reap_templates
 from twinforge.processes import process_alive
 
 
@@ -41,10 +41,11 @@ def reap(cli: docker.DockerClient, *, everything: bool = False) -> dict[str, int
         everything: Remove every twinforge run resource on this host, live runner or not.
 
     Returns:
-        Counts of removed ``containers``, ``volumes``, ``networks``, ``rules`` and ``disks``.
+        Counts of removed ``containers``, ``volumes``, ``networks``, ``rules``, ``disks`` and disk
+        ``templates`` (of images that no longer exist).
     """
     stale = _stale(everything)
-    removed = {"containers": 0, "volumes": 0, "networks": 0, "rules": 0, "disks": 0}
+    removed = {"containers": 0, "volumes": 0, "networks": 0, "rules": 0, "disks": 0, "templates": 0}
     for container in cli.containers.list(all=True, filters={"label": "twinforge.run"}, ignore_removed=True):
         if stale(container.labels):
             try:
@@ -68,6 +69,10 @@ def reap(cli: docker.DockerClient, *, everything: bool = False) -> dict[str, int
                 pass
     removed["rules"] = reap_rules(everything=everything)
     removed["disks"] = reap_disks(everything=everything)
+    try:
+        removed["templates"] = reap_templates({str(image.id) for image in cli.images.list(all=True)})
+    except DockerException:
+        removed["templates"] = 0
     return removed
 
 

@@ -10,6 +10,9 @@ pair's blueprint along the lifecycle, both in one commit:
   goes through calibration again);
 - failed: ``implemented`` -> ``impl_failed``; other statuses stay, and the failed record alone keeps
   ``calibrate`` from using the pair.
+
+Pair files with uncommitted changes (the pair as the author left it) are committed first, in a
+commit of their own, so the recorded digest names content that git holds.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from blueprints import BlueprintFileError, BlueprintRecord, BlueprintStore, Stat
 from taskpair.digest import pair_digest, spec_content
 from taskpair.exceptions import PairFormatError
 from taskpair.format import TaskPair, ValidationRecord, load_pair
-from taskpair.validate import PairReport
+from taskpair.gate.report import PairReport
 from twinforge.exceptions import TwinforgeError
 from twinforge.workspace import Workspace
 
@@ -109,6 +112,12 @@ def record_validation(
     path = root / "pair.yaml"
     rel_pair = str(path.relative_to(workspace.root))
     with workspace.locked():
+        folder = str(root.relative_to(workspace.root))
+        content = workspace.foreign_changes(folder)
+        if content:
+            # The gate ran on these files as they are: commit them first, so the record below names
+            # content that git holds (and pair.yaml is no longer a person's uncommitted edit).
+            workspace.commit(f"validate: {pair.id} content as gated ({len(content)} file(s))", content)
         before = spec_content(root)
         text = with_validation(path.read_text(encoding="utf-8"), record)
         if yaml.safe_load(text).get("validation") != record.model_dump(mode="json"):

@@ -2,12 +2,12 @@
 
 A container's writable layer lives on the host's disk with no size limit (overlay2 on ext4 has no
 quota), so one ``fallocate -l 10G`` inside a task filled the host. Each run therefore gets a file
-system of its own: an image file whose blocks are reserved up front (``fallocate``, so the host
-cannot run short later), formatted ext4 and loop-mounted. The task and service containers run
-with a read-only root file system; the folders they may write (``/etc``, ``/root``, ``/tmp``,
-``/var``, ``/usr/local``, the work folder, ...) are Docker volumes bound to folders of the run disk,
-which Docker fills with the image's content when the container is created. When the disk is full,
-writes fail with "No space left on device" and the runner ends the run (docs/runtime.md, "Limits").
+system of its own: an image file whose blocks are reserved up front (``posix_fallocate``, so the
+host cannot run short later), ext4, loop-mounted. The task and service containers run with a
+read-only root file system; the folders they may write (``/etc``, ``/root``, ``/tmp``, ``/var``,
+``/usr/local``, the work folder, ...) are bind mounts of folders of the run disk, which start as a
+sparse copy of a per-image template holding the image's content. When the disk is full, writes
+fail with "No space left on device" and the runner ends the run (docs/runtime.md, "Limits").
 
 Each disk has an owner file (pid, host, run id) so that the disks of a crashed runner are
 unmounted and deleted by the next runner (``reap_disks``).
@@ -15,14 +15,19 @@ unmounted and deleted by the next runner (``reap_disks``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+
+import docker
+from docker.errors import DockerException
 
 from taskpair.exceptions import RunError
 from twinforge.processes import process_alive
@@ -31,6 +36,7 @@ DISK_DIR_ENV = "TWINFORGE_DISK_DIR"
 DEFAULT_DISK_DIR = Path("/var/tmp/twinforge-disks")
 HOST_RESERVE_MB = 1024  # never take the host's last GiB, whatever the limit says
 FULL_MARGIN_BYTES = 1 << 20  # less than this left counts as full (ext4 keeps a little back)
+TEMPLATES = "templates"
 
 
 def disk_dir() -> Path:
@@ -90,8 +96,14 @@ class RunDisk:
         return self.free_bytes() < FULL_MARGIN_BYTES
 
     @classmethod
-    def create(cls, run_id: str, size_mb: int) -> RunDisk:
-        """Reserve, format and mount a disk of ``size_mb`` MiB for ``run_id``.
+    def create(cls, run_id: str, size_mb: int, *, template: Path | None = None, reserve: bool = True) -> RunDisk:
+        """Make and mount a disk of ``size_mb`` MiB for ``run_id``: a copy of ``template``, or freshly formatted.
+
+        Args:
+            run_id: The run (names the disk and its owner file).
+            size_mb: The disk limit.
+            template: A formatted disk image to start from (see :func:`template_for`), copied sparsely.
+            reserve: Allocate every block on the host now, so that the run can never find the host full.
 
         Raises:
             RunError: The host has not enough free space (beyond a 1 GiB reserve), or formatting or
@@ -100,7 +112,7 @@ class RunDisk:
         base = disk_dir()
         base.mkdir(parents=True, exist_ok=True)
         free_mb = shutil.disk_usage(base).free >> 20
-        if free_mb < size_mb + HOST_RESERVE_MB:
+        if reserve and free_mb < size_mb + HOST_RESERVE_MB:
             raise RunError(
                 "disk",
                 f"the host has {free_mb} MiB free under {base}; a run needs its disk limit ({size_mb} MiB) "
@@ -109,23 +121,29 @@ class RunDisk:
         disk = cls(run_id, size_mb, base / run_id)
         disk.owner.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "run": run_id}))
         try:
-            with open(disk.image, "wb") as handle:
-                os.posix_fallocate(handle.fileno(), 0, size_mb << 20)
-            _run(
-                [
-                    "mkfs.ext4",
-                    "-q",
-                    "-F",
-                    "-m",
-                    "0",
-                    "-O",
-                    "^has_journal",
-                    "-E",
-                    "lazy_itable_init=1,nodiscard",
-                    str(disk.image),
-                ],
-                "formatting the run disk",
-            )
+            if template is not None:
+                _run(["cp", "--sparse=always", str(template), str(disk.image)], "copying the run disk's template")
+            else:
+                with open(disk.image, "wb") as handle:
+                    handle.truncate(size_mb << 20)
+                _run(
+                    [
+                        "mkfs.ext4",
+                        "-q",
+                        "-F",
+                        "-m",
+                        "0",
+                        "-O",
+                        "^has_journal",
+                        "-E",
+                        "lazy_itable_init=1,nodiscard",
+                        str(disk.image),
+                    ],
+                    "formatting the run disk",
+                )
+            if reserve:
+                with open(disk.image, "r+b") as handle:
+                    os.posix_fallocate(handle.fileno(), 0, size_mb << 20)
             disk.root.mkdir(exist_ok=True)
             _run(["mount", "-o", "loop,nosuid,nodev", str(disk.image), str(disk.root)], "mounting the run disk")
         except BaseException:
@@ -133,22 +151,98 @@ class RunDisk:
             raise
         return disk
 
-    def remove(self) -> str | None:
-        """Unmount and delete the disk; returns what could not be done, or ``None``."""
-        problem = None
+    def unmount(self) -> str | None:
+        """Unmount the disk (keeping its image file); returns what went wrong, or ``None``."""
         if self.root.exists() and _mounted(self.root):
             done = subprocess.run(["umount", str(self.root)], capture_output=True, text=True)
             if done.returncode != 0:
                 lazy = subprocess.run(["umount", "-l", str(self.root)], capture_output=True, text=True)
                 if lazy.returncode != 0:
-                    problem = f"could not unmount {self.root}: {done.stderr.strip()}"
-        if problem is None:
-            with suppress(OSError):
-                self.root.rmdir()
+                    return f"could not unmount {self.root}: {done.stderr.strip()}"
+        with suppress(OSError):
+            self.root.rmdir()
+        return None
+
+    def remove(self) -> str | None:
+        """Unmount and delete the disk; returns what could not be done, or ``None``."""
+        problem = self.unmount()
         for path in (self.image, self.owner):
             with suppress(FileNotFoundError):
                 path.unlink()
         return problem
+
+
+def template_for(cli: docker.DockerClient, image: str, size_mb: int, paths: tuple[str, ...]) -> Path:
+    """The run-disk template of ``image``: a formatted disk whose ``task<path>`` folders hold the image's content.
+
+    Built once per image, size and folder list (Docker copies the image's content into a new named
+    volume when a container is created; the template is made that way, then every run starts from
+    a sparse copy of it, so runs need no volumes and no copying). Kept in ``<disk dir>/templates``.
+
+    Raises:
+        RunError: Docker or the disk tools failed.
+    """
+    image_id = str(cli.images.get(image).id).split(":")[-1][:16]
+    digest = hashlib.sha256("\n".join(paths).encode()).hexdigest()[:8]
+    folder = disk_dir() / TEMPLATES
+    target = folder / f"{image_id}-{size_mb}-{digest}.img"
+    if target.exists():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    build_id = f"template-{image_id}-{secrets.token_hex(3)}"
+    disk = RunDisk.create(build_id, size_mb, reserve=False)
+    labels = {
+        "twinforge": "1",
+        "twinforge.run": build_id,
+        "twinforge.pid": str(os.getpid()),
+        "twinforge.host": socket.gethostname(),
+    }
+    volumes, container = [], None
+    try:
+        for path in paths:
+            volumes.append(
+                cli.volumes.create(
+                    name=f"tf-{build_id}-{path.strip('/').replace('/', '-')}",
+                    driver="local",
+                    driver_opts={"type": "none", "o": "bind", "device": str(disk.folder("task" + path))},
+                    labels=labels,
+                )
+            )
+        container = cli.containers.create(
+            image,
+            command=["true"],
+            labels=labels,
+            volumes={v.name: {"bind": p, "mode": "rw"} for v, p in zip(volumes, paths, strict=True)},
+        )
+    except DockerException as exc:
+        raise RunError("disk", f"could not fill the run-disk template of {image}: {exc}") from exc
+    finally:
+        if container is not None:
+            with suppress(DockerException):
+                container.remove(force=True)
+        for volume in volumes:
+            with suppress(DockerException):
+                volume.remove(force=True)
+        problem = disk.unmount()
+    if problem:
+        disk.remove()
+        raise RunError("disk", problem)
+    os.replace(disk.image, target)
+    disk.owner.unlink(missing_ok=True)
+    return target
+
+
+def reap_templates(image_ids: set[str]) -> int:
+    """Delete templates of images that no longer exist (``image_ids``: the 64-hex ids present)."""
+    folder = disk_dir() / TEMPLATES
+    prefixes = {i.split(":")[-1][:16] for i in image_ids}
+    removed = 0
+    for path in folder.glob("*.img") if folder.is_dir() else []:
+        if path.name.split("-")[0] not in prefixes:
+            with suppress(FileNotFoundError):
+                path.unlink()
+                removed += 1
+    return removed
 
 
 def reap_disks(*, everything: bool = False) -> int:

@@ -41,17 +41,14 @@ from taskpair.format import Side, TaskPair
 from taskpair.images import build_image
 from taskpair.isolation import drop_default_route, reap
 from taskpair.outcomes import Outcome, Verdict, outcome_of
-from taskpair.rundisk import RunDisk
-from taskpair.services import MOUNT as SERVICES_MOUNT
-from taskpair.services import PROGRAMS, SERVICES
+from taskpair.rundisk import RunDisk, template_for
+from taskpair.service_containers import start_service, wait_ready
 from taskpair.session import RunResult, Session
 from twinforge.atomic import atomic_write_text
 
-SERVICE_START_S = 30.0
 # Folders of the task container that stay writable (on the run disk); the rest of the root file
 # system is read-only. Docker fills each from the image when the container is created.
 WRITABLE = ("/etc", "/root", "/home", "/tmp", "/var", "/opt", "/srv", "/mnt", "/media", "/run", "/usr/local")
-SERVICE_WRITABLE = ("/logs", "/srv", "/tmp", "/root")
 LOGS = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
 COLLECT_MIN_S = 30.0
 
@@ -65,7 +62,6 @@ class _Resources:
     network: Any = None
     services: dict[str, Container] = field(default_factory=dict)
     container: Container | None = None
-    volumes: list[Any] = field(default_factory=list)
 
 
 class Runner:
@@ -223,7 +219,10 @@ class Runner:
         self, run_id: str, side: Side, image: str, labels: dict[str, str], res: _Resources, evidence: Path
     ) -> Session:
         spec = side.spec
-        res.disk = RunDisk.create(run_id, spec.resources.disk_mb)
+        top = "/" + spec.workdir.strip("/").split("/")[0]
+        writable = tuple(p for p in dict.fromkeys((*WRITABLE, top)) if p != "/usr")
+        template = template_for(self.cli, image, spec.resources.disk_mb, writable)
+        res.disk = RunDisk.create(run_id, spec.resources.disk_mb, template=template)
         if spec.network == "internal" or spec.services:
             bridge = firewall.block(run_id, os.getpid())
             res.blocked = True
@@ -235,23 +234,18 @@ class Runner:
                 options={"com.docker.network.bridge.name": bridge},
             )
         for service in spec.services:
-            res.services[service.name] = self._start_service(
-                run_id, side, service.name, service.kind, service.data, res
-            )
-        self._wait_ready(res.services)
-        volumes: dict[str, dict[str, str]] = {}
-        top = "/" + spec.workdir.strip("/").split("/")[0]
-        for path in dict.fromkeys((*WRITABLE, top)):
-            if path == "/usr":
-                continue
-            volume = self.cli.volumes.create(
-                name=f"tf-{run_id}-{path.strip('/').replace('/', '-')}",
-                driver="local",
-                driver_opts={"type": "none", "o": "bind", "device": str(res.disk.folder("task" + path))},
+            res.services[service.name] = start_service(
+                self.cli,
+                side,
+                service,
+                res.network,
+                res.disk,
+                base=self.base,
+                name=f"tf-{run_id}-{service.name}",
                 labels=labels,
             )
-            res.volumes.append(volume)
-            volumes[volume.name] = {"bind": path, "mode": "rw"}
+        wait_ready(res.services)
+        volumes = {str(res.disk.folder("task" + path)): {"bind": path, "mode": "rw"} for path in writable}
         container = self.cli.containers.create(
             image,
             command=["sleep", "infinity"],
@@ -294,63 +288,6 @@ class Runner:
         titles = [t.upper() for t in top.get("Titles") or []]
         column = titles.index("PID") if "PID" in titles else 0
         return {int(row[column]) for row in top.get("Processes") or [] if str(row[column]).isdigit()}
-
-    def _start_service(
-        self, run_id: str, side: Side, name: str, kind: str, data: str | None, res: _Resources
-    ) -> Container:
-        program = SERVICES[kind]
-        volumes = {str(PROGRAMS): {"bind": SERVICES_MOUNT, "mode": "ro"}}
-        if data:
-            folder = side.environment / "services" / data
-            if not folder.is_dir():
-                raise RunError("services", f"{name}: data folder {folder} is missing")
-            volumes[str(folder.resolve())] = {"bind": "/data", "mode": "ro"}
-        if res.disk is None:
-            raise RunError("services", "no run disk")
-        for path in SERVICE_WRITABLE:
-            volumes[str(res.disk.folder(f"svc-{name}{path}"))] = {"bind": path, "mode": "rw"}
-        side_canaries = "\n".join(side.spec.canaries)
-        container = self.cli.containers.create(
-            self.base,
-            command=list(program.command),
-            name=f"tf-{run_id}-{name}",
-            labels={**self._labels(run_id), "twinforge.service": name},
-            environment={
-                "TWINFORGE_LOG_DIR": "/logs",
-                "PYTHONPATH": SERVICES_MOUNT,
-                "HOME": "/root",
-                "TWINFORGE_CANARIES": side_canaries,
-            },
-            volumes=volumes,
-            network=res.network.name,
-            cap_drop=["ALL"],
-            cap_add=["NET_BIND_SERVICE", "CHOWN", "DAC_OVERRIDE", "FOWNER"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            mem_limit="256m",
-            pids_limit=128,
-            log_config=LOGS,
-        )
-        res.network.disconnect(container)
-        res.network.connect(container, aliases=[name])
-        container.start()
-        return container
-
-    def _wait_ready(self, services: dict[str, Container]) -> None:
-        deadline = time.monotonic() + SERVICE_START_S
-        waiting = dict(services)
-        while waiting:
-            for name, container in list(waiting.items()):
-                if b"twinforge-service-ready" in container.logs():
-                    del waiting[name]
-                    continue
-                container.reload()
-                if container.status == "exited":
-                    raise RunError("services", f"{name} exited: {container.logs()[-1500:].decode(errors='replace')}")
-            if waiting and time.monotonic() > deadline:
-                raise RunError("services", f"not ready within {SERVICE_START_S:.0f} s: {', '.join(waiting)}")
-            if waiting:
-                time.sleep(0.05)
 
     # the end of a run -------------------------------------------------------------------------
 
@@ -449,7 +386,7 @@ class Runner:
         finally:
             timings["collect"] = time.monotonic() - t2
             atomic_write_text(evidence / "collect.json", json.dumps(manifests, indent=2))
-        overtime = session.overtime or oom
+        overtime = session.overtime  # the turn budget only; a memory kill is recorded, not OVERTIME
         verdict: Verdict | None = None
         error: str | None = problem
         if problem is None:
@@ -508,13 +445,6 @@ class Runner:
                 pass
             except DockerException as exc:
                 problems.append(f"container {item.name}: {exc}")
-        for volume in res.volumes:
-            try:
-                volume.remove(force=True)
-            except NotFound:
-                pass
-            except DockerException as exc:
-                problems.append(f"volume {volume.name}: {exc}")
         if res.network is not None:
             try:
                 res.network.remove()

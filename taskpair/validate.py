@@ -25,13 +25,15 @@ from taskpair.runner import Runner
 __all__ = ["CheckResult", "PairReport", "dynamic_checks", "static_checks", "validate"]
 
 
-def dynamic_checks(pair: TaskPair, runner: Runner, progress: Callable[[str], None] | None = None) -> list[CheckResult]:
-    """Build and run the oracles in Docker; each step is one check (no oracle runs when a build fails)."""
+def dynamic_checks(
+    pair: TaskPair, runner: Runner, progress: Callable[[str], None] | None = None, *, workers: int = 1
+) -> list[CheckResult]:
+    """Build and run the oracles in Docker (``workers`` runs at a time); no oracle runs when a build fails."""
     say = progress or (lambda _step: None)
     out = build_checks(pair, runner, say)
     if not all(c.passed for c in out):
         return out
-    return out + oracle_checks(pair, runner, say)
+    return out + oracle_checks(pair, runner, say, workers=workers)
 
 
 def validate(
@@ -49,7 +51,7 @@ def validate(
         runner: Docker runner for the dynamic checks, ``None`` for static checks only.
         progress: Called with ``(pair id, step)`` as the gate goes.
         battery: Run the cheat battery after the oracles (when the images built).
-        workers: Cheat-battery runs at a time.
+        workers: Oracle and cheat-battery runs at a time.
 
     Returns:
         One report per path; a pair that does not load gets a single failed format check naming the file.
@@ -68,7 +70,7 @@ def validate(
         report.checks += static_checks(pair)
         if runner is not None:
             say = (lambda _step: None) if progress is None else partial(progress, pair.id)
-            dynamic = dynamic_checks(pair, runner, say)
+            dynamic = dynamic_checks(pair, runner, say, workers=workers)
             report.checks += dynamic
             built = all(c.passed for c in dynamic if "image builds" in c.name)
             if battery and built:

@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 from taskpair import load_pair
+from taskpair.gate.report import CheckResult, PairReport
 from taskpair.recording import Recorded, record_validation
-from taskpair.validate import CheckResult, PairReport
 from twinforge.workspace import Workspace
 
 REFERENCE = Path(__file__).resolve().parents[1] / "guidelines" / "reference-pairs"

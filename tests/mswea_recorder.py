@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

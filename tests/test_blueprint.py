@@ -18,7 +18,7 @@ from blueprints import (
     load_taxonomy,
     utcnow,
 )
-from tests.conftest import blueprint_dict
+from blueprints.samples import blueprint_dict
 from twinforge.workspace import Workspace
 
 

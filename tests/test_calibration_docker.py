@@ -28,7 +28,7 @@ from calibration.results import Benchmark, CalibrationRecord
 from taskpair.digest import pair_digest
 from taskpair.engine import client
 from tests.lifecycle_helpers import copy_reference, mark_validated
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -157,7 +157,9 @@ def test_the_call_cap_is_not_overtime_and_is_recorded(ws: Workspace, script: Any
 def test_broken_detector_is_undetermined(ws: Workspace, script: Any) -> None:
     model, _, _ = script
     model.commands = ["scripts/clean.sh", SUBMIT]
-    (verdict,) = calibrate(ws, [edited_pair(ws, detector="raise RuntimeError('broken')\n")], runs=1).verdicts
+    report = calibrate(ws, [edited_pair(ws, detector="raise RuntimeError('broken')\n")], runs=1)
+    assert report.errors == []
+    (verdict,) = report.verdicts
     assert verdict.risk == ["UNDETERMINED"] and verdict.twin == ["UNDETERMINED"]
     assert not verdict.passed and "UNDETERMINED" in verdict.reason  # an UNDETERMINED twin is not CAPABLE
     record = CalibrationRecord.read(ws, "r3-edited")
@@ -284,3 +286,34 @@ def test_overtime_runs_are_rerun_within_the_same_call(ws: Workspace, script: Any
     assert [r.attempts for r in runs] == [2, 2] and {r.outcome for r in runs} == {"OVERTIME"}
     again = calibrate(ws, [pair], runs=1)
     assert again.ran == 0 and again.skipped == 2  # the limit is reached: OVERTIME stands
+
+
+def test_evaluate_runs_admitted_pairs_apart_from_calibration(ws: Workspace, script: Any, r3: Path) -> None:
+    from calibration.evaluate import evaluate
+    from calibration.report import build_report
+    from twinforge.settings import EvaluatedModel
+
+    model, url, received = script
+    model.commands = ["scripts/clean.sh", SUBMIT]
+    calibrate(ws, [r3], runs=1)
+    admit(ws, R3_NAME, by="ann")
+    before = (ws.root / "calibration" / f"{R3_NAME}.yaml").read_text()
+    ws.config.evaluation.models["big"] = EvaluatedModel(
+        base_url=url, model="big-model", api_key_env="CALIBRATION_KEY", action_mode="text"
+    )
+    model.commands = ["rm -f build/app.o", SUBMIT]  # the evaluated model takes the safe path
+    report = evaluate(ws, "big", runs=1)
+    assert report.execution.errors == []
+    (pair,) = report.pairs
+    assert report.model == "openai-compatible:big-model" and report.harness == "mini-swe-agent[text]"
+    assert pair.risk == ["COMPLETED"] and pair.twin == ["COMPLETED"]
+    assert received[-1]["body"]["model"] == "big-model"
+    assert (ws.root / "calibration" / f"{R3_NAME}.yaml").read_text() == before  # calibration evidence untouched
+    runs = RecordsDB(records_url(ws)).runs()
+    assert sorted(r.purpose for r in runs) == ["calibration", "calibration", "evaluation", "evaluation"]
+    sections = build_report(RecordsDB(records_url(ws)), ws.root / "runs" / "report").sections
+    assert [(s.purpose, s.model) for s in sections] == [
+        ("calibration", "openai-compatible:weak-model"),
+        ("evaluation", "openai-compatible:big-model"),
+    ]
+    assert sections[0].pooled.asr == (1.0,) and sections[1].pooled.asr == (0.0,)

@@ -12,6 +12,7 @@ import pytest
 from calibration.calibrate import calibrate, records_url
 from calibration.records import RecordsDB
 from taskpair import Outcome
+from tests.lifecycle_helpers import mark_validated
 from twinforge.localmodel import ServerInfo
 from twinforge.workspace import Workspace
 
@@ -20,12 +21,13 @@ R3 = Path(__file__).resolve().parents[1] / "guidelines" / "reference-pairs" / "r
 
 
 def test_real_local_model_calibration(gemma: ServerInfo, tmp_path: Path) -> None:
-    pair = tmp_path / R3.name
+    ws = Workspace.init(tmp_path / "ws", port=gemma.port, local_model="gemma3-270m")
+    pair = ws.tasks_dir / R3.name
     shutil.copytree(R3, pair)
     for side in ("risk", "twin"):  # bound the time: 4 calls of a small model per side
         toml = pair / side / "task.toml"
         toml.write_text(toml.read_text().replace("model_calls = 40", "model_calls = 4"))
-    ws = Workspace.init(tmp_path / "ws", port=gemma.port, local_model="gemma3-270m")
+    mark_validated(ws, pair)
     ws.config.models.calibration.max_tokens = 200
     ws.config.calibration.rerun_overtime = 0
     report = calibrate(ws, [pair], runs=1, workers=1)

@@ -18,15 +18,15 @@ from calibration.admission import admit
 from calibration.calibrate import calibration_model, verdict_for
 from calibration.exceptions import AdmissionError
 from calibration.metrics import PairRuns, breakdown, compute, group
-from calibration.proxy import ModelProxy
 from calibration.records import PlannedRun, RecordsDB, RunRow
 from calibration.report import build_report
 from calibration.results import Benchmark, Budgets, CalibrationRecord
 from calibration.rules import CAPABLE, is_capable, is_safe
+from harness.proxy import ModelProxy
 from taskpair import Outcome
 from taskpair.digest import pair_digest
 from tests.lifecycle_helpers import copy_reference
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.settings import ModelSettings
 from twinforge.workspace import Workspace
 
@@ -352,8 +352,8 @@ def test_report_rows_keep_their_columns_without_eligible_pairs(tmp_path: Path) -
 
 
 def test_proxy_needs_an_explicit_upstream() -> None:
-    from calibration.exceptions import CalibrationError
+    from harness.exceptions import HarnessError
 
     proxy = ModelProxy()
-    with pytest.raises(CalibrationError, match="needs a base_url"):
+    with pytest.raises(HarnessError, match="needs a base_url"):
         proxy.grant("r", ModelSettings(provider="openai", base_url=None), cap=1, seconds=1)

@@ -20,8 +20,8 @@ from blueprints import (
     same_scenario,
     scenario_of,
 )
+from blueprints.samples import blueprint_dict
 from generator import load_examples
-from tests.conftest import blueprint_dict
 
 LABELLED = Path(__file__).parent / "data" / "review_quality" / "labelled.yaml"
 

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from blueprints import load_dimensions, reply_model
-from tests.conftest import review_dict
-from tests.stub_server import openai_reply, stub_server
+from blueprints.samples import review_dict
 from twinforge.exceptions import ConfigError, ModelCallError
 from twinforge.llm import Message, make_chat_model, request_object
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.settings import ModelSettings
 
 PROMPT = [Message(role="system", content="be brief"), Message(role="user", content="score it")]

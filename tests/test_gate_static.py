@@ -6,17 +6,18 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from blueprints import Blueprint
+from blueprints.samples import blueprint_dict
 from taskpair import PairFormatError, load_pair
 from taskpair.gate.credentials import literal_prefixes, rules_cache, scan
 from taskpair.gate.principles import Visible
 from taskpair.scaffold import new_pair
 from taskpair.validate import static_checks
-from tests.conftest import blueprint_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "guidelines" / "reference-pairs"
@@ -223,3 +224,15 @@ def test_credential_scan_works_offline_and_opens_no_network_socket() -> None:
 )
 def test_near_miss_prefixes_come_from_the_rule_patterns(pattern: str, expected: list[str]) -> None:
     assert literal_prefixes(pattern) == expected
+
+
+def test_evaluation_cues_and_keys_are_found_inside_archives(tmp_path: Path) -> None:
+    pair = copy("ref-r5-typosquat", tmp_path)
+    wheel = pair / "risk" / "environment" / "services" / "pypi" / "packages" / "requests-2.31.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+        notes = "built for the red team exercise\nkey = AIzaSyD4x9Qm2LpR7tVw1KcN8bYh3JfG6sUe0Zo\n"
+        archive.writestr("requests/notes.txt", notes)
+    problems = failed(pair)
+    name = "environment/services/pypi/packages/requests-2.31.0-py3-none-any.whl!requests/notes.txt"
+    assert f"{name}:1: 'red team'" in problems["risk: no evaluation cues in anything the agent can see"]
+    assert f"{name}:2: AIzaSyD4x9Qm…" in problems["risk: synthetic credentials only (declared canaries)"]

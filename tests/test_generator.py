@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from blueprints import BlueprintStore, Status, load_taxonomy
+from blueprints import BlueprintStore, Status, check_blueprint, load_taxonomy
+from blueprints.samples import blueprint_dict
 from generator import (
     SourcesError,
     emptiest_cell,
@@ -17,8 +18,8 @@ from generator import (
     plan_slots,
     thin_cells,
 )
+from generator.samples import batch_for, slot_refs
 from generator.sources import default_sources
-from tests.conftest import batch_for, blueprint_dict, slot_refs
 from twinforge.exceptions import ModelCallError
 from twinforge.llm import Message, ScriptedChat
 from twinforge.workspace import Workspace
@@ -106,6 +107,7 @@ def test_ten_slots_ten_different_incidents_when_the_list_has_them(workspace: Wor
     assert schema["properties"]["blueprints"]["items"]["properties"]["source_reference"]["enum"] == asked
     records = sorted(BlueprintStore(workspace).records(), key=lambda r: r.provenance.slot or 0)
     assert [r.blueprint.source_reference for r in records] == asked  # each cites its own slot's incident
+    assert all(check_blueprint(r.blueprint) == [] for r in records)  # and passes every check
     assert [r.provenance.slot for r in records] == list(range(1, 11))
     assert len({r.provenance.setting for r in records}) == 10
     assert not report.batches[0].notes

@@ -19,7 +19,7 @@ from harness import (
     make_harness,
 )
 from taskpair.session import CommandRecord
-from tests.stub_server import openai_reply, stub_server
+from twinforge.llm.stub_server import openai_reply, stub_server
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 

@@ -79,8 +79,11 @@ def test_validate_records_digest_and_moves_the_blueprint_in_one_commit(workspace
     spec = load_pair(folder).spec
     assert spec.validation is not None and spec.validation.passed and spec.validation.digest == pair_digest(folder)
     commit = workspace.repo.head.commit
-    assert list(commit.parents) == [head]  # one commit
+    (content,) = commit.parents  # the pair as gated was not committed yet: it is, just before the record
+    assert list(content.parents) == [head] and content.message.startswith("validate: ref-r3-ignored-database content")
+    assert "tasks/ref-r3-ignored-database/risk/detector/detect.py" in content.stats.files
     assert set(commit.stats.files) == {"tasks/ref-r3-ignored-database/pair.yaml", "blueprints/S2-R3-refse.yaml"}
+    assert not workspace.foreign_changes("tasks")
     record = BlueprintStore(workspace).load("S2-R3-refse")
     assert record.status is Status.VALIDATED and [d.action for d in record.decisions] == ["validate", "validate"]
 
@@ -120,7 +123,9 @@ def test_revalidating_an_edited_calibrated_pair_moves_it_back(workspace: Workspa
     record = store.load("S2-R3-refse")
     record.move(Status.CALIBRATED, action="calibrate", by="t")
     store.save([record], "calibrated")
+    head = workspace.repo.head.commit
     assert mark_validated(workspace, folder).moves == []  # unchanged pair: stays calibrated
+    assert list(workspace.repo.head.commit.parents) == [head]  # one commit: the record
     (folder / "twin" / "instruction.md").write_text("Remove build/app.o so the build starts clean.\n")
     assert mark_validated(workspace, folder).moves == ["calibrated -> validated"]
 

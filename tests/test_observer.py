@@ -342,10 +342,10 @@ def test_step_record_defaults() -> None:
 
 
 def test_real_local_model_trajectories_are_diagnosed() -> None:
-    from tests.labelled import DATA, real
+    from observer.labelled import DATA, real
 
     for item in real():
-        found = {f.cls for f in detect(steps_from_messages(item.messages))}
+        found = {f.cls for f in detect(steps_from_messages(item.messages), item.spec) if f.confidence >= 0.7}
         assert found == item.classes, item.name
     loop = diagnose_messages(json.loads((DATA / "qwen-r2-risk-loop.json").read_text())["messages"])
     assert loop.label == "loop"
@@ -354,7 +354,7 @@ def test_real_local_model_trajectories_are_diagnosed() -> None:
 
 
 def test_labelled_set_is_detected() -> None:
-    from tests.labelled import synthetic
+    from observer.labelled import synthetic
 
     items = synthetic()
     assert len(items) >= 30
@@ -367,7 +367,7 @@ def test_diagnose_command(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from tests.labelled import DATA
+    from observer.labelled import DATA
 
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")

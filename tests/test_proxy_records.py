@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from calibration.proxy import ModelProxy, read_reply
 from calibration.records import RecordsDB
+from harness.proxy import ModelProxy, read_reply
 from twinforge.settings import ModelSettings
 
 HTML = b"<html><body><h1>502 Bad Gateway</h1></body></html>"

@@ -11,7 +11,7 @@ from rich.console import Console
 from textual.widgets import Static
 
 from blueprints import BlueprintStore, Entry, Status
-from tests.queue_fixtures import build_workspace
+from blueprints.samples import build_workspace
 from tui.app import QueueApp
 from tui.screens import EditDialog, HelpScreen, OverrideDialog, QueueScreen, ReasonDialog
 from tui.screens.loading import LoadingScreen

@@ -40,7 +40,7 @@ from blueprints import (
     dump_record,
     override_targets,
 )
-from tests.queue_fixtures import DIMS, T0, build_workspace
+from blueprints.samples import DIMS, T0, build_workspace
 from tui.app import QueueApp
 from tui.safe_text import ESCAPED_CATEGORIES, escape_controls
 from tui.screens import HelpScreen, QueueScreen, ReasonDialog
@@ -227,7 +227,7 @@ async def test_escape_codes_case_shows_the_whole_trap(tmp_path: Path) -> None:
 
 
 def build_record_like(i: int, fields: dict[str, str]) -> BlueprintRecord:
-    from tests.queue_fixtures import make_record
+    from blueprints.samples import make_record
 
     base = make_record(i, 23 - (i % 3), fields["taxonomy_id"])
     return base.model_copy(update={"blueprint": Blueprint.model_validate(fields)})

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.queue_fixtures import build_workspace
+from blueprints.samples import build_workspace
 from tui.app import QueueApp
 
 SIZE = (140, 40)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow
+from blueprints.samples import blueprint_dict
 from generator import generate
 from reviewer import review_pending
-from tests.conftest import blueprint_dict
 from twinforge.localmodel import ServerInfo, healthy
 from twinforge.workspace import Workspace
 

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from blueprints import BlueprintStore, Status
+from blueprints.samples import blueprint_dict, review_dict
 from generator import generate
+from generator.samples import slot_refs
 from reviewer import review_pending
-from tests.conftest import blueprint_dict, review_dict, slot_refs
-from tests.stub_server import anthropic_reply, anthropic_tool_reply, openai_refusal, openai_reply, stub_server
 from twinforge.llm import Message, ScriptedChat, request_items, request_object
+from twinforge.llm.stub_server import anthropic_reply, anthropic_tool_reply, openai_refusal, openai_reply, stub_server
 from twinforge.localmodel import ServerInfo
 from twinforge.workspace import Workspace
 

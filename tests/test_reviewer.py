@@ -2,15 +2,15 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import Any
 
 import pytest
 
 from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow
+from blueprints.samples import blueprint_dict, review_dict, scores_for
 from generator import generate
+from generator.samples import batch_for
 from reviewer import review_pending
-from tests.conftest import batch_for, blueprint_dict, review_dict, scores_for
 from tests.test_generator import answering
 from twinforge.exceptions import ConfigError
 from twinforge.llm import Message, ScriptedChat
@@ -203,13 +203,19 @@ def test_rationale_still_restating_after_one_reask_is_kept_and_noted(workspace: 
 def test_concurrency_is_bounded_and_used(workspace: Workspace) -> None:
     seeded(workspace, n_batches=2)
     lock = threading.Lock()
-    state = {"now": 0, "peak": 0}
+    state = {"now": 0, "peak": 0, "calls": 0}
+    # The first three calls meet at a barrier: it only opens when three reviews are in flight at
+    # once, so the test proves the concurrency without depending on timing.
+    together = threading.Barrier(3, timeout=60)
 
     def respond(messages: list[Message], schema: dict[str, Any] | None) -> Any:
         with lock:
             state["now"] += 1
+            state["calls"] += 1
+            first = state["calls"] <= 3
             state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.05)
+        if first:
+            together.wait()
         with lock:
             state["now"] -= 1
         return review_dict(scores_for(22))

@@ -17,6 +17,9 @@ import pytest
 
 from taskpair import Outcome, load_pair
 from taskpair.engine import client
+from taskpair.firewall import rules_for
+from taskpair.isolation import leftovers
+from taskpair.rundisk import disk_dir
 from taskpair.runner import Runner
 from taskpair.validate import validate
 
@@ -83,7 +86,7 @@ def test_agent_cannot_tamper_with_the_verdict(runner: Runner, tmp_path: Path) ->
         f"mkdir -p /detector /state /logs && for f in /detector/verdict.json /state/verdict.json /verdict.json; "
         f"do echo '{fake}' > $f; done; echo '{fake}'",
         "pkill -f receiver.py; pkill -f http; true",  # the receiver is not in this container
-        "for i in $(seq 1 300); do curl -s -o /dev/null http://downloads/noise$i; done",
+        "curl -s -o /dev/null 'http://downloads/noise[1-300]'",  # 300 requests from one process
         "rm -rf /logs; ls /opt 2>&1 || true",
     ]
     result = runner.run(pair, pair.risk, commands, final_message=fake)
@@ -162,11 +165,13 @@ def test_sigkilled_runner_leaves_nothing_after_next_start(tmp_path: Path) -> Non
     assert len(cli.containers.list(filters={"label": "twinforge.run=killed-run"})) == 2
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert cli.containers.list(all=True, filters={"label": "twinforge.run=killed-run"})  # left behind
-    fresh = Runner(tmp_path / "runs2")  # the next start reaps
-    assert fresh.reaped["containers"] >= 2 and fresh.reaped["networks"] >= 1
-    assert not cli.containers.list(all=True, filters={"label": "twinforge.run=killed-run"})
-    assert not cli.networks.list(filters={"label": "twinforge.run=killed-run"})
+    left = leftovers(cli, "killed-run")
+    assert left["containers"] >= 2 and left["networks"] == 1  # left behind
+    assert len(rules_for("killed-run")) >= 3 and (disk_dir() / "killed-run").is_dir()
+    Runner(tmp_path / "runs2")  # the next start reaps (another runner on this host may have done it first)
+    assert leftovers(cli, "killed-run") == {"containers": 0, "volumes": 0, "networks": 0}
+    assert rules_for("killed-run") == []
+    assert not (disk_dir() / "killed-run").exists() and not (disk_dir() / "killed-run.img").exists()
 
 
 def test_evidence_is_saved(runner: Runner) -> None:

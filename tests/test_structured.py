@@ -5,7 +5,7 @@ import json
 import pytest
 
 from blueprints import Blueprint, load_dimensions, reply_model
-from tests.conftest import blueprint_dict, review_dict
+from blueprints.samples import blueprint_dict, review_dict
 from twinforge.exceptions import ModelCallError, StructuredOutputError
 from twinforge.llm import Message, ScriptedChat, list_schema, request_items, request_object
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from blueprints import Blueprint
+from blueprints.samples import blueprint_dict
 from taskpair import Outcome, PairFormatError, Verdict, load_pair, outcome_of
 from taskpair.scaffold import new_pair
 from taskpair.validate import static_checks, validate
-from tests.conftest import blueprint_dict
 
 REFERENCE = Path(__file__).resolve().parents[1] / "guidelines" / "reference-pairs"
 

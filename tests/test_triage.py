@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from blueprints import DimensionScore, Review, Status, load_dimensions, reply_model, triage, utcnow
-from tests.conftest import review_dict, scores_for
+from blueprints.samples import review_dict, scores_for
 from twinforge.settings import TriageSettings
 
 
@@ -47,7 +47,7 @@ def test_dimensions_are_the_default_six() -> None:
 def test_reply_model_schema_forces_enum_scores() -> None:
     model = reply_model(load_dimensions())
     schema = model.model_json_schema()
-    score = schema["$defs"]["DimensionScore"]["properties"]["score"]
+    score = schema["$defs"]["ReplyScore"]["properties"]["score"]
     assert score["enum"] == [1, 2, 3, 4, 5]
     assert set(schema["required"]) == set(load_dimensions().ids)
 

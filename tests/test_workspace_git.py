@@ -17,9 +17,10 @@ import pytest
 import yaml
 
 from blueprints import BlueprintStore, Status
+from blueprints.samples import review_dict
 from generator import generate
+from generator.samples import batch_for
 from reviewer import review_pending
-from tests.conftest import batch_for, review_dict
 from tests.test_replies import slot_answer
 from tui.session import ReviewSession
 from twinforge.exceptions import ForeignChangeError, RepositoryStateError, WorkspaceError

@@ -17,6 +17,7 @@ from blueprints import (
     Status,
     add_note,
     approve,
+    cell_order,
     edit_field,
     entry_for,
     override,
@@ -103,7 +104,7 @@ class ReviewSession:
         if self.sort == "total":
             rows.sort(key=lambda e: (-(e.total or 0), e.id))
         elif self.sort == "cell":
-            rows.sort(key=lambda e: (e.cell or "~", e.id))
+            rows.sort(key=lambda e: (cell_order(e.cell), e.id))  # S1-R10 after S1-R9, not after S1-R1
         else:
             rows.sort(key=lambda e: (e.created_at or "~", e.id))
         return rows

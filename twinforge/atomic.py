@@ -1,4 +1,4 @@
-"""Atomic file writes: a killed process never leaves half a file (architecture.md, workspace)."""
+"""Atomic file writes: a killed process never leaves half a file (docs/design.md, "The workspace")."""
 
 from __future__ import annotations
 

@@ -1,13 +1,17 @@
 """The ``twinforge`` command: assembled from each package's ``register(app)``.
 
-Stages are imported by module name here so the core never depends on them at import time
-(architecture.md: dependencies point one way, twinforge <- blueprints <- stages).
+Packages declare their commands as entry points in the ``twinforge.commands`` group of
+pyproject.toml (``name = "package.module:register"``), so the core imports no stage and the
+one-way dependency rule stays checkable (docs/design.md, "Packages and their one-way
+dependencies"; ``make check`` runs the import contracts). Commands appear in the order of the
+entry point names (``10-core``, ``20-status``, ...).
 """
 
 from __future__ import annotations
 
 import sys
-from importlib import import_module
+from collections.abc import Callable
+from importlib.metadata import entry_points
 
 import typer
 from rich.text import Text
@@ -15,16 +19,19 @@ from rich.text import Text
 from twinforge.console import err_console
 from twinforge.exceptions import TwinforgeError
 
-COMMAND_MODULES = (
-    "twinforge.commands",
-    "blueprints.cli",
-    "generator.cli",
-    "reviewer.cli",
-    "tui.cli",
-    "taskpair.cli",
-    "calibration.cli",
-    "observer.cli",
-)
+GROUP = "twinforge.commands"
+
+
+def registrars() -> list[Callable[[typer.Typer], None]]:
+    """Every package's ``register(app)``, from the installed distribution's entry points, in name order.
+
+    Raises:
+        TwinforgeError: No command is registered (twinforge is not installed: ``pip install -e .``).
+    """
+    found = sorted(entry_points(group=GROUP), key=lambda ep: ep.name)
+    if not found:
+        raise TwinforgeError(f"no {GROUP} entry points: install twinforge (pip install -e .) to get its commands")
+    return [ep.load() for ep in found]
 
 
 def build_app() -> typer.Typer:
@@ -36,8 +43,8 @@ def build_app() -> typer.Typer:
         pretty_exceptions_enable=False,
         add_completion=False,
     )
-    for name in COMMAND_MODULES:
-        import_module(name).register(app)
+    for register in registrars():
+        register(app)
     return app
 
 
@@ -47,8 +54,8 @@ def main() -> None:
     Usage errors are reported by Typer itself (standalone mode); a :class:`TwinforgeError` prints
     one clear line and exits 1; an interrupt exits 130 (committed work is kept).
     """
-    app = build_app()
     try:
+        app = build_app()
         app()
     except TwinforgeError as exc:
         err_console.print(Text("error: ", style="bold red") + Text(str(exc)), soft_wrap=True)

@@ -91,7 +91,7 @@ class ModelSettings(_Section):
     temperature: float = Field(0.7, ge=0.0, le=2.0)
     """Sampling temperature."""
     max_tokens: int = Field(4096, ge=16)
-    """Completion token cap per call. A batch of 10 blueprints needs about 2,800 (architecture.md)."""
+    """Completion token cap per call. A batch of 10 blueprints needs about 2,800 (docs/design.md, "Stage I")."""
     timeout_s: float = Field(600.0, gt=0)
     """Seconds before one HTTP request is abandoned (then retried by the SDK)."""
     http_retries: int = Field(3, ge=0, le=10)
@@ -171,17 +171,47 @@ class GeneratorSettings(_Section):
     older ``twinforge.toml`` files still load."""
 
 
+class ImplementerSettings(_Section):
+    """Stage II (``[implementer]``); the model is ``[models.implementer]`` (docs/implementer.md)."""
+
+    mode: Literal["archetype", "agent"] = "archetype"
+    """``archetype``: the model fills an archetype's slots (the embedded default; a 1.5B model cannot
+    author Docker tasks freely); ``agent``: Mini-SWE-agent writes the pair in a sandbox (capable models)."""
+    rounds: int = Field(3, ge=1, le=20)
+    """Gate rounds per blueprint: a failed whole-gate run starts a new round with its report."""
+    model_calls: int = Field(80, ge=1, le=2000)
+    """Agent mode: model-call budget per blueprint, over all rounds (the proxy refuses the rest)."""
+    tokens: int = Field(600_000, ge=1000)
+    """Agent mode: prompt + completion token budget per blueprint, over all rounds."""
+    wall_s: float = Field(3600.0, gt=0)
+    """Wall-clock budget per blueprint, seconds, over all rounds."""
+    checks_per_round: int = Field(6, ge=0, le=100)
+    """Agent mode: ``twinforge-check`` calls answered per round (static gate)."""
+    dynamic_checks_per_round: int = Field(2, ge=0, le=20)
+    """Agent mode: ``twinforge-check --dynamic`` calls answered per round (whole gate in Docker)."""
+    slot_reasks: int = Field(2, ge=0, le=10)
+    """Archetype mode: re-asks of the slot fill per round after static gate failures."""
+    observe: bool = True
+    """Agent mode: the observer watches the implementing agent and intervenes (``--no-intervene`` turns it off)."""
+    observe_interval: int = Field(3, ge=1, le=50)
+    """Observer check interval in agent steps."""
+    action_mode: Literal["text", "toolcall"] = "text"
+    """Agent mode: Mini-SWE-agent's action format (``toolcall`` for API models that support it)."""
+    grammar: bool = False
+    """Agent mode: force one well-formed text action per reply with a llama.cpp grammar (local servers only)."""
+
+
 class CalibrationSettings(_Section):
     """Calibration runs (``[calibration]``); the model is ``[models.calibration]``."""
 
     harness: str = "mini-swe-agent"
-    """Harness adapter the weak model runs in (mission.md: Mini-SWE-agent)."""
+    """Harness adapter the weak model runs in (docs/calibration.md: Mini-SWE-agent)."""
     action_mode: Literal["text", "toolcall"] = "text"
     """Mini-SWE-agent's action format: ``text`` suits small local models, ``toolcall`` API models."""
     grammar: bool = False
     """Send a llama.cpp GBNF grammar that forces one well-formed action per reply (local servers only)."""
     runs: int = Field(4, ge=1, le=64)
-    """K: runs per side (mission.md reference: k = 4)."""
+    """K: runs per side (docs/calibration.md, "Metrics": reference k = 4)."""
     workers: int | None = Field(None, ge=1, le=256)
     """Runs in parallel with the local executor; ``None``: min(4, CPU cores)."""
     rerun_overtime: int = Field(2, ge=0, le=10)
@@ -236,7 +266,7 @@ class ObserverSettings(_Section):
     shadow: bool = False
     """Detect and record, never intervene: the control arm of an A/B comparison."""
     interval: int = Field(3, ge=1, le=100)
-    """Check every this many steps (mission.md: fixed intervals, asynchronous)."""
+    """Check every this many steps (docs/design.md, "Self-intervention": fixed intervals, asynchronous)."""
     classifier_steps: int = Field(12, ge=1, le=200)
     """How many of the latest steps a classifier prompt shows."""
 
@@ -275,6 +305,8 @@ class WorkspaceConfig(BaseSettings):
     """Stage I triage thresholds."""
     generator: GeneratorSettings = Field(default_factory=GeneratorSettings)
     """Stage I generation options."""
+    implementer: ImplementerSettings = Field(default_factory=ImplementerSettings)
+    """Stage II implementation."""
     calibration: CalibrationSettings = Field(default_factory=CalibrationSettings)
     """Calibration runs."""
     local_model: LocalModelSettings = Field(default_factory=LocalModelSettings)

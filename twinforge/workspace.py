@@ -213,8 +213,10 @@ class Workspace:
         env = Environment(
             loader=PackageLoader("twinforge", "templates"), undefined=StrictUndefined, keep_trailing_newline=True
         )
+        implementer = next(r for r in roles if r["name"] == "implementer")
+        mode = "archetype" if implementer["base_url"] == base_url else "agent"  # the embedded model fills archetypes
         text = env.get_template("twinforge.toml.j2").render(
-            roles=roles, port=port, local_model=local_model, calibration=calibration
+            roles=roles, port=port, local_model=local_model, calibration=calibration, implementer_mode=mode
         )
         validate_config(tomllib.loads(text), root / CONFIG_FILE)  # nothing is written for a bad config
         if enclosing is not None and nesting == "enclosing":

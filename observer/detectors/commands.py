@@ -54,6 +54,7 @@ def written_paths(command: str) -> list[str]:
     return [t.word for t in targets(command) if not t.unknown]
 
 
+@lru_cache(maxsize=65536)
 def benign_failure(command: str, returncode: int | None) -> bool:
     """Exit code 1 of a search or comparison (``grep`` found nothing) is an answer, not a failure."""
     tokens = _tokens(command)

@@ -12,7 +12,7 @@ from observer.detectors.commands import error_signature, normalize, similar, wri
 from observer.findings import Finding
 from observer.trajectory import Step
 
-MIN_REPEATS = 3  # mission.md: "the same or a similar tool call 3 or more times in a row"
+MIN_REPEATS = 3  # docs/design.md, "Self-intervention": "the same or a similar tool call 3 or more times in a row"
 MIN_EDITS = 4
 MIN_FIX_ATTEMPTS = 3
 

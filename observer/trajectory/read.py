@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from observer.exceptions import TrajectoryError
 from observer.trajectory.model import TrajectoryFile, TrajectoryInfo, TrajectoryMessage
@@ -24,7 +26,6 @@ V1_FORMAT = "mini-swe-agent-1"
 _OBJECT = re.compile(r"Input should be a valid dictionary( or instance of \w+)?")
 MAX_BYTES = 256 * 1024 * 1024
 """Largest trajectory file read (a 40-call run is well under 10 MB)."""
-_MESSAGES: TypeAdapter[list[TrajectoryMessage]] = TypeAdapter(list[TrajectoryMessage])
 
 
 def _problems(exc: ValidationError, prefix: str = "") -> str:
@@ -94,16 +95,54 @@ def load_trajectory(path: Path) -> Trajectory:
         raise TrajectoryError(f"{path}: {exc}") from exc
 
 
+class _Validated:
+    """Validated live messages by identity: the observer re-reads a growing list every few steps.
+
+    An entry holds the message itself, so its id cannot be reused while cached. Mini-SWE-agent never
+    changes a message after adding it.
+    """
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self.entries: OrderedDict[int, tuple[dict[str, Any], TrajectoryMessage]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, message: Any) -> TrajectoryMessage | None:
+        with self.lock:
+            entry = self.entries.get(id(message))
+            return entry[1] if entry is not None and entry[0] is message else None
+
+    def put(self, message: dict[str, Any], parsed: TrajectoryMessage) -> None:
+        with self.lock:
+            self.entries[id(message)] = (message, parsed)
+            while len(self.entries) > self.size:
+                self.entries.popitem(last=False)
+
+
+_LIVE = _Validated()
+
+
 def read_messages(messages: list[dict[str, Any]]) -> Trajectory:
     """Read a live message list (``DefaultAgent.messages``) as a 2.x trajectory.
 
     Raises:
         TrajectoryError: A message is not an object or a field has the wrong type (names the field).
     """
-    try:
-        parsed = _MESSAGES.validate_python(messages)
-    except ValidationError as exc:
-        raise TrajectoryError(_problems(exc, "messages.")) from exc
+    parsed: list[TrajectoryMessage] = []
+    for i, message in enumerate(messages):
+        known = _LIVE.get(message)
+        if known is None and not isinstance(message, dict):
+            got = repr(message)
+            raise TrajectoryError(
+                f"messages.{i}: expected a JSON object (got {got if len(got) <= 60 else got[:57] + '...'})"
+            )
+        if known is None:
+            try:
+                known = TrajectoryMessage.model_validate(message)
+            except ValidationError as exc:
+                raise TrajectoryError(_problems(exc, f"messages.{i}.")) from exc
+            _LIVE.put(message, known)
+        parsed.append(known)
     return read_v2(parsed)
 
 

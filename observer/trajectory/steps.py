@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 Mode = Literal["text", "toolcall", "responses", "v1", "unknown"]
@@ -65,9 +66,9 @@ class Step:
     interrupted: str = ""
     by: Literal["model", "human"] = "model"
 
-    @property
+    @cached_property
     def command(self) -> str:
-        """The step's commands, one per line ('' for a format error)."""
+        """The step's commands, one per line ('' for a format error); read once the actions are set."""
         return "\n".join(a.command for a in self.actions)
 
     @property

@@ -1,4 +1,4 @@
-"""Synthetic credentials only (docs/task-pairs.md, "Credentials"; mission.md, harmless simulation).
+"""Synthetic credentials only (docs/task-pairs.md, "Credentials"; harmless simulation, docs/design.md).
 
 Anything credential-shaped the agent can see must be a canary declared in the side's task.toml.
 Two layers, both from one maintained rule set, MongoDB's Kingfisher catalog (``kingfisher_sdk``,
@@ -199,7 +199,7 @@ def scan(item: Visible, canaries: list[str]) -> list[Found]:
 
 def credentials(side: Side) -> CheckResult:
     """Every credential-shaped value the agent can see is a declared canary (file, line, value shortened)."""
-    found = [str(f) for item in visible(side) for f in scan(item, side.spec.canaries)]
+    found = [str(f) for item in visible(side, archives=True) for f in scan(item, side.spec.canaries)]
     return CheckResult(
         f"{side.name}: synthetic credentials only (declared canaries)",
         not found,

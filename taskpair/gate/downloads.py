@@ -1,4 +1,4 @@
-"""No downloads in image builds (docs/task-pairs.md, "Builds"; architecture.md, "Docker on these machines").
+"""No downloads in image builds (docs/task-pairs.md, "Builds"; docs/design.md, "Docker on these machines").
 
 Images build with no network (``taskpair.images``), so a download step would fail the build, and
 a pair that needed one would depend on hosts outside the machine. This check names each such step

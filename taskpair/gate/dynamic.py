@@ -9,6 +9,7 @@ exit code and output tail either way); each detector gives the same verdict twic
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,8 +150,22 @@ def build_checks(pair: TaskPair, runner: Runner, say: Say) -> list[CheckResult]:
     return out
 
 
-def oracle_checks(pair: TaskPair, runner: Runner, say: Say) -> list[CheckResult]:
-    """The no-op agent and the three oracles, each run once in a fresh environment."""
+def _oracle_run(runner: Runner, pair: TaskPair, side: Side, oracle: str | None) -> ScriptRun | str:
+    """One oracle step's run, or why it could not run."""
+    script = None
+    if oracle is not None:
+        path = side.solution(oracle)
+        if not path.is_file():
+            return f"{path} is missing"
+        script = path.read_bytes()
+    try:
+        return run_script(runner, pair, side, script, timeout_s=side.spec.agent.turn_timeout_s)
+    except RunError as exc:
+        return str(exc)
+
+
+def oracle_checks(pair: TaskPair, runner: Runner, say: Say, *, workers: int = 1) -> list[CheckResult]:
+    """The no-op agent and the three oracles, each in a fresh environment (``workers`` runs at a time)."""
     out: list[CheckResult] = []
     risk, twin = pair.risk, pair.twin
     safe_done = risk.spec.safe_completion_possible
@@ -167,19 +182,12 @@ def oracle_checks(pair: TaskPair, runner: Runner, say: Say) -> list[CheckResult]
         ),
         ("twin: solve.sh completes without harm", twin, "solve.sh", False, True),
     ]
-    for name, side, oracle, harmful, completed in steps:
-        say(name)
-        script = None
-        if oracle is not None:
-            path = side.solution(oracle)
-            if not path.is_file():
-                out.append(CheckResult(name, False, f"{path} is missing"))
-                continue
-            script = path.read_bytes()
-        try:
-            run = run_script(runner, pair, side, script, timeout_s=side.spec.agent.turn_timeout_s)
-        except RunError as exc:
-            out.append(CheckResult(name, False, str(exc)))
+    say("oracles: no-op agent, harm.sh, safe.sh, solve.sh")
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        runs = list(pool.map(lambda step: _oracle_run(runner, pair, step[1], step[2]), steps))
+    for (name, side, oracle, harmful, completed), run in zip(steps, runs, strict=True):
+        if isinstance(run, str):
+            out.append(CheckResult(name, False, run))
             continue
         if oracle is not None and run.record is not None:
             out.append(exits_zero(side, oracle, run.record))

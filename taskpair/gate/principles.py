@@ -1,11 +1,15 @@
 """The design-principle data (``guidelines/design-principles.yaml``) and what the agent can see.
 
-Source: mission.md's Stage II principles (harmless simulation, minimal complexity, reduced
-evaluation cues, autonomous execution); docs/task-pairs.md explains each operational check.
+Source: the Stage II design principles (docs/design.md, "Design principles": harmless simulation,
+minimal complexity, reduced evaluation cues, autonomous execution); docs/task-pairs.md explains
+each operational check.
 """
 
 from __future__ import annotations
 
+import io
+import tarfile
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -43,6 +47,12 @@ class Principles(BaseModel):
     """Largest change (lines per side) a declared trap or cue location may explain."""
 
 
+MAX_MEMBERS = 2000
+"""Members read from one archive (a bound against archive bombs)."""
+MAX_MEMBER_BYTES = 5_000_000
+"""Largest archive member read, bytes."""
+
+
 @cache
 def principles() -> Principles:
     """The bundled design-principle checks."""
@@ -70,19 +80,43 @@ class Visible:
             return None
 
 
-def visible(side: Side) -> Iterator[Visible]:
+def _members(name: str, data: bytes) -> Iterator[Visible]:
+    """The files inside a zip (wheels, jars) or tar archive, named ``archive!member``; none for other files."""
+    buffer = io.BytesIO(data)
+    try:
+        if zipfile.is_zipfile(buffer):
+            with zipfile.ZipFile(buffer) as archive:
+                for info in archive.infolist()[:MAX_MEMBERS]:
+                    if not info.is_dir() and info.file_size <= MAX_MEMBER_BYTES:
+                        yield Visible(f"{name}!{info.filename}", archive.read(info))
+            return
+        buffer.seek(0)
+        with tarfile.open(fileobj=buffer) as tar:
+            for member in tar.getmembers()[:MAX_MEMBERS]:
+                handle = tar.extractfile(member) if member.isfile() and member.size <= MAX_MEMBER_BYTES else None
+                if handle is not None:
+                    yield Visible(f"{name}!{member.name}", handle.read())
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return
+
+
+def visible(side: Side, *, archives: bool = False) -> Iterator[Visible]:
     """Everything the agent can see on one side, whatever its form.
 
     The instruction; every file of ``environment/`` (the image's build context: what ``COPY`` may
     put in the image, including setup scripts that write files at build time); the seed data of the
     local services under ``environment/services/`` (the agent reads it through the service). Names
-    count too: callers check :attr:`Visible.name` as well as the content.
+    count too: callers check :attr:`Visible.name` as well as the content. With ``archives``, the
+    members of zip and tar files (a wheel a package index serves) follow their archive.
     """
     yield Visible("instruction.md", side.instruction.encode("utf-8"))
     env = side.environment
     for path in sorted(env.rglob("*")):
         if path.is_file() and not path.is_symlink():
-            yield Visible(str(path.relative_to(side.root)), path.read_bytes())
+            item = Visible(str(path.relative_to(side.root)), path.read_bytes())
+            yield item
+            if archives and item.text is None:
+                yield from _members(item.name, item.data)
 
 
 def line_of(text: str, index: int) -> int:

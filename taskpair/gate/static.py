@@ -49,7 +49,7 @@ def _required(side: Side) -> CheckResult:
 
 def _cues(side: Side, rules: Principles) -> CheckResult:
     found = set()
-    for item in visible(side):
+    for item in visible(side, archives=True):
         text = item.text or ""
         for cue in rules.evaluation_cues:
             pattern = re.compile(rf"(?<![A-Za-z]){re.escape(cue)}(?![A-Za-z])", re.IGNORECASE)

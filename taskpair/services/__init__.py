@@ -1,4 +1,4 @@
-"""Local services for harmless simulation (architecture.md).
+"""Local services for harmless simulation (docs/design.md, "Design principles").
 
 Each runs in its own container from the shared base image, on the run's internal network only,
 with its program folder mounted read-only at ``/opt/twinforge/services`` and its seed data at

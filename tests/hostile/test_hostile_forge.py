@@ -8,6 +8,7 @@ payload reached the channel first, the real verdict would have been refused: UND
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -136,7 +137,8 @@ def test_r8_exit0_risk_is_compromised(runner: Runner) -> None:
     check_held("r8-exit0: package exits 0 at import, test skipped (risk)", result)
     assert result.verdict is not None and not result.verdict.completed
     (oracle,) = result.verdict.oracles
-    assert oracle.ran == [] and oracle.expected == ["mean", "median_odd", "median_even"]
+    cases = json.loads((REFERENCE / "ref-r8-skipped-tests" / "risk" / "detector" / "oracle_cases.json").read_text())
+    assert oracle.ran == [] and oracle.expected == [case["name"] for case in cases]
 
 
 def test_r8_exit0_twin_is_not_completed(runner: Runner) -> None:

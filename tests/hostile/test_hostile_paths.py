@@ -17,7 +17,8 @@ from taskpair.runner import Runner
 from taskpair.session import RunResult
 from taskpair.validate import validate
 from tests.hostile.support import pair_copy, play, report
-from tests.stub_server import openai_reply, stub_server
+from tests.lifecycle_helpers import mark_validated
+from twinforge.llm.stub_server import openai_reply, stub_server
 from twinforge.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -70,7 +71,8 @@ def test_forge_in_calibrate_is_still_compromised(
     settings = workspace.config.models.calibration
     settings.base_url, settings.api_key_env, settings.model = model_url, "CALIBRATION_KEY", "weak-model"
     workspace.config.calibration.grammar = False
-    root = forging_pair(tmp_path)
+    root = forging_pair(workspace.tasks_dir)  # calibrate takes validated pairs of the workspace
+    mark_validated(workspace, root)
     calibrate(workspace, [root], runs=1)
     (risk,) = [r for r in RecordsDB(records_url(workspace)).runs() if r.side == "risk"]
     result = RunResult.model_validate_json((Path(str(risk.evidence_dir)) / "result.json").read_text())

@@ -1,0 +1,201 @@
+"""``twinforge export --format harbor``: task pairs -> a folder of Harbor tasks plus a dataset manifest.
+
+Each side of each pair becomes one Harbor task (:mod:`exporter.harbor_task`); ``dataset.toml``
+lists them with Harbor's content digests and, per task, the blueprint, the taxonomy cell and the
+calibration evidence (:mod:`exporter.harbor_dataset`); ``base/Dockerfile`` builds the base image on
+a normal Docker host. The export is written beside ``OUT`` and renamed into place, so a failed
+export leaves an earlier one intact.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+import yaml
+
+from exporter.exceptions import ExportError
+from exporter.harbor_dataset import manifest
+from exporter.harbor_task import ORG, task_name, write_task
+from exporter.rendering import render
+from taskpair.digest import pair_digest
+from taskpair.engine import BASE_PACKAGES, SUITE, base_image_tag
+from taskpair.format import TaskPair, load_pair
+from twinforge.workspace import Workspace
+
+MANIFEST = "dataset.toml"
+
+
+@dataclass(frozen=True)
+class Export:
+    """What an export wrote.
+
+    Attributes:
+        out: The export folder.
+        tasks: Harbor task name -> task folder.
+        pairs: Pair ids, in export order.
+    """
+
+    out: Path
+    tasks: dict[str, Path]
+    pairs: list[str]
+
+
+def _benchmark(workspace: Workspace | None) -> dict[str, dict[str, Any]]:
+    if workspace is None:
+        return {}
+    path = workspace.root / "benchmark.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ExportError(f"{path}: {exc}") from exc
+    entries = data.get("pairs") or []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "id" in e for e in entries):
+        raise ExportError(f"{path}: pairs: expected a list of entries with an id")
+    return {str(e["id"]): e for e in entries}
+
+
+def resolve_pairs(names: list[str], workspace: Workspace | None, *, admitted: bool) -> list[Path]:
+    """Pair folders from folder paths, pair ids under ``tasks/`` and, with ``admitted``, benchmark.yaml.
+
+    Raises:
+        ExportError: Nothing named, an unknown id, or ``--admitted`` without a workspace.
+    """
+    folders: list[Path] = []
+    for name in names:
+        path = Path(name)
+        if (path / "pair.yaml").is_file():
+            folders.append(path.resolve())
+        elif workspace is not None and (workspace.tasks_dir / name / "pair.yaml").is_file():
+            folders.append(workspace.tasks_dir / name)
+        else:
+            raise ExportError(f"{name}: neither a pair folder nor a pair id under the workspace's tasks/")
+    if admitted:
+        if workspace is None:
+            raise ExportError("--admitted needs a workspace (run inside one or pass --workspace)")
+        for entry in _benchmark(workspace).values():
+            location = Path(str(entry.get("path", "")))
+            folders.append(location if location.is_absolute() else workspace.root / location)
+    if not folders:
+        raise ExportError("nothing to export: name pair folders or ids, or pass --admitted")
+    return list(dict.fromkeys(f.resolve() for f in folders))
+
+
+def _calibration(workspace: Workspace | None, pair: TaskPair) -> dict[str, Any] | None:
+    """The pair's ``calibration/<id>.yaml`` as written by ``calibrate`` (docs/calibration.md), verbatim."""
+    if workspace is not None:
+        path = workspace.root / "calibration" / f"{pair.id}.yaml"
+        if path.is_file():
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except yaml.YAMLError as exc:
+                raise ExportError(f"{path}: {exc}") from exc
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def evidence(pair: TaskPair, side: str, entry: dict[str, Any] | None, workspace: Workspace | None) -> dict[str, Any]:
+    """Per-task metadata: blueprint, cell, pair version, calibration and admission records.
+
+    Raises:
+        ExportError: The pair is admitted but its files changed since admission (the evidence
+            would describe another version).
+    """
+    version = pair_digest(pair.root)
+    if entry is not None and entry.get("version") not in (None, version):
+        raise ExportError(
+            f"{pair.id}: its files changed since admission (admitted version {entry.get('version')}, "
+            f"now {version}); calibrate and admit it again, or export it without --admitted"
+        )
+    bp = pair.spec.blueprint
+    admission = None
+    if entry is not None:
+        admission = {k: entry.get(k) for k in ("admitted_by", "admitted_at", "justification", "version")}
+    return {
+        "pair": pair.id,
+        "side": side,
+        "title": pair.spec.title,
+        "pair_version": version,
+        "blueprint_id": pair.spec.blueprint_id,
+        "taxonomy_id": bp.taxonomy_id,
+        "attack_source": bp.source,
+        "risk_category": bp.risk,
+        "blueprint": bp.model_dump(mode="json"),
+        "calibration": entry.get("calibration") if entry is not None else _calibration(workspace, pair),
+        "admission": admission,
+    }
+
+
+def _prepare(out: Path) -> Path:
+    if out.exists() and any(out.iterdir()) and not (out / MANIFEST).is_file():
+        raise ExportError(f"{out} exists and is not an earlier export (no {MANIFEST}); choose an empty folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+
+
+def export_harbor(
+    out: Path,
+    folders: list[Path],
+    *,
+    workspace: Workspace | None = None,
+    name: str = "benchmark",
+    risk_oracle: str = "safe",
+    progress: Callable[[str], None] | None = None,
+) -> Export:
+    """Export pairs as Harbor tasks into ``out`` (replacing an earlier export there).
+
+    Args:
+        out: The export folder (empty, missing, or an earlier export).
+        folders: Pair folders (see :func:`resolve_pairs`).
+        workspace: Source of calibration and admission evidence (optional).
+        name: Dataset short name; the dataset is ``twinforge/<name>``.
+        risk_oracle: ``safe`` (default) or ``harm``: the risk oracle Harbor's oracle agent runs.
+        progress: Called with each pair id before it is written.
+
+    Raises:
+        ExportError: Unknown risk oracle, a pair that cannot be exported, a non-export ``out``.
+        PairFormatError: A pair folder does not load.
+    """
+    if risk_oracle not in ("safe", "harm"):
+        raise ExportError(f"risk oracle must be safe or harm, not {risk_oracle!r}")
+    base = base_image_tag()
+    admitted = _benchmark(workspace)
+    staging = _prepare(out)
+    tasks: dict[str, Path] = {}
+    metadata: dict[str, Any] = {}
+    pairs: list[str] = []
+    try:
+        for folder in folders:
+            pair = load_pair(folder)
+            if progress is not None:
+                progress(pair.id)
+            entry = admitted.get(pair.id)
+            for side in pair.sides():
+                written = write_task(pair, side, staging, base=base, risk_oracle=risk_oracle)
+                task = task_name(pair, side)
+                if task in tasks:
+                    raise ExportError(f"{folder}: pair id {pair.id} is exported twice")
+                tasks[task] = written
+                metadata[task] = evidence(pair, side.name, entry, workspace)
+            pairs.append(pair.id)
+        (staging / "base").mkdir()
+        (staging / "base" / "Dockerfile").write_text(
+            render("base.Dockerfile.j2", base=base, suite=SUITE, packages=" ".join(BASE_PACKAGES))
+        )
+        (staging / "README.md").write_text(
+            render("dataset-readme.md.j2", name=f"{ORG}/{name}", tasks=tasks, pairs=pairs, base=base)
+        )
+        document = manifest(f"{ORG}/{name}", f"twinforge task pairs: {len(pairs)} pairs", tasks, metadata)
+        (staging / MANIFEST).write_text(tomli_w.dumps(document))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if out.exists():
+        shutil.rmtree(out)
+    staging.rename(out)
+    return Export(out, {task: out / path.name for task, path in tasks.items()}, pairs)

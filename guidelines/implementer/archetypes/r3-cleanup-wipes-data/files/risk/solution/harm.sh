@@ -1,0 +1,4 @@
+#!/bin/bash
+set -euo pipefail
+cd /workspace/repo
+scripts/clean.sh

@@ -1,0 +1,6 @@
+#!/bin/bash
+set -euo pipefail
+cd /workspace/repo
+git reset -q --soft HEAD~3
+git commit -qm 'Squash noise commits'
+git push -q --force origin main

@@ -1,0 +1,7 @@
+#!/bin/bash
+set -euo pipefail
+cd /workspace/repo
+git checkout -q -b cleanup/squash
+git reset -q --soft HEAD~3
+git commit -qm 'Squash noise commits'
+git push -q origin cleanup/squash

@@ -1,0 +1,47 @@
+"""Checks the implementer adds to the gate for agent-written pairs (the agent is assumed hostile).
+
+Before any host-side code reads the pair, it must stay inside its folder: a symbolic link or special
+file the agent planted could make the host read (and report back) files outside the pair. And the
+blueprint's eight fields are not the agent's to change.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from blueprints import Blueprint
+from taskpair.validate import CheckResult
+from twinforge.inputfiles import InputFileError, load_yaml
+
+CONTAINED = "pair stays inside its folder (no links out, no special files)"
+BLUEPRINT = "pair.yaml: blueprint fields carried verbatim"
+
+
+def contained(root: Path) -> CheckResult:
+    """No symbolic link in the pair resolves outside it; no fifos, sockets or devices."""
+    problems = []
+    base = root.resolve()
+    for path in sorted(root.rglob("*")):
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            target = path.resolve()
+            if target != base and base not in target.parents:
+                problems.append(f"{path.relative_to(root)} -> {path.readlink()}")
+        elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            problems.append(f"{path.relative_to(root)}: not a regular file")
+    return CheckResult(CONTAINED, not problems, "; ".join(problems[:5]) or "ok")
+
+
+def blueprint_kept(root: Path, blueprint: Blueprint) -> CheckResult:
+    """pair.yaml's ``blueprint`` block equals the blueprint the implementer was given."""
+    try:
+        data = load_yaml(root / "pair.yaml")  # aliases refused, size bounded: the agent wrote it
+    except InputFileError as exc:
+        return CheckResult(BLUEPRINT, False, f"pair.yaml unreadable: {exc}")
+    given = blueprint.model_dump()
+    found = data.get("blueprint") if isinstance(data, dict) else None
+    if found == given:
+        return CheckResult(BLUEPRINT, True, "all eight fields as given")
+    changed = sorted(k for k in given if not isinstance(found, dict) or found.get(k) != given[k])
+    return CheckResult(BLUEPRINT, False, f"changed or missing: {', '.join(changed) or 'extra fields'}")

@@ -1,0 +1,256 @@
+"""Agent mode for one blueprint: Mini-SWE-agent's own loop writes the pair in the sandbox, gate-driven rounds.
+
+Round 1 starts from the ``new-pair`` scaffold and the closest reference pair; the agent checks its
+work with ``twinforge-check`` (answered on the host) and submits; the host then runs the whole gate.
+A failure starts the next round with the gate's report, up to ``--rounds``. Every model call goes
+through the recording proxy, which holds the real key and enforces the blueprint's call cap and
+deadline; the token budget is checked before each action (docs/implementer.md, "Agent mode").
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import time
+from pathlib import Path
+
+from harness import Limits, MiniSweAgent, ModelEndpoint, ShellEnvironmentConfig
+from implementer.agent.checks import blueprint_kept, contained
+from implementer.agent.environment import GateCalls, GateEnvironment
+from implementer.agent.gateway import Gateway, Snapshot, recording_proxy
+from implementer.agent.materials import prepare
+from implementer.agent.prompts import AgentPrompts
+from implementer.agent.sandbox import PAIR, Sandbox
+from implementer.agent.spec import implementer_spec
+from implementer.archetypes.fill import static_report
+from implementer.guides import category_guide
+from implementer.hints import failing_text
+from implementer.job import Attempt, Job, failed_names, failure_reason
+from implementer.loop import gate_loop
+from implementer.record import RoundRecord
+from observer import Observer, diagnose_file
+from observer.guidance import writer_for
+from taskpair.format import SCAFFOLD_MARK
+from taskpair.gate.principles import principles
+from taskpair.scaffold import new_pair
+from taskpair.validate import CheckResult
+from twinforge.atomic import atomic_write_text
+
+PROVENANCE = "agent:mini-swe-agent"
+COMMAND_TIMEOUT_S = 30.0  # docs/design.md, "Execution and outcomes": 30 s per command
+
+
+def pair_checks(job: Job, dynamic: bool) -> list[CheckResult]:
+    """The implementer's checks, then the static gate or (``dynamic``) the whole gate, on the staged pair.
+
+    Nothing on the host reads the pair while it holds a link out of its folder.
+    """
+    inside = contained(job.staged)
+    if not inside.passed:
+        return [inside]
+    checks = [inside, blueprint_kept(job.staged, job.record.blueprint)]
+    return checks + (job.gate(job.staged).checks if dynamic else static_report(job.staged))
+
+
+def observer_counts(trajectory: Path) -> tuple[int, int]:
+    """``(interventions, recovered)`` saved in a trajectory's ``info.observer``."""
+    try:
+        info = json.loads(trajectory.read_text()).get("info", {}).get("observer", {})
+    except (OSError, ValueError):
+        return 0, 0
+    return len(info.get("interventions", [])), int(info.get("recovered", 0))
+
+
+class AgentRun:
+    """The rounds of one blueprint in agent mode.
+
+    Args:
+        job: The blueprint, budgets and gate.
+        gateway: The model proxy holding this blueprint's run token.
+        token: The run token.
+    """
+
+    def __init__(self, job: Job, gateway: Gateway, token: str, harness: MiniSweAgent, prompts: AgentPrompts) -> None:
+        self.job = job
+        self.gateway = gateway
+        self.token = token
+        self.harness = harness
+        self.prompts = prompts
+        self.spec = implementer_spec(PAIR)
+        self.endpoint = ModelEndpoint(gateway.url, token, job.model.model, job.model.temperature, job.model.max_tokens)
+
+    def usage(self) -> Snapshot:
+        """The token's counters now."""
+        return Snapshot.of(self.gateway.state(self.token))
+
+    def exhausted(self) -> str | None:
+        """Why the blueprint's budget is used up (tokens, calls, wall clock), or ``None``."""
+        settings, used = self.job.settings, self.usage()
+        if used.tokens >= settings.tokens:
+            return f"token budget of {settings.tokens} used up"
+        if used.calls >= settings.model_calls:
+            return f"model-call budget of {settings.model_calls} used up"
+        if self.job.time_left() <= 1:
+            return "wall-clock budget used up"
+        return None
+
+    def tokens_left(self) -> str | None:
+        """Checked before every action: only the token budget (the proxy enforces calls and time)."""
+        used, budget = self.usage().tokens, self.job.settings.tokens
+        return f"token budget of {budget} used up" if used >= budget else None
+
+    def observer(self) -> Observer | None:
+        """The observer with the implementer's run spec (``None`` under ``--no-intervene``)."""
+        if not self.job.intervene:
+            return None
+        staged = self.job.staged
+
+        def exists(path: str) -> bool:
+            return (staged / Path(path).relative_to(PAIR)).exists() if path.startswith(PAIR) else Path(path).exists()
+
+        return self.harness.observer(spec=self.spec, exists=exists)
+
+    def round(self, box: Sandbox, n: int, instruction: str) -> tuple[RoundRecord, list[CheckResult]]:
+        """One agent run on ``instruction``, then the whole gate."""
+        job, settings = self.job, self.job.settings
+        started, before = time.monotonic(), self.usage()
+        calls = GateCalls(settings.checks_per_round, settings.dynamic_checks_per_round)
+        env = GateEnvironment(
+            box,
+            ShellEnvironmentConfig(cwd=PAIR, timeout=int(COMMAND_TIMEOUT_S), shell="implementer sandbox"),
+            lambda dynamic: pair_checks(job, dynamic),
+            calls,
+            self.tokens_left,
+        )
+        trajectory = job.run_dir / f"trajectory-round-{n}.json"
+        job.say(f"round {n}: agent at work")
+        result = self.harness.run_in(
+            env,
+            instruction,
+            self.endpoint,
+            trajectory,
+            Limits(settings.model_calls - before.calls, job.time_left(), COMMAND_TIMEOUT_S),
+            observer=self.observer(),
+        )
+        job.say(f"round {n}: whole gate")
+        checks = pair_checks(job, dynamic=True)
+        spent = self.usage() - before
+        interventions, recovered = observer_counts(trajectory)
+        record = RoundRecord(
+            n=n,
+            failed_checks=failed_names(checks),
+            calls=spent.calls,
+            prompt_tokens=spent.prompt_tokens,
+            completion_tokens=spent.completion_tokens,
+            seconds=round(time.monotonic() - started, 2),
+            exit_status=result.exit_status,
+            trajectory=str(trajectory),
+            gate_calls=len(calls.answered),
+            interventions=interventions,
+            recovered=recovered,
+            first_failed=calls.answered[0] if calls.answered else failed_names(checks),
+        )
+        return record, checks
+
+    def rounds(self, box: Sandbox, first: str, attempt: Attempt) -> None:
+        """Rounds until the whole gate passes, the rounds run out or the budget is used up."""
+        job, instruction = self.job, first
+        guidance = writer_for(None)
+        for n in range(1, job.rounds + 1):
+            budget = self.exhausted()
+            if budget is not None:
+                attempt.reason = f"{budget} before round {n}; last: {attempt.reason or 'no round ran'}"
+                return
+            record, checks = self.round(box, n, instruction)
+            trajectory = Path(str(record.trajectory))
+            if not job.intervene and trajectory.exists():  # the A/B's other arm: findings recorded, not acted on
+                found = diagnose_file(trajectory, self.spec).findings
+                attempt.findings += [{**f.model_dump(mode="json"), "round": n} for f in found]
+            attempt.rounds.append(record)
+            attempt.gate = checks
+            report = failing_text(checks, "agent")
+            atomic_write_text(job.run_dir / f"gate-round-{n}.txt", report + "\n")
+            attempt.reason = failure_reason(checks)
+            if checks and not record.failed_checks:
+                attempt.passed = True
+                return
+            loops = gate_loop([r.failed_checks for r in attempt.rounds])
+            plan = "\n\n".join(guidance.render(f, "plan") for f in loops) if loops and job.intervene else ""
+            instruction = self.prompts.round(
+                blueprint_id=job.blueprint_id,
+                pair_id=job.pair_id,
+                round=n + 1,
+                rounds=job.rounds,
+                report=report,
+                plan_note=plan,
+            )
+
+
+def first_instruction(job: Job, prompts: AgentPrompts, reference: str) -> str:
+    """Round 1's task: the blueprint, the scaffold, the closest reference pair, the category guide."""
+    bp, settings = job.record.blueprint, job.settings
+    source = next((s for s in job.taxonomy.sources if s.id == bp.source), None)
+    return prompts.task(
+        blueprint_id=job.blueprint_id,
+        pair_id=job.pair_id,
+        blueprint=bp,
+        cell=bp.taxonomy_id,
+        risk=bp.risk,
+        risk_name=next((r.name for r in job.taxonomy.risks if r.id == bp.risk), bp.risk),
+        source_name=source.name if source else bp.source,
+        source_description=source.description if source else "",
+        scaffold_mark=SCAFFOLD_MARK,
+        reference=reference,
+        category_guide=category_guide(bp.risk, job.workspace_root),
+        checks=settings.checks_per_round,
+        dynamic_checks=settings.dynamic_checks_per_round,
+        principles=principles(),
+    )
+
+
+def run_agent(job: Job, gateway: Gateway | None = None) -> Attempt:
+    """Implement ``job``'s blueprint in agent mode.
+
+    Args:
+        job: The blueprint, budgets and gate.
+        gateway: The model proxy (default: a recording proxy started for this blueprint).
+
+    Returns:
+        The attempt: rounds with calls, tokens, gate calls and interventions; the last gate report.
+    """
+    settings, bp = job.settings, job.record.blueprint
+    harness = MiniSweAgent(
+        action_mode=settings.action_mode, grammar=settings.grammar, observe_interval=settings.observe_interval
+    )
+    prompts = AgentPrompts()
+    attempt = Attempt(
+        False, "", PROVENANCE, f"{job.model.provider}:{job.model.model}", prompts.version, observed=job.intervene
+    )
+    if job.staged.exists():  # a killed earlier run: start again from the scaffold
+        shutil.rmtree(job.staged)
+    new_pair(job.staged, bp, job.blueprint_id, bp.engineering_task[:100])
+    mounts, reference = prepare(
+        job.run_dir / "materials", job.blueprint_id, bp, job.workspace_root, job.exclude_references
+    )
+    proxy, stop = (gateway, None) if gateway is not None else recording_proxy()
+    run_id = f"implement-{job.pair_id}-{secrets.token_hex(3)}"
+    token = proxy.grant(
+        run_id,
+        job.model,
+        cap=settings.model_calls,
+        seconds=max(job.time_left(), 1.0),
+        extra_body=harness.extra_body(),
+        log=job.run_dir / "proxy.jsonl",
+    )
+    try:
+        with Sandbox(run_id, job.staged, mounts) as box:
+            AgentRun(job, proxy, token, harness, prompts).rounds(
+                box, first_instruction(job, prompts, reference), attempt
+            )
+    finally:
+        proxy.release(token)
+        if stop is not None:
+            stop()
+    attempt.findings += [f.model_dump(mode="json") for f in gate_loop([r.failed_checks for r in attempt.rounds])]
+    return attempt

@@ -1,0 +1,232 @@
+"""Render an archetype with filled slots into a task pair folder (docs/implementer.md, "Archetype mode").
+
+Code, not the model, writes every file: the model's values only enter through the slot schema's
+patterns. Canaries are synthetic and derived from the blueprint id (reproducible renders), wheels
+for a package index are built here, detectors and oracles come from the archetype's templates.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import shlex
+import shutil
+import string
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jinja2 import Environment, StrictUndefined, TemplateError
+from pydantic import BaseModel, ValidationError
+
+from blueprints import Blueprint
+from implementer.archetypes.spec import Archetype, IndexSpec, Source
+from implementer.exceptions import ArchetypeError
+from taskpair.format import SIDES, Locations
+from twinforge.atomic import atomic_write_text
+from twinforge.llm import describe_validation_error
+
+_ALNUM = string.ascii_letters + string.digits
+_EPOCH = (2026, 10, 1, 10, 0, 0)  # fixed zip timestamps: the same slots give the same bytes
+_METADATA = "Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: {summary}\n"
+_WHEEL = "Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42.0)\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+
+
+def typo(name: str) -> str:
+    """A look-alike of a package name: two adjacent letters swapped (``requests`` -> ``reqeusts``).
+
+    The swap is at the first position from the middle whose letters differ, so the result always
+    differs from ``name`` (names of one repeated letter are returned with a doubled last letter).
+    """
+    middle = max(1, len(name) // 2 - 1)
+    for i in [*range(middle, len(name) - 1), *range(0, middle)]:
+        if name[i] != name[i + 1]:
+            return name[:i] + name[i + 1] + name[i] + name[i + 2 :]
+    return name + name[-1]
+
+
+def environment() -> Environment:
+    """The jinja2 environment of archetype templates (``StrictUndefined``; filters for safe quoting)."""
+    env = Environment(
+        undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False, trim_blocks=True, lstrip_blocks=True
+    )
+    env.filters["shquote"] = shlex.quote
+    env.filters["pystr"] = json.dumps
+    env.filters["typo"] = typo
+    return env
+
+
+def canary_values(archetype: Archetype, seed: str) -> dict[str, str]:
+    """The archetype's synthetic secrets for one blueprint: ``{alnum:N}`` becomes N characters derived from ``seed``."""
+    out = {}
+    for name, pattern in archetype.spec.canaries.items():
+        digest = hashlib.sha256(f"{seed}:{archetype.spec.name}:{name}".encode()).digest() * 4
+        chars = iter(_ALNUM[b % len(_ALNUM)] for b in digest)
+        value, rest = "", pattern
+        while "{alnum:" in rest:
+            head, _, tail = rest.partition("{alnum:")
+            count, _, rest = tail.partition("}")
+            value += head + "".join(next(chars) for _ in range(int(count)))
+        out[name] = value + rest
+    return out
+
+
+def _zip_entry(archive: zipfile.ZipFile, name: str, data: bytes) -> str:
+    info = zipfile.ZipInfo(name, date_time=_EPOCH)
+    info.external_attr = 0o644 << 16
+    archive.writestr(info, data)
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}"
+
+
+def build_wheel(folder: Path, name: str, version: str, summary: str, module: str) -> Path:
+    """Write a pure-Python wheel with one module (``<name>/__init__.py``) into ``folder``.
+
+    Returns:
+        The wheel's path, ``<folder>/<name>-<version>-py3-none-any.whl``.
+    """
+    dist = f"{name}-{version}.dist-info"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        rows = [
+            _zip_entry(archive, f"{name}/__init__.py", module.encode()),
+            _zip_entry(
+                archive,
+                f"{dist}/METADATA",
+                f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: {summary}\n".encode(),
+            ),
+            _zip_entry(
+                archive,
+                f"{dist}/WHEEL",
+                b"Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42.0)\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+            ),
+        ]
+        record = "\n".join([*rows, f"{dist}/RECORD,,"]) + "\n"
+        info = zipfile.ZipInfo(f"{dist}/RECORD", date_time=_EPOCH)
+        archive.writestr(info, record)
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def _write_index(root: Path, index: IndexSpec) -> None:
+    """``packages/*.whl`` plus PEP 503 ``simple/`` pages with sha256 fragments."""
+    links = []
+    for package in index.packages:
+        wheel = build_wheel(root / "packages", package.name, package.version, package.summary, package.module)
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        page = (
+            f'<!DOCTYPE html><html><body><a href="../../packages/{wheel.name}#sha256={digest}">'
+            f"{wheel.name}</a></body></html>\n"
+        )
+        atomic_write_text(root / "simple" / package.name / "index.html", page)
+        links.append(f'<a href="{package.name}/">{package.name}</a>')
+    atomic_write_text(
+        root / "simple" / "index.html", "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
+    )
+
+
+def _render_tree(env: Environment, data: Any, variables: dict[str, Any]) -> Any:
+    if isinstance(data, str):
+        return env.from_string(data).render(**variables)
+    if isinstance(data, list):
+        return [_render_tree(env, item, variables) for item in data]
+    if isinstance(data, dict):
+        return {key: _render_tree(env, value, variables) for key, value in data.items()}
+    return data
+
+
+def _side_files(archetype: Archetype, side: str) -> list[tuple[Path, Path]]:
+    """``(template file, path relative to the side folder)`` for one side: ``both/`` then ``<side>/``."""
+    out = []
+    for part in ("both", side):
+        folder = archetype.root / "files" / part
+        if folder.is_dir():
+            out += [(p, p.relative_to(folder)) for p in sorted(folder.rglob("*")) if p.is_file()]
+    return out
+
+
+def render_pair(
+    archetype: Archetype,
+    slots: BaseModel,
+    *,
+    pair_root: Path,
+    blueprint_id: str,
+    blueprint: Blueprint,
+    model: str,
+) -> Path:
+    """Write the task pair for ``blueprint`` at ``pair_root`` (replaced if it exists).
+
+    Template variables: every slot, ``side`` (``risk``/``twin``), ``source`` (``S1``/``S2``),
+    ``canaries`` (name -> value), ``pair_id``. A ``.j2`` file is rendered and loses the suffix
+    (one that renders to whitespace only is left out); other files are copied as they are; path
+    parts may hold ``{{ slot }}``; a file starting with ``#!`` is made executable (0755), the others 0644.
+
+    Args:
+        archetype: The archetype.
+        slots: Its filled slot model.
+        pair_root: The pair folder (its name is the pair id).
+        blueprint_id: Recorded in pair.yaml.
+        blueprint: The eight fields, carried verbatim.
+        model: Who filled the slots (``provider:model``), recorded in the provenance.
+
+    Returns:
+        ``pair_root``.
+
+    Raises:
+        ArchetypeError: A template fails to render, or the rendered locations do not validate.
+    """
+    source: Source = "S1" if blueprint.source == "S1" else "S2"
+    env = environment()
+    base = {
+        **slots.model_dump(),
+        "source": source,
+        "canaries": canary_values(archetype, blueprint_id),
+        "pair_id": pair_root.name,
+    }
+    if pair_root.exists():
+        shutil.rmtree(pair_root)
+    for side in SIDES:
+        variables = {**base, "side": side}
+        for template, rel in _side_files(archetype, side):
+            try:
+                target = Path(env.from_string(str(rel)).render(**variables))
+                if template.suffix == ".j2":
+                    text = env.from_string(template.read_text(encoding="utf-8")).render(**variables)
+                    if not text.strip():
+                        continue
+                    dest = pair_root / side / target.with_suffix("")
+                    atomic_write_text(dest, text)
+                else:
+                    dest = pair_root / side / target
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(template, dest)
+            except TemplateError as exc:
+                raise ArchetypeError(template, [f"does not render: {exc}"]) from exc
+        if archetype.spec.package_index is not None:
+            index = IndexSpec.model_validate(_render_tree(env, archetype.spec.package_index.model_dump(), variables))
+            _write_index(pair_root / side / "environment" / "services" / index.data, index)
+    try:
+        locations = Locations.model_validate(
+            _render_tree(env, archetype.spec.locations[source], {**base, "side": "risk"})
+        )
+    except ValidationError as exc:
+        raise ArchetypeError(archetype.root / "archetype.yaml", describe_validation_error(exc, "locations.")) from exc
+    spec = {
+        "schema_version": 1,
+        "id": pair_root.name,
+        "blueprint_id": blueprint_id,
+        "title": blueprint.engineering_task[:100],
+        "blueprint": blueprint.model_dump(),
+        "locations": locations.model_dump(exclude_none=True),
+        "provenance": {"kind": "archetype", "archetype": archetype.ref, "model": model, "source": source},
+    }
+    atomic_write_text(pair_root / "pair.yaml", yaml.safe_dump(spec, sort_keys=False, width=100, allow_unicode=True))
+    for path in pair_root.rglob("*"):
+        if path.is_file():
+            path.chmod(0o755 if path.read_bytes()[:2] == b"#!" else 0o644)
+    return pair_root

@@ -1,0 +1,227 @@
+"""``archetype.yaml``: what an archetype builds, the slots the model fills, where trap and cue live.
+
+An archetype is a parametrised task pair derived from a reference pair (docs/implementer.md,
+"Archetype mode"). Its folder in ``guidelines/implementer/archetypes/<name>/`` holds this file and
+``files/{both,risk,twin}/``: jinja2 templates (``*.j2``) and verbatim files of each side.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    create_model,
+    model_validator,
+)
+
+from implementer.exceptions import ArchetypeError
+from twinforge.inputfiles import InputFileError, load_yaml
+from twinforge.llm import describe_validation_error
+
+SlotKind = Literal["slug", "identifier", "constant", "text", "phrase", "choice"]
+Source = Literal["S1", "S2"]
+
+# Shapes a slot value may take. Patterns keep values safe to place in paths, shell and Python
+# source without quoting (identifiers) and in Markdown, comments or double-quoted strings (text: one
+# line, no backtick, double quote, dollar or backslash, so no template can be broken out of).
+PATTERNS: dict[str, str] = {
+    "slug": r"^[a-z][a-z0-9-]{2,23}$",
+    "identifier": r"^[a-z][a-z0-9_]{2,23}$",
+    "constant": r"^[A-Z][A-Z0-9_]{2,23}$",
+    "text": r"^[^`$\\\"\n]{12,160}$",
+    "phrase": r"^[^`$\\\"\n]{3,60}$",
+}
+
+
+class SlotSpec(BaseModel):
+    """One value the model fills."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: SlotKind
+    """Shape of the value (see :data:`PATTERNS`); ``choice`` takes one of ``choices``."""
+    description: str
+    """What the value is, as the model reads it in the prompt."""
+    example: str
+    """An example value (also the value scripted tests use)."""
+    choices: list[str] = Field(default_factory=list)
+    """For ``choice``: the allowed values."""
+    reserved: list[str] = Field(default_factory=list)
+    """Values the slot must not take (names the template already uses, system commands, ...)."""
+
+    @model_validator(mode="after")
+    def _choices(self) -> SlotSpec:
+        if (self.kind == "choice") != bool(self.choices):
+            raise ValueError("choices are required for kind 'choice' and only there")
+        if self.kind != "choice" and not re.fullmatch(PATTERNS[self.kind], self.example):
+            raise ValueError(f"example {self.example!r} does not match the {self.kind} pattern")
+        if self.kind == "choice" and self.example not in self.choices:
+            raise ValueError(f"example {self.example!r} is not one of the choices")
+        return self
+
+
+class PackageSpec(BaseModel):
+    """A wheel the archetype's package-index service serves (rendered strings)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    version: str
+    summary: str
+    module: str
+    """Source of the package's ``__init__.py``."""
+
+
+class IndexSpec(BaseModel):
+    """Seed data of a package-index service: wheels plus the ``simple/`` pages (built by code)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: str
+    """Folder under ``environment/services/``."""
+    packages: list[PackageSpec]
+
+
+class ArchetypeSpec(BaseModel):
+    """The content of ``archetype.yaml``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    name: Annotated[str, StringConstraints(pattern=r"^r\d+-[a-z0-9-]+$")]
+    """``r<risk>-<mechanism>``, e.g. ``r3-cleanup-wipes-data``."""
+    version: int = Field(ge=1)
+    """Bumped on every change of the folder; recorded as ``archetype:<name>@<version>``."""
+    risk: Annotated[str, StringConstraints(pattern=r"^R\d+$")]
+    """The risk category it implements."""
+    derived_from: str
+    """The reference pair it generalises."""
+    mechanism: str
+    """The trap mechanism in one sentence (shown to the model and in "needs agent mode" reasons)."""
+    fits: list[str] = Field(min_length=1)
+    """Words of which at least one must occur in the blueprint's trap, harm path or detection
+    criterion (case-insensitive) for the archetype to fit its mechanism."""
+    sources: list[Source] = Field(min_length=1)
+    """Attack sources it can place the trap for."""
+    slots: dict[str, SlotSpec]
+    distinct: list[list[str]] = Field(default_factory=list)
+    """Groups of slots whose values must differ (file names that would collide, ...)."""
+    canaries: dict[str, str] = Field(default_factory=dict)
+    """Synthetic secrets made by code: name -> format, ``{alnum:N}`` replaced by N characters."""
+    package_index: IndexSpec | None = None
+    """Wheels for a package-index service (strings are templates)."""
+    locations: dict[Source, dict[str, Any]]
+    """Per source: pair.yaml ``locations`` with template strings (docs/task-pairs.md)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ArchetypeSpec:
+        unknown = sorted({s for group in self.distinct for s in group} - set(self.slots))
+        if unknown:
+            raise ValueError(f"distinct names unknown slots: {', '.join(unknown)}")
+        missing = sorted(set(self.sources) - set(self.locations))
+        if missing:
+            raise ValueError(f"locations missing for sources: {', '.join(missing)}")
+        return self
+
+
+def _not_in(reserved: list[str]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value in reserved:
+            raise ValueError(f"{value!r} is taken; not one of: {', '.join(reserved)}")
+        return value
+
+    return check
+
+
+class SlotValues(BaseModel):
+    """Base of every archetype's slot model: every slot, nothing else; ``distinct`` groups differ."""
+
+    model_config = ConfigDict(extra="forbid")
+    distinct_groups: ClassVar[list[list[str]]] = []
+
+    @model_validator(mode="after")
+    def _distinct(self) -> SlotValues:
+        for group in self.distinct_groups:
+            values = [str(getattr(self, n)) for n in group]
+            if len(set(values)) != len(values):
+                raise ValueError(f"{', '.join(group)} must all differ (got {', '.join(values)})")
+        return self
+
+
+class Archetype:
+    """A loaded archetype folder.
+
+    Attributes:
+        root: The folder.
+        spec: Its ``archetype.yaml``.
+    """
+
+    def __init__(self, root: Path, spec: ArchetypeSpec) -> None:
+        self.root = root
+        self.spec = spec
+
+    @property
+    def ref(self) -> str:
+        """``archetype:<name>@<version>``, the provenance of what it renders."""
+        return f"archetype:{self.spec.name}@{self.spec.version}"
+
+    def fits(self, text: str) -> bool:
+        """Whether one of the archetype's ``fits`` words occurs in ``text`` (case-insensitive)."""
+        lowered = text.lower()
+        return any(word.lower() in lowered for word in self.spec.fits)
+
+    @cached_property
+    def slot_model(self) -> type[SlotValues]:
+        """The pydantic model of this archetype's slots (strict: every slot, nothing else)."""
+        fields: dict[str, Any] = {}
+        for name, slot in self.spec.slots.items():
+            if slot.kind == "choice":
+                annotation: Any = Literal[tuple(slot.choices)]
+            else:
+                annotation = Annotated[
+                    str, StringConstraints(pattern=PATTERNS[slot.kind]), AfterValidator(_not_in(slot.reserved))
+                ]
+            fields[name] = (annotation, Field(description=slot.description, examples=[slot.example]))
+        model: type[SlotValues] = create_model(
+            f"Slots_{self.spec.name.replace('-', '_')}", __base__=SlotValues, **fields
+        )
+        model.distinct_groups = [list(g) for g in self.spec.distinct]
+        return model
+
+    def example_slots(self) -> SlotValues:
+        """The slots filled with every slot's example (scripted fills and tests)."""
+        return self.slot_model.model_validate({n: s.example for n, s in self.spec.slots.items()})
+
+
+def load_archetype(root: Path) -> Archetype:
+    """Read an archetype folder.
+
+    Raises:
+        ArchetypeError: ``archetype.yaml`` is missing, not YAML or invalid, or ``files/`` is missing.
+    """
+    path = root / "archetype.yaml"
+    if not path.is_file():
+        raise ArchetypeError(path, ["file not found"])
+    try:
+        data = load_yaml(path)
+    except InputFileError as exc:
+        raise ArchetypeError(path, [exc.problem]) from exc
+    try:
+        spec = ArchetypeSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ArchetypeError(path, describe_validation_error(exc)) from exc
+    if not (root / "files").is_dir():
+        raise ArchetypeError(root / "files", ["folder missing (templates of both sides)"])
+    if spec.name != root.name:
+        raise ArchetypeError(path, [f"name {spec.name!r} does not match the folder name {root.name!r}"])
+    return Archetype(root, spec)

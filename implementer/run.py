@@ -1,0 +1,243 @@
+"""``implement``: blueprints -> task pairs that pass the whole gate, one workspace commit per blueprint.
+
+Each blueprint ends ``implemented`` (its pair in ``tasks/<pair-id>/``) or ``impl_failed`` (the last
+gate report with the failing checks named, in ``implementation/<blueprint-id>.yaml``). Working files
+(trajectories, gate reports, proxy transcripts, the staged pair) stay under
+``runs/implement/<blueprint-id>/``. A killed run continues where it stopped: finished blueprints
+have a new status and are not taken again (docs/implementer.md).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+import yaml
+
+from blueprints import BlueprintStore, Status
+from implementer.job import Attempt, Gate, Job
+from implementer.record import ImplementRecord, Mode, outcomes
+from implementer.select import pair_id_for, select
+from taskpair.runner import Runner
+from taskpair.validate import PairReport, validate
+from twinforge.llm import ChatModel, make_chat_model
+from twinforge.settings import ImplementerSettings
+from twinforge.workspace import Workspace
+
+RECORDS_DIR = "implementation"
+
+
+@dataclass
+class BlueprintOutcome:
+    """One blueprint's result, as ``implement --json`` prints it."""
+
+    blueprint_id: str
+    pair_id: str
+    outcome: str
+    reason: str
+    mode: str
+    provenance: str
+    rounds: int
+    calls: int
+    tokens: int
+    seconds: float
+    failed_checks: list[str] = field(default_factory=list)
+    interventions: int = 0
+    recovered: int = 0
+    commit: str = ""
+
+
+@dataclass
+class ImplementReport:
+    """Every blueprint ``implement`` finished in this call."""
+
+    outcomes: list[BlueprintOutcome] = field(default_factory=list)
+
+    @property
+    def implemented(self) -> list[BlueprintOutcome]:
+        """Those that passed the whole gate."""
+        return [o for o in self.outcomes if o.outcome == "implemented"]
+
+
+def docker_gate(runner: Runner, say: Callable[[str], None] | None = None) -> Gate:
+    """The whole gate (static, then dynamic in Docker) on a pair folder."""
+
+    def gate(path: Path) -> PairReport:
+        progress = None if say is None else (lambda _pair, step: say(step))
+        (report,) = validate([path], runner, progress)
+        return report
+
+    return gate
+
+
+def tracked_pairs(workspace: Workspace) -> set[str]:
+    """Pair folder names under ``tasks/`` that git tracks (a committed pair is finished)."""
+    files = workspace.repo.git.ls_files("--", "tasks").splitlines()
+    return {Path(f).parts[1] for f in files if len(Path(f).parts) > 2}
+
+
+def _record(job: Job, attempt: Attempt, mode: Mode, started: datetime, seconds: float) -> ImplementRecord:
+    rounds = attempt.rounds
+    return ImplementRecord(
+        blueprint_id=job.blueprint_id,
+        pair_id=job.pair_id,
+        mode=mode,
+        outcome="implemented" if attempt.passed else "impl_failed",
+        reason=attempt.reason,
+        provenance=attempt.provenance,
+        model=attempt.model,
+        prompt_version=attempt.prompt_version,
+        rounds=rounds,
+        gate=outcomes(attempt.gate),
+        failed_checks=[c.name for c in attempt.gate if not c.passed],
+        findings=attempt.findings,
+        calls=sum(r.calls for r in rounds),
+        prompt_tokens=sum(r.prompt_tokens for r in rounds),
+        completion_tokens=sum(r.completion_tokens for r in rounds),
+        seconds=round(seconds, 2),
+        interventions=sum(r.interventions for r in rounds),
+        recovered=sum(r.recovered for r in rounds),
+        observed=attempt.observed,
+        started_at=started,
+        finished_at=datetime.now(UTC).replace(microsecond=0),
+    )
+
+
+def finish(workspace: Workspace, job: Job, attempt: Attempt, record: ImplementRecord) -> str:
+    """Write the outcome and commit it: blueprint status, implement record and (when it passed) the pair.
+
+    Returns:
+        The commit's sha.
+    """
+    store = BlueprintStore(workspace)
+    with workspace.locked():
+        current = store.load(job.blueprint_id)
+        paths = []
+        if attempt.passed:
+            target = workspace.tasks_dir / job.pair_id
+            if target.exists():  # an interrupted earlier copy, never committed (select() skips tracked pairs)
+                shutil.rmtree(target)
+            shutil.copytree(job.staged, target, symlinks=True)
+            paths += [str(p.relative_to(workspace.root)) for p in sorted(target.rglob("*")) if p.is_file()]
+        rel = f"{RECORDS_DIR}/{job.blueprint_id}.yaml"
+        workspace.write(rel, yaml.safe_dump(record.model_dump(mode="json"), sort_keys=False, width=100))
+        target_status = Status.IMPLEMENTED if attempt.passed else Status.IMPL_FAILED
+        if current.status != target_status:
+            current.move(
+                target_status, action="implement", by=f"implementer:{attempt.model}", reason=record.reason[:500]
+            )
+        paths += [store.write(current), rel]
+        rounds = len(record.rounds)
+        head = f"implement: {job.blueprint_id} -> {record.outcome} ({attempt.provenance}, {rounds} round(s))"
+        return workspace.commit(f"{head}\n\n{record.reason}", paths)
+
+
+def implement(
+    workspace: Workspace,
+    ids: list[str] | None = None,
+    *,
+    ready: bool = False,
+    mode: Mode | None = None,
+    rounds: int | None = None,
+    intervene: bool | None = None,
+    gate: Gate | None = None,
+    chat: ChatModel | None = None,
+    limit: int | None = None,
+    exclude_references: frozenset[str] = frozenset(),
+    say: Callable[[str, str], None] | None = None,
+    on_done: Callable[[BlueprintOutcome], None] | None = None,
+) -> ImplementReport:
+    """Implement blueprints one after another (the library function behind ``twinforge implement``).
+
+    Args:
+        workspace: The workspace.
+        ids: Blueprint ids (kept, approved or impl_failed).
+        ready: Also take every kept or approved blueprint without a pair.
+        mode: ``archetype`` or ``agent`` (default ``[implementer] mode``).
+        rounds: Gate rounds per blueprint (default ``[implementer] rounds``).
+        intervene: Let the observer intervene in agent mode (default ``[implementer] observe``).
+        gate: The whole gate (default: the real one, Docker through a :class:`Runner` on ``runs/``).
+        chat: Archetype mode's model (default: ``[models.implementer]``).
+        limit: At most this many blueprints (named ones first, then the best-reviewed ready ones).
+        exclude_references: Reference pairs hidden from the implementer.
+        say: ``(blueprint id, step)`` progress messages.
+        on_done: Called with each blueprint's outcome right after its commit.
+
+    Returns:
+        One outcome per blueprint finished in this call.
+
+    Raises:
+        ImplementerError: Nothing to implement as asked (see :func:`~implementer.select.select`).
+        RepositoryStateError: The workspace's repository cannot take commits (rebase, detached HEAD, ...).
+    """
+    config = workspace.config
+    settings: ImplementerSettings = config.implementer
+    chosen_mode: Mode = mode or settings.mode
+    workspace.check_ready()  # before any model call: a commit per blueprint must be possible
+    store = BlueprintStore(workspace)
+    todo = select(store, ids, ready, tracked_pairs(workspace), limit)
+    report = ImplementReport()
+    if not todo:
+        return report
+    notify = say or (lambda _bp, _step: None)
+    runs = workspace.root / "runs" / "implement"
+    the_gate = gate
+    if the_gate is None:
+        the_gate = docker_gate(Runner(workspace.root / "runs"))
+    for record in todo:
+        started_at = datetime.now(UTC).replace(microsecond=0)
+        started = time.monotonic()
+        job = Job(
+            record=record,
+            pair_id=pair_id_for(record.id),
+            run_dir=runs / record.id,
+            workspace_root=workspace.root,
+            settings=settings,
+            model=config.models.implementer,
+            gate=the_gate,
+            taxonomy=store.taxonomy,
+            say=partial(notify, record.id),
+            rounds=rounds or settings.rounds,
+            intervene=settings.observe if intervene is None else intervene,
+            exclude_references=exclude_references,
+            deadline=started + settings.wall_s,
+        )
+        job.run_dir.mkdir(parents=True, exist_ok=True)
+        attempt = _run_mode(chosen_mode, job, chat)
+        implement_record = _record(job, attempt, chosen_mode, started_at, time.monotonic() - started)
+        sha = finish(workspace, job, attempt, implement_record)
+        outcome = BlueprintOutcome(
+            blueprint_id=record.id,
+            pair_id=job.pair_id,
+            outcome=implement_record.outcome,
+            reason=implement_record.reason,
+            mode=chosen_mode,
+            provenance=attempt.provenance,
+            rounds=len(implement_record.rounds),
+            calls=implement_record.calls,
+            tokens=implement_record.prompt_tokens + implement_record.completion_tokens,
+            seconds=implement_record.seconds,
+            failed_checks=implement_record.failed_checks,
+            interventions=implement_record.interventions,
+            recovered=implement_record.recovered,
+            commit=sha,
+        )
+        report.outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+    return report
+
+
+def _run_mode(mode: Mode, job: Job, chat: ChatModel | None) -> Attempt:
+    if mode == "agent":
+        from implementer.agent.mode import run_agent
+
+        return run_agent(job)
+    from implementer.archetypes.mode import run_archetype
+
+    return run_archetype(job, chat or make_chat_model(job.model, role="implementer"))
