@@ -66,7 +66,7 @@ class BareTable(FrameClock, App[None]):
         table.focus()
 
 
-async def wait_shown(app: FrameClock, timeout: float = 30) -> float:
+async def wait_shown(app: FrameClock, timeout: float = 300) -> float:  # generous: shared, loaded machines
     deadline = time.perf_counter() + timeout
     while app.shown_at is None:
         if time.perf_counter() > deadline:

@@ -13,13 +13,17 @@ import re
 import unicodedata
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from rich.console import Console
 from textual import events
 from textual.binding import Binding
+from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.strip import Strip
+from textual.widgets import Input
 
 from blueprints import (
     Blueprint,
@@ -48,6 +52,23 @@ DATA = Path(__file__).parent / "data" / "stage1"
 # Cursor up, erase line, conceal, NUL, right-to-left override, isolate, carriage return, tab,
 # bell, a C1 CSI, zero-width joiner, line separator.
 HOSTILE = "start\x1b[1A\x1b[2K\x1b[8mhidden\x1b[28m\x00nul\u202edesrever\u2066iso\rcr\tt\x07b\x9bc\u200dz\u2028end"
+
+
+async def settled(pilot: Pilot[None], screen: type[Screen[Any]] = QueueScreen) -> None:
+    """Let the app run until the queue screen is drawn completely and stays the same.
+
+    Textual's footer composes its keys after a screen refresh, in steps; each pilot pause forces a
+    refresh. Waiting for a drawn footer that no refresh changes any more (a fixpoint, not a time)
+    keeps the screen tests deterministic. No fixpoint within 500 refreshes is a failure.
+    """
+    before = None
+    for _ in range(500):
+        await pilot.pause()
+        now = screen_text(pilot.app) if isinstance(pilot.app.screen, screen) else None
+        if now is not None and now == before and now.splitlines()[-1].strip():
+            return
+        before = now
+    raise AssertionError("the queue screen never settled")
 
 
 def screen_strips(app: QueueApp) -> list[Strip]:
@@ -155,7 +176,7 @@ async def test_every_field_of_the_detail_pane_and_the_list_is_shown_escaped(
 ) -> None:
     ws, record = hostile_ws
     async with QueueApp(ws, "alice").run_test(size=(200, 60)) as pilot:
-        await pilot.pause()
+        await settled(pilot)
         screen = pilot.app.screen
         assert isinstance(screen, QueueScreen)
         rows = screen.query_one(QueueList).rows
@@ -194,7 +215,7 @@ async def test_escape_codes_case_shows_the_whole_trap(tmp_path: Path) -> None:
     ws.commit("escape-codes case", rels)
     trap = reply[0]["trap"]
     async with QueueApp(ws, "alice").run_test(size=(140, 40)) as pilot:
-        await pilot.pause()
+        await settled(pilot)
         screen = pilot.app.screen
         assert isinstance(screen, QueueScreen) and screen.current == store.records()[0].id
         shown = squeeze(pane_text(pilot.app))
@@ -279,7 +300,7 @@ async def test_edit_dialog_never_shows_a_field_raw(hostile_ws: tuple[Workspace, 
 async def test_usable_at_60_by_15(tmp_path: Path) -> None:
     ws = build_workspace(tmp_path / "ws", 12)
     async with QueueApp(ws, "dan").run_test(size=(60, 15)) as pilot:
-        await pilot.pause()
+        await settled(pilot)
         text = screen_text(pilot.app)
         assert "viewneeds_review" in squeeze(text) and "1invalidfile(s)" in squeeze(text)  # wrapped, not cut
         footer = text.splitlines()[-1]
@@ -287,7 +308,7 @@ async def test_usable_at_60_by_15(tmp_path: Path) -> None:
         assert pilot.app.screen.current in text  # type: ignore[attr-defined]
         assert "Engineering task" in text  # the detail pane is on screen too
         await pilot.press("2")
-        await pilot.pause()
+        await settled(pilot)
         assert "viewkept" in squeeze(screen_text(pilot.app))
         await pilot.press("question_mark")
         await pilot.pause()
@@ -297,21 +318,21 @@ async def test_usable_at_60_by_15(tmp_path: Path) -> None:
         for binding in QueueScreen.BINDINGS:
             assert isinstance(binding, Binding) and binding.description in listed
         await pilot.press("escape", "r")
-        await pilot.pause()
+        await settled(pilot, ReasonDialog)
         assert "escape:cancel" in squeeze(screen_text(pilot.app))  # the dialog's hint wraps, not cut
 
 
 async def test_encoding_that_cannot_show_borders_is_said_and_ascii_drawn(tmp_path: Path) -> None:
     ws = build_workspace(tmp_path / "ws", 12)
     async with QueueApp(ws, "eve", encoding="ascii").run_test(size=(140, 40)) as pilot:
-        await pilot.pause()
+        await settled(pilot)
         text = screen_text(pilot.app)
         assert "cannotshowbox-drawingcharacters" in squeeze(text)
         pane = pilot.app.screen.query_one(DetailPane)
         assert pane.styles.border_top[0] == "ascii"
         assert all(ord(c) < 128 for c in pane_text(pilot.app))  # score bars, arrows, quotes in ASCII
     async with QueueApp(ws, "eve", encoding="utf-8").run_test(size=(140, 40)) as pilot:
-        await pilot.pause()
+        await settled(pilot)
         assert "cannot show" not in screen_text(pilot.app)
 
 
@@ -322,3 +343,16 @@ def test_override_targets_are_the_domains() -> None:
     assert override_targets(Status.KEPT) == (Status.REJECTED, Status.NEEDS_REVIEW)
     assert override_targets(Status.DISCARDED) == (Status.APPROVED, Status.NEEDS_REVIEW)
     assert override_targets(Status.NEEDS_REVIEW) == ()
+
+
+async def test_pasted_search_shown_escaped(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws", 12)
+    async with QueueApp(ws, "fay").run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash")
+        await pilot.pause()
+        search = pilot.app.screen.query_one("#search", Input)
+        search.post_message(events.Paste("india\x1b[8m\nsecond line"))
+        await pilot.pause()
+        assert search.value == "india\\x1b[8m"
+        assert_nothing_raw(pilot.app)

@@ -20,6 +20,7 @@ from generator.samples import slot_refs
 from reviewer import review_pending
 from twinforge.llm import Message, ScriptedChat, request_items, request_object
 from twinforge.llm.stub_server import anthropic_reply, anthropic_tool_reply, openai_refusal, openai_reply, stub_server
+from twinforge.localmodel import ServerInfo
 from twinforge.workspace import Workspace
 
 OPEN_SLOT = re.compile(r"slot (\d+) \(project: [^;]*; incident ([^)]+)\)")
@@ -250,3 +251,15 @@ def test_object_reply_with_raw_control_characters_and_fence() -> None:
 def test_case_files_are_in_the_repository() -> None:
     data = Path(__file__).parent / "data" / "stage1"
     assert {p.name for p in data.iterdir()} >= {"README.md", "escape-codes.reply.json", "long-reason.txt"}
+
+
+@pytest.mark.model
+def test_real_server_reply_cut_at_max_tokens_is_reported(gemma: ServerInfo, tmp_path: Path) -> None:
+    """The real llama.cpp server's finish_reason "length" reaches the user as a cut, not as bad JSON."""
+    ws = Workspace.init(tmp_path / "ws", port=gemma.port, local_model="gemma3-270m")
+    ws.config.models.generator.max_tokens = 200  # ten blueprints never fit
+    ws.config.models.generator.validation_retries = 0
+    (batch,) = generate(ws, cell="S2-R3").batches
+    assert batch.calls == 1
+    assert any(note.startswith("reply 1 was cut off at max_tokens=200") for note in batch.notes), batch.notes
+    assert all("cut off at max_tokens=200" in " ".join(f.errors) for f in batch.failures)

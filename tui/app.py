@@ -8,6 +8,7 @@ from pathlib import Path
 from textual.app import App
 
 from tui.glyphs import glyphs_for
+from tui.safe_text import escape_controls
 from tui.screens.loading import LoadingScreen
 from tui.screens.queue import QueueScreen
 from tui.session import ReviewSession
@@ -47,12 +48,10 @@ class QueueApp(App[None]):
     ) -> None:
         super().__init__()
         self.session = ReviewSession(workspace, reviewer or workspace.identity())
-        self.sub_title = f"{workspace.root.name} · {self.session.reviewer}"
         self._background_over = background_over
         self.encoding = encoding if encoding is not None else terminal_encoding()
         self.glyphs = glyphs_for(self.encoding)
-        if self.glyphs.ascii:
-            self.sub_title = f"{workspace.root.name} | {self.session.reviewer}"
+        self.sub_title = escape_controls(f"{workspace.root.name}{self.glyphs.separator}{self.session.reviewer}")
 
     def notices(self) -> list[str]:
         """What the reviewer must know before acting: terminal encoding, repository state, recovery."""

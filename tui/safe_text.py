@@ -36,6 +36,15 @@ def _escape_of(char: str) -> str | None:
     return f"\\U{code:08x}"
 
 
+def _plain(text: str) -> bool:
+    """True when nothing in ``text`` needs an escape (the common case, checked at C speed).
+
+    ``str.isprintable`` is False for every character of the escaped categories (and for Zs other
+    than the space, which the slow path then leaves as it is), so printable lines need no escape.
+    """
+    return text.isprintable() or all(line.isprintable() for line in text.split("\n"))
+
+
 def escape_controls(text: str) -> str:
     r"""``text`` with every control or invisible formatting character written as its escape.
 
@@ -46,6 +55,8 @@ def escape_controls(text: str) -> str:
         The same text where ESC (U+001B) reads ``\x1b``, U+202E reads ``\u202e`` and so on;
         line feeds are kept.
     """
+    if _plain(text):
+        return text
     return "".join(_escape_of(c) or c for c in text)
 
 
@@ -60,7 +71,9 @@ def safe_text(text: str, style: str = "") -> Text:
         Text whose plain string equals :func:`escape_controls` of ``text``; a word too long for
         its line is folded onto the next, never cut.
     """
-    out = Text(style=style, overflow="fold")  # a long word wraps; it is never cut with an ellipsis
+    if _plain(text):
+        return Text(text, style=style, overflow="fold")  # a long word wraps; it is never cut with an ellipsis
+    out = Text(style=style, overflow="fold")
     plain: list[str] = []
     for char in text:
         escape = _escape_of(char)

@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Label, Select, Static, TextArea
+from textual.widgets import Input, Label, Select, Static, TextArea
 
 from blueprints import FIELDS
 from tui.safe_text import escape_controls, safe_text
@@ -39,6 +39,20 @@ class _Dialog(ModalScreen[bool]):
         error = self.query_one(".error", Static)
         error.update(safe_text(message))
         error.display = True
+
+
+class SafeInput(Input):
+    """A one-line input that never holds raw control characters: pasted ones arrive as their escapes."""
+
+    def _on_paste(self, event: events.Paste) -> None:
+        event.stop()
+        event.prevent_default()  # Input's own handler would insert the raw text too
+        if event.text:
+            line = escape_controls(event.text.splitlines()[0])
+            if self.selection.is_empty:
+                self.insert_text_at_cursor(line)
+            else:
+                self.replace(line, *self.selection)
 
 
 class SafeTextArea(TextArea):

@@ -25,7 +25,7 @@ from blueprints import (
 )
 from tui.glyphs import UNICODE, Glyphs
 from tui.safe_text import escape_controls, safe_text
-from tui.screens.dialogs import EditDialog, OverrideDialog, ReasonDialog
+from tui.screens.dialogs import EditDialog, OverrideDialog, ReasonDialog, SafeInput
 from tui.screens.help import HelpScreen
 from tui.session import SORTS, VIEWS, ReviewSession
 from tui.widgets.detail import DetailPane, render_invalid, render_record
@@ -74,7 +74,7 @@ class QueueScreen(Screen[None]):
         with Container(id="main"):
             with Vertical(id="left"):
                 yield Static(id="status-line")
-                yield Input(placeholder="search all eight fields (escape: clear)", id="search")
+                yield SafeInput(placeholder="search all eight fields (escape: clear)", id="search")
                 yield Static(header_text(self.glyphs), id="columns")
                 yield QueueList(id="queue", glyphs=self.glyphs)
             yield DetailPane(id="detail")
