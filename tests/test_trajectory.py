@@ -134,7 +134,9 @@ def test_v1_files() -> None:
 
 def test_real_local_model_recordings_are_read() -> None:
     """Recordings of the local model: every step has a command or a format error, none is lost."""
-    files = sorted((DATA / "trajectories").rglob("*.json"))
+    from observer.labelled import DATA as RECORDINGS
+
+    files = sorted(RECORDINGS.rglob("*.json"))
     assert files
     for path in files:
         trajectory = load_trajectory(path)
