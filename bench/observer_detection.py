@@ -12,8 +12,8 @@
     an interrupted run resumes.
 
 Usage:
-    python bench/observer.py [--base-url http://127.0.0.1:8080/v1] [--max-steps 8] [--generated 12]
-    python bench/observer.py --no-classifier
+    python bench/observer_detection.py [--base-url http://127.0.0.1:8080/v1] [--max-steps 8] [--generated 12]
+    python bench/observer_detection.py --no-classifier
 """
 
 from __future__ import annotations
