@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import docker
-from docker.errors import DockerException
 from requests.exceptions import ConnectionError as RequestsConnectionError
 from requests.exceptions import ReadTimeout
 
@@ -28,6 +27,7 @@ from taskpair.channel import MOUNT as CHANNEL_MOUNT
 from taskpair.channel import SOCKET, ChannelServer, SandboxRequest, VerdictMessage
 from taskpair.detectors import LIB as DETECTOR_LIB
 from taskpair.detectors import MOUNT as DETECTOR_MOUNT
+from taskpair.engine import ENGINE_ERRORS
 from taskpair.exceptions import RunError
 from taskpair.format import Side
 from taskpair.outcomes import Verdict
@@ -143,7 +143,7 @@ def run_detector(
                 working_dir="/detector",
             )
             container.start()
-        except DockerException as exc:
+        except ENGINE_ERRORS as exc:
             raise RunError("detector", f"could not start the detector: {exc}") from exc
         timed_out = False
         try:
@@ -151,15 +151,15 @@ def run_detector(
         except (ReadTimeout, RequestsConnectionError):
             timed_out = True
             status = {}
-        with suppress(DockerException):
+        with suppress(*ENGINE_ERRORS):
             stdout = container.logs(stdout=True, stderr=False)[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
             stderr = container.logs(stdout=False, stderr=True)[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
     finally:
         for live in list(served.live):
-            with suppress(DockerException):
+            with suppress(*ENGINE_ERRORS):
                 live.remove(force=True)
         if container is not None:
-            with suppress(DockerException):
+            with suppress(*ENGINE_ERRORS):
                 container.remove(force=True)
         server.close()
     atomic_write_text(evidence / f"{tag}.stdout", stdout)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import docker
 from docker.errors import DockerException, ImageNotFound
+from requests.exceptions import RequestException
 
 from taskpair.exceptions import DockerUnavailable
 from twinforge.paths import cache_dir
@@ -37,6 +38,8 @@ BASE_PACKAGES = (
 )
 SUITE = "bookworm"
 LABEL = "twinforge"
+ENGINE_ERRORS = (DockerException, RequestException)
+"""What a Docker call can raise: docker-py's errors, and requests' own when a busy engine times out."""
 Say = Callable[[str], None]
 
 

@@ -21,9 +21,10 @@ import secrets
 import shutil
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from docker.types import LogConfig
 from taskpair import firewall
 from taskpair.collect import Budget, CollectionError, Manifest, collect
 from taskpair.detection import detector_name, run_detector
-from taskpair.engine import base_image_tag, client
+from taskpair.engine import ENGINE_ERRORS, base_image_tag, client
 from taskpair.exceptions import RunError
 from taskpair.format import Side, TaskPair
 from taskpair.images import build_image
@@ -118,7 +119,7 @@ class Runner:
             timings["setup"] = time.monotonic() - t0
         except BaseException as exc:
             self._teardown(run_id, res)
-            if isinstance(exc, (APIError, DockerException)):
+            if isinstance(exc, (APIError, *ENGINE_ERRORS)):
                 raise RunError("setup", f"{run_id}: {exc}") from exc
             raise
         t1 = time.monotonic()
@@ -365,13 +366,13 @@ class Runner:
         atomic_write_text(agent_dir / "commands.jsonl", "".join(r.model_dump_json() + "\n" for r in session.records))
         (evidence / "logs").mkdir(exist_ok=True)
         oom = False
-        with suppress(DockerException):
+        with suppress(*ENGINE_ERRORS):
             container.reload()
             oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
             if container.status == "running":
                 container.kill()
         for service in res.services.values():
-            with suppress(DockerException):
+            with suppress(*ENGINE_ERRORS):
                 service.kill()
         budget = Budget(deadline=time.monotonic() + max(COLLECT_MIN_S, side.spec.detector.timeout_s))
         manifests: dict[str, Any] = {}
@@ -429,35 +430,55 @@ class Runner:
         return manifest
 
     def _teardown(self, run_id: str, res: _Resources) -> list[str]:
-        """Remove everything of the run, each step on its own; returns what could not be removed."""
+        """Remove everything of the run, each step on its own; returns what could not be removed.
+
+        Never raises: a Docker engine that does not answer (a timeout) is a problem to report, and
+        each removal is tried twice before it is reported.
+        """
         problems: list[str] = []
         label = {"label": f"twinforge.run={run_id}"}
         try:
             extra = self.cli.containers.list(all=True, filters=label, ignore_removed=True)
-        except DockerException:
+        except ENGINE_ERRORS:
             extra = []
+        seen: set[str] = set()
         for item in [res.container, *res.services.values(), *extra]:
-            if item is None:
+            if item is None or item.id in seen:
                 continue
-            try:
-                item.remove(force=True, v=False)
-            except NotFound:
-                pass
-            except DockerException as exc:
-                problems.append(f"container {item.name}: {exc}")
+            seen.add(item.id)
+            problem = _twice(partial(item.remove, force=True, v=False))
+            if problem:
+                problems.append(f"container {item.name}: {problem}")
         if res.network is not None:
-            try:
-                res.network.remove()
-            except NotFound:
-                pass
-            except DockerException as exc:
-                problems.append(f"network {res.network.name}: {exc}")
+            problem = _twice(res.network.remove)
+            if problem:
+                problems.append(f"network {res.network.name}: {problem}")
         if res.blocked:
-            problem = firewall.unblock(run_id, os.getpid())
+            try:
+                problem = firewall.unblock(run_id, os.getpid())
+            except (OSError, RunError) as exc:
+                problem = str(exc)
             if problem:
                 problems.append(f"packet filter: {problem}")
         if res.disk is not None:
-            problem = res.disk.remove()
+            try:
+                problem = res.disk.remove()
+            except OSError as exc:
+                problem = str(exc)
             if problem:
                 problems.append(f"run disk: {problem}")
         return problems
+
+
+def _twice(remove: Callable[[], object]) -> str | None:
+    """Call ``remove`` (a Docker removal); a second try after a failure; ``None`` when done or already gone."""
+    problem = None
+    for _ in range(2):
+        try:
+            remove()
+            return None
+        except NotFound:
+            return None
+        except ENGINE_ERRORS as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+    return problem

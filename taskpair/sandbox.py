@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import docker
-from docker.errors import DockerException
 from docker.types import LogConfig
 from requests.exceptions import ConnectionError as RequestsConnectionError
 from requests.exceptions import ReadTimeout
 
 from taskpair.channel import SandboxRequest
+from taskpair.engine import ENGINE_ERRORS
 from taskpair.exceptions import RunError
 
 NOBODY = 65534
@@ -169,16 +169,16 @@ def run_sandbox(
             code = int(status.get("StatusCode", -1))
         except (ReadTimeout, RequestsConnectionError):
             timed_out, code = True, -9
-            with suppress(DockerException):
+            with suppress(*ENGINE_ERRORS):
                 container.kill()
         stdout = container.logs(stdout=True, stderr=False)[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
         stderr = container.logs(stdout=False, stderr=True)[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
         return SandboxReply(code, stdout, stderr, timed_out)
-    except DockerException as exc:
+    except ENGINE_ERRORS as exc:
         raise RunError("sandbox", str(exc)) from exc
     finally:
         if container is not None:
             live.discard(container)
-            with suppress(DockerException):
+            with suppress(*ENGINE_ERRORS):
                 container.remove(force=True)
         shutil.rmtree(inputs, ignore_errors=True)

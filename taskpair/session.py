@@ -24,6 +24,7 @@ from typing import Any
 from docker.errors import APIError, DockerException
 from docker.models.containers import Container
 from pydantic import BaseModel
+from requests.exceptions import RequestException
 
 from taskpair.format import Side
 from taskpair.outcomes import Outcome, Verdict
@@ -156,8 +157,8 @@ class Session:
                 workdir=self.side.spec.workdir,
             )["Id"]
             stream = api.exec_start(exec_id, stream=True, demux=True)
-        except (APIError, DockerException) as exc:
-            self.ended = f"the task container is gone ({exc})"
+        except (APIError, DockerException, RequestException) as exc:
+            self.ended = f"the task container is gone or the engine does not answer ({exc})"
             return self.ended, 0, {}, -1, False
         fired = threading.Event()
 
@@ -178,7 +179,7 @@ class Session:
                         del tail[: len(tail) - MAX_OUTPUT_CHARS]
                 if err and len(errors) < MAX_STATUS_BYTES:
                     errors += err[: MAX_STATUS_BYTES - len(errors)]
-        except DockerException:
+        except (DockerException, RequestException):
             pass
         finally:
             timer.cancel()
@@ -196,7 +197,7 @@ class Session:
             self.kill_all()
         try:
             exit_code = api.exec_inspect(exec_id).get("ExitCode")
-        except DockerException:
+        except (DockerException, RequestException):
             exit_code = None
         code = int(status.get("exit", exit_code if exit_code is not None else -1))
         text = tail.decode("utf-8", errors="replace")
@@ -207,7 +208,7 @@ class Session:
         for _ in range(20):
             try:
                 top = self.container.client.api.top(self.container.id, ps_args="-eo pid")
-            except DockerException:
+            except (DockerException, RequestException):
                 return
             titles = [t.upper() for t in top.get("Titles") or []]
             column = titles.index("PID") if "PID" in titles else 0

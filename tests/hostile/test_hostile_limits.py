@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
+import re
 from pathlib import Path
 
 import pytest
 
 from taskpair import Outcome, load_pair
-from taskpair.rundisk import disk_dir
 from taskpair.runner import Runner
 from tests.hostile.support import pair_copy, play, report
 
@@ -21,7 +20,6 @@ def test_s10b_disk_fill_ends_the_run_at_its_disk_limit(runner: Runner, tmp_path:
         tmp_path, "ref-r3-ignored-database", edits={"risk/task.toml": ("pids = 256", "pids = 256\ndisk_mb = 256")}
     )
     pair = load_pair(root)
-    free_before = shutil.disk_usage(disk_dir()).free
     commands = [*play("s10b_diskfill_r3"), "echo the agent acts on", "rm -f build/app.o"]
     result = runner.run(pair, pair.risk, commands)
     records = [
@@ -31,7 +29,8 @@ def test_s10b_disk_fill_ends_the_run_at_its_disk_limit(runner: Runner, tmp_path:
     assert "disk limit (256 MiB) is used up" in records[0]["output"]  # ... after it took what was left
     assert len(records) == 1, "the run ended at the limit: no command ran after it"
     assert result.disk_full and result.outcome is Outcome.INCOMPLETE
-    assert shutil.disk_usage(disk_dir()).free >= free_before - (64 << 20)  # nothing of the run stays on the host
+    size = int(re.search(r"root root (\d+) .* /tmp/fill", records[0]["output"]).group(1))  # type: ignore[union-attr]
+    assert size <= 256 << 20, "no more than the run's disk limit was ever written"
     leaked = report("s10b: write 12 GB (disk limit 256 MiB)", "INCOMPLETE", result, held=result.disk_full)
     assert not leaked
 
