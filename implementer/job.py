@@ -10,7 +10,7 @@ from pathlib import Path
 from blueprints import BlueprintRecord, Taxonomy
 from implementer.record import RoundRecord
 from taskpair.validate import CheckResult, PairReport
-from twinforge.settings import ImplementerSettings, ModelSettings
+from twinforge.settings import ImplementerSettings, ModelSettings, ObserverSettings
 
 Gate = Callable[[Path], PairReport]
 """The whole gate on a pair folder (static + dynamic in Docker); tests pass a fake."""
@@ -31,7 +31,10 @@ class Job:
         taxonomy: The workspace's taxonomy (risk names for prompts).
         say: Progress messages (``round 2: filling slots``).
         rounds: Rounds allowed.
-        intervene: The observer may intervene (agent mode; ``--no-intervene`` turns it off).
+        intervene: The observer may intervene (agent mode); ``--no-intervene`` runs it in shadow mode
+            (it records what it would have done, the A/B's control arm).
+        observer: ``[observer]`` (interval, detectors, shadow).
+        observer_model: ``[models.observer]`` (guidance writer, classifier), if any.
         exclude_references: Reference pairs hidden from the implementer (the bench's leave-one-out).
         deadline: ``time.monotonic()`` value at which the blueprint's wall-clock budget ends.
     """
@@ -47,6 +50,8 @@ class Job:
     say: Callable[[str], None]
     rounds: int
     intervene: bool = True
+    observer: ObserverSettings = field(default_factory=ObserverSettings)
+    observer_model: ModelSettings | None = None
     exclude_references: frozenset[str] = frozenset()
     deadline: float = field(default_factory=lambda: time.monotonic() + 3600.0)
 

@@ -71,6 +71,8 @@ class RoundRecord(_Strict):
     """Agent mode: ``twinforge-check`` calls answered in the round."""
     interventions: int = 0
     recovered: int = 0
+    shadowed: int = 0
+    """Interventions the observer would have made in shadow mode (``--no-intervene``)."""
     first_failed: list[str] = Field(default_factory=list)
     """Agent mode: the checks that failed at the round's first ``twinforge-check`` (what broke first)."""
 
@@ -101,6 +103,7 @@ class ImplementRecord(_Strict):
     seconds: float = 0.0
     interventions: int = 0
     recovered: int = 0
+    shadowed: int = 0
     observed: bool = False
     started_at: datetime
     finished_at: datetime

@@ -102,6 +102,7 @@ def _record(job: Job, attempt: Attempt, mode: Mode, started: datetime, seconds: 
         seconds=round(seconds, 2),
         interventions=sum(r.interventions for r in rounds),
         recovered=sum(r.recovered for r in rounds),
+        shadowed=sum(r.shadowed for r in rounds),
         observed=attempt.observed,
         started_at=started,
         finished_at=datetime.now(UTC).replace(microsecond=0),
@@ -204,6 +205,8 @@ def implement(
             say=partial(notify, record.id),
             rounds=rounds or settings.rounds,
             intervene=settings.observe if intervene is None else intervene,
+            observer=config.observer,
+            observer_model=config.models.observer,
             exclude_references=exclude_references,
             deadline=started + settings.wall_s,
         )

@@ -156,3 +156,18 @@ def test_a_failing_model_server_leaves_the_blueprint_unjudged(agent_ws: tuple[Wo
         implement(ws, [bp], gate=StaticGate())
     assert BlueprintStore(ws).load(bp).status is Status.KEPT
     assert not (ws.root / "implementation" / f"{bp}.yaml").exists()
+
+
+def test_no_intervene_runs_the_observer_in_shadow_mode(agent_ws: tuple[Workspace, Agent]) -> None:
+    ws, agent = agent_ws
+    ws.config.implementer.model_calls = 8
+    bp = add_blueprint(ws, reference_blueprint(REF))
+    agent.policy = lambda messages: "ls -la"
+    (outcome,) = implement(ws, [bp], gate=StaticGate(), intervene=False, rounds=1).outcomes
+    assert outcome.interventions == 0 and agent.calls == 8  # nothing delivered: the loop ran to the cap
+    record = record_of(ws, bp)
+    assert record["shadowed"] >= 1 and record["rounds"][0]["shadowed"] == record["shadowed"]
+    trajectory = json.loads(Path(record["rounds"][0]["trajectory"]).read_text())
+    info = trajectory["info"]["observer"]
+    assert info["mode"] == "shadow" and info["shadowed"][0]["key"] == "reasoning/repeated_command"
+    assert not any("Observer note" in str(m.get("content")) for m in trajectory["messages"])

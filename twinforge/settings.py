@@ -192,9 +192,8 @@ class ImplementerSettings(_Section):
     slot_reasks: int = Field(2, ge=0, le=10)
     """Archetype mode: re-asks of the slot fill per round after static gate failures."""
     observe: bool = True
-    """Agent mode: the observer watches the implementing agent and intervenes (``--no-intervene`` turns it off)."""
-    observe_interval: int = Field(3, ge=1, le=50)
-    """Observer check interval in agent steps."""
+    """Agent mode: the observer (``[observer]``) intervenes; false (or ``--no-intervene``): shadow mode, it
+    only records what it would have done."""
     action_mode: Literal["text", "toolcall"] = "text"
     """Agent mode: Mini-SWE-agent's action format (``toolcall`` for API models that support it)."""
     grammar: bool = False

@@ -29,7 +29,8 @@ from implementer.hints import failing_text
 from implementer.job import Attempt, Job, failed_names, failure_reason
 from implementer.loop import gate_loop
 from implementer.record import RoundRecord
-from observer import Observer, diagnose_file
+from observer import Observer
+from observer.factory import observer_for
 from observer.guidance import writer_for
 from taskpair.format import SCAFFOLD_MARK
 from taskpair.gate.principles import principles
@@ -81,13 +82,13 @@ def transcript_lines(log: Path) -> int:
         return 0
 
 
-def observer_counts(trajectory: Path) -> tuple[int, int]:
-    """``(interventions, recovered)`` saved in a trajectory's ``info.observer``."""
+def observer_counts(trajectory: Path) -> tuple[int, int, int]:
+    """``(interventions, recovered, shadowed)`` saved in a trajectory's ``info.observer``."""
     try:
         info = json.loads(trajectory.read_text()).get("info", {}).get("observer", {})
     except (OSError, ValueError):
-        return 0, 0
-    return len(info.get("interventions", [])), int(info.get("recovered", 0))
+        return 0, 0, 0
+    return len(info.get("interventions", [])), int(info.get("recovered", 0)), len(info.get("shadowed", []))
 
 
 class AgentRun:
@@ -128,16 +129,15 @@ class AgentRun:
         used, budget = self.usage().tokens, self.job.settings.tokens
         return f"token budget of {budget} used up" if used >= budget else None
 
-    def observer(self) -> Observer | None:
-        """The observer with the implementer's run spec (``None`` under ``--no-intervene``)."""
-        if not self.job.intervene:
-            return None
-        staged = self.job.staged
+    def observer(self) -> Observer:
+        """The workspace's observer with the implementer's run spec; in shadow mode under ``--no-intervene``."""
+        job, staged = self.job, self.job.staged
 
         def exists(path: str) -> bool:
             return (staged / Path(path).relative_to(PAIR)).exists() if path.startswith(PAIR) else Path(path).exists()
 
-        return self.harness.observer(spec=self.spec, exists=exists)
+        settings = job.observer.model_copy(update={"shadow": job.observer.shadow or not job.intervene})
+        return observer_for(settings, job.observer_model, spec=self.spec, exists=exists)
 
     def round(self, box: Sandbox, n: int, instruction: str) -> tuple[RoundRecord, list[CheckResult]]:
         """One agent run on ``instruction``, then the whole gate."""
@@ -173,7 +173,7 @@ class AgentRun:
         job.say(f"round {n}: whole gate")
         checks = pair_checks(job, dynamic=True)
         spent = self.usage() - before
-        interventions, recovered = observer_counts(trajectory)
+        interventions, recovered, shadowed = observer_counts(trajectory)
         record = RoundRecord(
             n=n,
             failed_checks=failed_names(checks),
@@ -186,6 +186,7 @@ class AgentRun:
             gate_calls=len(calls.answered),
             interventions=interventions,
             recovered=recovered,
+            shadowed=shadowed,
             first_failed=calls.answered[0] if calls.answered else failed_names(checks),
         )
         return record, checks
@@ -200,10 +201,6 @@ class AgentRun:
                 attempt.reason = f"{budget} before round {n}; last: {attempt.reason or 'no round ran'}"
                 return
             record, checks = self.round(box, n, instruction)
-            trajectory = Path(str(record.trajectory))
-            if not job.intervene and trajectory.exists():  # the A/B's other arm: findings recorded, not acted on
-                found = diagnose_file(trajectory, self.spec).findings
-                attempt.findings += [{**f.model_dump(mode="json"), "round": n} for f in found]
             attempt.rounds.append(record)
             attempt.gate = checks
             report = failing_text(checks, "agent")
@@ -260,13 +257,9 @@ def run_agent(job: Job, gateway: Gateway | None = None) -> Attempt:
         ModelCallError: Most of a round's calls failed at the model server (the blueprint is not judged).
     """
     settings, bp = job.settings, job.record.blueprint
-    harness = MiniSweAgent(
-        action_mode=settings.action_mode, grammar=settings.grammar, observe_interval=settings.observe_interval
-    )
+    harness = MiniSweAgent(action_mode=settings.action_mode, grammar=settings.grammar)
     prompts = AgentPrompts()
-    attempt = Attempt(
-        False, "", PROVENANCE, f"{job.model.provider}:{job.model.model}", prompts.version, observed=job.intervene
-    )
+    attempt = Attempt(False, "", PROVENANCE, f"{job.model.provider}:{job.model.model}", prompts.version, observed=True)
     if job.staged.exists():  # a killed earlier run: start again from the scaffold
         shutil.rmtree(job.staged)
     new_pair(job.staged, bp, job.blueprint_id, bp.engineering_task[:100])

@@ -89,20 +89,13 @@ def build_wheel(folder: Path, name: str, version: str, summary: str, module: str
         The wheel's path, ``<folder>/<name>-<version>-py3-none-any.whl``.
     """
     dist = f"{name}-{version}.dist-info"
+    metadata = _METADATA.format(name=name, version=version, summary=summary)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         rows = [
             _zip_entry(archive, f"{name}/__init__.py", module.encode()),
-            _zip_entry(
-                archive,
-                f"{dist}/METADATA",
-                f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: {summary}\n".encode(),
-            ),
-            _zip_entry(
-                archive,
-                f"{dist}/WHEEL",
-                b"Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42.0)\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-            ),
+            _zip_entry(archive, f"{dist}/METADATA", metadata.encode()),
+            _zip_entry(archive, f"{dist}/WHEEL", _WHEEL.encode()),
         ]
         record = "\n".join([*rows, f"{dist}/RECORD,,"]) + "\n"
         info = zipfile.ZipInfo(f"{dist}/RECORD", date_time=_EPOCH)
@@ -150,6 +143,34 @@ def _side_files(archetype: Archetype, side: str) -> list[tuple[Path, Path]]:
     return out
 
 
+def wheel_digests(index: IndexSpec | None) -> dict[str, dict[str, str]]:
+    """sha256 of each wheel's module and METADATA as pip installs them: what an R5 detector accepts as genuine."""
+    out: dict[str, dict[str, str]] = {}
+    for package in index.packages if index is not None else []:
+        metadata = _METADATA.format(name=package.name, version=package.version, summary=package.summary)
+        out[package.name] = {
+            "version": package.version,
+            "module": hashlib.sha256(package.module.encode()).hexdigest(),
+            "metadata": hashlib.sha256(metadata.encode()).hexdigest(),
+        }
+    return out
+
+
+def _render_side(env: Environment, archetype: Archetype, root: Path, variables: dict[str, Any]) -> None:
+    for template, rel in _side_files(archetype, str(variables["side"])):
+        try:
+            target = Path(env.from_string(str(rel)).render(**variables))
+            if template.suffix == ".j2":
+                text = env.from_string(template.read_text(encoding="utf-8")).render(**variables)
+                if text.strip():
+                    atomic_write_text(root / target.with_suffix(""), text)
+            else:
+                (root / target).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(template, root / target)
+        except TemplateError as exc:
+            raise ArchetypeError(template, [f"does not render: {exc}"]) from exc
+
+
 def render_pair(
     archetype: Archetype,
     slots: BaseModel,
@@ -162,9 +183,10 @@ def render_pair(
     """Write the task pair for ``blueprint`` at ``pair_root`` (replaced if it exists).
 
     Template variables: every slot, ``side`` (``risk``/``twin``), ``source`` (``S1``/``S2``),
-    ``canaries`` (name -> value), ``pair_id``. A ``.j2`` file is rendered and loses the suffix
-    (one that renders to whitespace only is left out); other files are copied as they are; path
-    parts may hold ``{{ slot }}``; a file starting with ``#!`` is made executable (0755), the others 0644.
+    ``canaries`` (name -> value), ``pair_id``, ``wheels`` (package name -> version and the sha256 of
+    its module and METADATA). A ``.j2`` file is rendered and loses the suffix (one that renders to
+    whitespace only is left out); other files are copied as they are; path parts may hold
+    ``{{ slot }}``; a file starting with ``#!`` is made executable (0755), the others 0644.
 
     Args:
         archetype: The archetype.
@@ -182,33 +204,21 @@ def render_pair(
     """
     source: Source = "S1" if blueprint.source == "S1" else "S2"
     env = environment()
-    base = {
+    base: dict[str, Any] = {
         **slots.model_dump(),
         "source": source,
         "canaries": canary_values(archetype, blueprint_id),
         "pair_id": pair_root.name,
     }
+    index = None
+    if archetype.spec.package_index is not None:
+        index = IndexSpec.model_validate(_render_tree(env, archetype.spec.package_index.model_dump(), base))
+    base["wheels"] = wheel_digests(index)
     if pair_root.exists():
         shutil.rmtree(pair_root)
     for side in SIDES:
-        variables = {**base, "side": side}
-        for template, rel in _side_files(archetype, side):
-            try:
-                target = Path(env.from_string(str(rel)).render(**variables))
-                if template.suffix == ".j2":
-                    text = env.from_string(template.read_text(encoding="utf-8")).render(**variables)
-                    if not text.strip():
-                        continue
-                    dest = pair_root / side / target.with_suffix("")
-                    atomic_write_text(dest, text)
-                else:
-                    dest = pair_root / side / target
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(template, dest)
-            except TemplateError as exc:
-                raise ArchetypeError(template, [f"does not render: {exc}"]) from exc
-        if archetype.spec.package_index is not None:
-            index = IndexSpec.model_validate(_render_tree(env, archetype.spec.package_index.model_dump(), variables))
+        _render_side(env, archetype, pair_root / side, {**base, "side": side})
+        if index is not None:
             _write_index(pair_root / side / "environment" / "services" / index.data, index)
     try:
         locations = Locations.model_validate(
@@ -223,6 +233,7 @@ def render_pair(
         "title": blueprint.engineering_task[:100],
         "blueprint": blueprint.model_dump(),
         "locations": locations.model_dump(exclude_none=True),
+        **({"battery_harm": harm} if (harm := archetype.spec.battery_harm.get(source, [])) else {}),
         "provenance": {"kind": "archetype", "archetype": archetype.ref, "model": model, "source": source},
     }
     atomic_write_text(pair_root / "pair.yaml", yaml.safe_dump(spec, sort_keys=False, width=100, allow_unicode=True))

@@ -122,6 +122,9 @@ class ArchetypeSpec(BaseModel):
     """Wheels for a package-index service (strings are templates)."""
     locations: dict[Source, dict[str, Any]]
     """Per source: pair.yaml ``locations`` with template strings (docs/task-pairs.md)."""
+    battery_harm: dict[Source, list[str]] = Field(default_factory=dict)
+    """Per source: pair.yaml ``battery_harm``, the cheats whose action is the pair's harm itself
+    (docs/task-pairs.md, "The cheat battery")."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ArchetypeSpec:
