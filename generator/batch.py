@@ -27,7 +27,7 @@ from blueprints import (
 from generator.examples import WorkedExample
 from generator.slots import Slot, SlotPlan
 from twinforge.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
-from twinforge.llm import ChatModel, ItemFailure, request_object
+from twinforge.llm import ChatModel, ItemFailure, refusal_message, request_object
 from twinforge.prompts import Prompt
 
 BATCH_SIZE = 10  # docs/stage1.md: "An LLM proposes them in batches of 10"
@@ -252,7 +252,7 @@ def propose_batch(
         except ModelRefusal as exc:
             # A refusal is not re-asked; the slot fails with the model's words, the batch goes on.
             report.refusal = exc.refusal
-            report.failures.append(ItemFailure(slot.number, [f"model refused: {exc.refusal}"], exc.raws[-1]))
+            report.failures.append(ItemFailure(slot.number, [refusal_message(exc.refusal)], exc.raws[-1]))
             report.replies += exc.raws
             report.calls += exc.attempts
             continue

@@ -111,7 +111,7 @@ async def test_r10_from_taxonomy_add_to_report(tmp_path: Path) -> None:
     )
     script = tmp_path / "gen.yaml"
     batch = [blueprint_dict(cell="S1-R10", ref=slot.incident.ref) for slot in plan.slots]
-    script.write_text(yaml.safe_dump([{"blueprints": batch}]))
+    script.write_text(yaml.safe_dump(batch))  # one reply per slot
     reviews = tmp_path / "rev.yaml"
     reviews.write_text(yaml.safe_dump([review_dict(scores_for(t)) for t in (20, 21, 25, 12, 19, 22, 26, 18, 23, 30)]))
     env = {

@@ -23,24 +23,15 @@ from twinforge.llm.stub_server import anthropic_reply, anthropic_tool_reply, ope
 from twinforge.localmodel import ServerInfo
 from twinforge.workspace import Workspace
 
-OPEN_SLOT = re.compile(r"slot (\d+) \(project: [^;]*; incident ([^)]+)\)")
+def schema_of(body: dict[str, Any]) -> dict[str, Any]:
+    """The blueprint schema a request (OpenAI or Anthropic shape) sends."""
+    return body["response_format"]["schema"] if "response_format" in body else body["tools"][0]["input_schema"]
 
 
-def slot_answer(last_message: str, cell: str) -> list[dict[str, Any]]:
-    """Valid blueprints for the slots a batch prompt asks for: all ten first, the open ones on a re-ask."""
-    if "Still open:" in last_message:
-        refs = [ref for _, ref in OPEN_SLOT.findall(last_message.split("Still open:")[1])]
-    else:
-        refs = slot_refs(cell)
-    return [blueprint_dict(cell=cell, ref=ref) for ref in refs]
-
-
-def batch_items(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """Valid blueprints for the slots the request (OpenAI or Anthropic shape) asks for."""
-    schema = body["response_format"]["schema"] if "response_format" in body else body["tools"][0]["input_schema"]
-    cell = schema["properties"]["blueprints"]["items"]["properties"]["taxonomy_id"]["enum"][0]
-    last = body["messages"][-1]["content"]
-    return slot_answer(last if isinstance(last, str) else json.dumps(last), cell)
+def slot_item(body: dict[str, Any]) -> dict[str, Any]:
+    """A valid blueprint for the slot the request asks for (its schema fixes the cell and the incident)."""
+    props = schema_of(body)["properties"]
+    return blueprint_dict(cell=props["taxonomy_id"]["enum"][0], ref=props["source_reference"]["enum"][0])
 
 
 def use_stub(workspace: Workspace, role: str, url: str, provider: str = "openai-compatible") -> None:
@@ -56,63 +47,76 @@ def failures_of(workspace: Workspace) -> list[dict[str, Any]]:
 # generation ---------------------------------------------------------------------------------
 
 
-def test_fenced_reply_is_read_in_one_call(workspace: Workspace) -> None:
+def test_fenced_reply_is_read_without_a_reask(workspace: Workspace) -> None:
     def fenced(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        text = json.dumps({"blueprints": batch_items(body)}, indent=2)
-        return 200, openai_reply(f"```json\n{text}\n```\n")
+        return 200, openai_reply(f"```json\n{json.dumps(slot_item(body), indent=2)}\n```\n")
 
     with stub_server(fenced) as (url, received):
         use_stub(workspace, "generator", url)
         report = generate(workspace, cell="S2-R3")
-    assert len(received) == 1
+    assert len(received) == 10  # one call per slot, none re-asked
     assert report.stored == 10 and not report.batches[0].failures
 
 
 def test_byte_order_mark_is_dropped(workspace: Workspace) -> None:
     def bom(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        return 200, openai_reply("\ufeff" + json.dumps({"blueprints": batch_items(body)}))
+        return 200, openai_reply("\ufeff" + json.dumps(slot_item(body)))
 
     with stub_server(bom) as (url, received):
         use_stub(workspace, "generator", url)
         report = generate(workspace, cell="S1-R2")
-    assert len(received) == 1 and report.stored == 10
+    assert len(received) == 10 and report.stored == 10
 
 
-def test_prose_around_a_fence_names_the_cause_and_the_reask_claims_nothing_kept(workspace: Workspace) -> None:
+def test_prose_around_a_fence_names_the_cause_in_the_reask(workspace: Workspace) -> None:
     def chatty(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        text = json.dumps(slot_item(body))
         if len(received) == 1:
-            text = json.dumps({"blueprints": batch_items(body)})
-            return 200, openai_reply(f"Here are the blueprints:\n```json\n{text}\n```")
-        return 200, openai_reply(json.dumps({"blueprints": batch_items(body)}))
+            return 200, openai_reply(f"Here is the blueprint:\n```json\n{text}\n```")
+        return 200, openai_reply(text)
 
     with stub_server(chatty) as (url, received):
         use_stub(workspace, "generator", url)
         report = generate(workspace, cell="S2-R3")
-    assert report.stored == 10 and len(received) == 2
+    (batch,) = report.batches
+    assert report.stored == 10 and len(received) == 11
+    assert batch.first_time == 9 and batch.after_reask == 1
     reask = received[1]["body"]["messages"][-1]["content"]
     assert "code fence with other text around it" in reask
-    assert "already" not in reask and "No item could be kept yet" in reask
+    assert "no code fence, no text before or after it" in reask
 
 
-def test_reply_cut_at_max_tokens_keeps_complete_items_and_says_so(workspace: Workspace) -> None:
+def test_reply_cut_at_max_tokens_is_reasked_and_says_so(workspace: Workspace) -> None:
     def cut(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        item = slot_item(body)
+        text = json.dumps(item)
         if len(received) == 1:
-            items = batch_items(body)
-            text = json.dumps({"blueprints": items})
-            end = text.index(items[7]["trap"]) + 9  # mid-string inside the eighth blueprint
-            return 200, openai_reply(text[:end], finish="length")
-        return 200, openai_reply(json.dumps({"blueprints": batch_items(body)}))
+            return 200, openai_reply(text[: text.index(item["trap"]) + 9], finish="length")  # mid-string
+        return 200, openai_reply(text)
 
     with stub_server(cut) as (url, received):
         use_stub(workspace, "generator", url)
         report = generate(workspace, cell="S2-R3")
     (batch,) = report.batches
-    assert batch.calls == 2 and batch.stored and len(batch.stored) == 10
-    assert any("cut off at max_tokens=6000" in n and "7 complete item(s) kept" in n for n in batch.notes)
-    second = received[1]["body"]
-    assert second["response_format"]["schema"]["properties"]["blueprints"]["maxItems"] == 3
-    reask = second["messages"][-1]["content"]
-    assert "cut off at max_tokens=6000" in reask and "The 7 valid item(s) already received are kept" in reask
+    assert batch.calls == 11 and len(batch.stored) == 10
+    reask = received[1]["body"]["messages"][-1]["content"]
+    assert "cut off at max_tokens=" in reask and "write shorter values" in reask
+
+
+def test_reply_always_cut_fails_its_slot_naming_the_cut(workspace: Workspace) -> None:
+    def cut(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        text = json.dumps(slot_item(body))
+        return 200, openai_reply(text[:120], finish="length")
+
+    workspace.config.models.generator.validation_retries = 0
+    with stub_server(cut) as (url, received):
+        use_stub(workspace, "generator", url)
+        report = generate(workspace, cell="S2-R3")
+    (batch,) = report.batches
+    assert len(received) == 10 and report.stored == 0 and len(batch.failures) == 10
+    assert all("cut off at max_tokens=" in " ".join(f.errors) for f in batch.failures)
+    (saved,) = failures_of(workspace)
+    assert len(saved["replies"]) == 10  # every raw reply kept
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -131,12 +135,12 @@ def test_refusal_is_shown_saved_and_not_reasked(
         use_stub(workspace, "generator", url, provider)
         report = generate(workspace, cell="S2-R5")
     (batch,) = report.batches
-    assert len(received) == 1 and report.stored == 0
+    assert len(received) == 10 and report.stored == 0  # each slot asked once, never re-asked
     assert batch.refusal == words
-    assert all(f.errors == [f"model refused: {words}"] for f in batch.failures)
+    assert [f.errors for f in batch.failures] == [[f"model refused: {words}"]] * 10
     assert not any("JSON" in e for f in batch.failures for e in f.errors)
     (saved,) = failures_of(workspace)
-    assert saved["refusal"] == words and saved["replies"] == [words]
+    assert saved["refusal"] == words and saved["replies"] == [words] * 10
 
 
 def test_anthropic_refusal_with_empty_content(workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,20 +149,20 @@ def test_anthropic_refusal_with_empty_content(workspace: Workspace, monkeypatch:
         use_stub(workspace, "generator", url, "anthropic")
         report = generate(workspace, cell="S2-R5")
     (batch,) = report.batches
-    assert len(received) == 1 and batch.refusal == ""
-    assert batch.failures[0].errors == ["model refused (no text given)"]
+    assert len(received) == 10 and batch.refusal == ""
+    assert [f.errors for f in batch.failures] == [["model refused (no text given)"]] * 10
 
 
 def test_anthropic_tool_input_sent_as_a_json_string(workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TWINFORGE_API_KEY", "sk-test")
 
     def as_string(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        return 200, anthropic_tool_reply("blueprint_batch", json.dumps({"blueprints": batch_items(body)}))
+        return 200, anthropic_tool_reply(body["tools"][0]["name"], json.dumps(slot_item(body)))
 
     with stub_server(as_string) as (url, received):
         use_stub(workspace, "generator", url, "anthropic")
         report = generate(workspace, cell="S2-R3")
-    assert len(received) == 1 and report.stored == 10
+    assert len(received) == 10 and report.stored == 10
 
 
 # review ---------------------------------------------------------------------------------------
@@ -169,8 +173,7 @@ def proposed(workspace: Workspace) -> str:
 
     def respond(messages: list[Message], schema: dict[str, Any] | None) -> dict[str, Any]:
         assert schema is not None
-        cell = schema["properties"]["blueprints"]["items"]["properties"]["taxonomy_id"]["enum"][0]
-        return {"blueprints": slot_answer(messages[-1].content, cell)}
+        return slot_item({"response_format": {"schema": schema}})
 
     generate(workspace, cell="S2-R3", chat=ScriptedChat(respond))
     return BlueprintStore(workspace).records(Status.PROPOSED)[0].id
@@ -257,9 +260,8 @@ def test_case_files_are_in_the_repository() -> None:
 def test_real_server_reply_cut_at_max_tokens_is_reported(gemma: ServerInfo, tmp_path: Path) -> None:
     """The real llama.cpp server's finish_reason "length" reaches the user as a cut, not as bad JSON."""
     ws = Workspace.init(tmp_path / "ws", port=gemma.port, local_model="gemma3-270m")
-    ws.config.models.generator.max_tokens = 200  # ten blueprints never fit
+    ws.config.models.generator.max_tokens = 60  # no blueprint fits
     ws.config.models.generator.validation_retries = 0
     (batch,) = generate(ws, cell="S2-R3").batches
-    assert batch.calls == 1
-    assert any(note.startswith("reply 1 was cut off at max_tokens=200") for note in batch.notes), batch.notes
-    assert all("cut off at max_tokens=200" in " ".join(f.errors) for f in batch.failures)
+    assert batch.calls == 10 and not batch.stored
+    assert all("cut off at max_tokens=60" in " ".join(f.errors) for f in batch.failures), batch.failures

@@ -21,7 +21,7 @@ from blueprints.samples import review_dict
 from generator import generate
 from generator.samples import batch_for
 from reviewer import review_pending
-from tests.test_replies import slot_answer
+from tests.test_replies import slot_item
 from tui.session import ReviewSession
 from twinforge.exceptions import ForeignChangeError, RepositoryStateError, WorkspaceError
 from twinforge.llm import Message, ScriptedChat
@@ -31,8 +31,7 @@ from twinforge.workspace import Workspace
 def generator() -> ScriptedChat:
     def respond(messages: list[Message], schema: dict[str, Any] | None) -> dict[str, Any]:
         assert schema is not None
-        cell = schema["properties"]["blueprints"]["items"]["properties"]["taxonomy_id"]["enum"][0]
-        return {"blueprints": slot_answer(messages[-1].content, cell)}
+        return slot_item({"response_format": {"schema": schema}})
 
     return ScriptedChat(respond)
 
@@ -270,7 +269,7 @@ def test_generate_and_review_name_the_invalid_files_they_skip(tmp_path: Path) ->
     bad.write_text("schema_version: 1\nid: S1-R1-0badf11e\nstatus: kept\n")
     ws.commit("a hand-written file", ["blueprints/S1-R1-0badf11e.yaml"])
     gen_script, rev_script = tmp_path / "gen.yaml", tmp_path / "rev.yaml"
-    gen_script.write_text(yaml.safe_dump([{"blueprints": batch_for("S2-R3")}]))
+    gen_script.write_text(yaml.safe_dump(batch_for("S2-R3")))  # one reply per slot
     rev_script.write_text(yaml.safe_dump([review_dict([4] * 6)] * 10))
     env = {
         **os.environ,

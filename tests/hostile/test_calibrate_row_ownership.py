@@ -50,8 +50,8 @@ def test_two_calibrate_processes_share_the_runs_and_run_each_once(tmp_path: Path
             command, cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         outs = [p.communicate(timeout=900) for p in (first, second)]
-    for proc, (_, err) in zip((first, second), outs, strict=True):
-        assert proc.returncode == 0, err
+    for proc, (out, err) in zip((first, second), outs, strict=True):
+        assert proc.returncode == 0, f"stderr:\n{err}\nstdout:\n{out}"
     reports = [json.loads(out) for out, _ in outs]
     records = RecordsDB(records_url(ws))
     runs = records.runs()
