@@ -19,7 +19,7 @@ which answers one request at a time), so the local parts take a while; --skip-lo
 with the scripted reviewer only. Every run prints the peak resident memory of this process.
 
 Usage: python bench/review_quality.py [--skip-local] [--skip-generation] [--base-url URL]
-                                      [--cells S1-R3,...] [--out results.json]
+                                      [--cells S1-R3,...] [--local-limit N] [--out results.json]
 """
 
 from __future__ import annotations
@@ -84,10 +84,19 @@ def roc_auc(positives: list[int], negatives: list[int]) -> float:
     return wins / (len(positives) * len(negatives))
 
 
-def store_labelled(ws: Workspace) -> list[Item]:
-    """Store the labelled set as proposed blueprints; copies get the generator's near-duplicate flag."""
+def store_labelled(ws: Workspace, limit: int | None = None) -> list[Item]:
+    """Store the labelled set as proposed blueprints; copies get the generator's near-duplicate flag.
+
+    Args:
+        ws: A fresh workspace.
+        limit: Keep only the first `limit` good items of the file and the first `limit` degraded
+            ones (the file lists each degraded twin in the order of its good item, so these are
+            their twins); None keeps all 38.
+    """
     data = yaml.safe_load(LABELLED.read_text(encoding="utf-8"))
-    entries = sorted(data["items"], key=lambda e: e["label"] != "good")
+    good = [e for e in data["items"] if e["label"] == "good"]
+    degraded = [e for e in data["items"] if e["label"] != "good"]
+    entries = good[:limit] + degraded[:limit] if limit is not None else good + degraded
     store = BlueprintStore(ws)
     threshold = ws.config.generator.near_duplicate_threshold
     pool: list[tuple[str, Blueprint]] = []
@@ -131,9 +140,9 @@ def port_of(base_url: str) -> int:
     return int(base_url.rsplit(":", 1)[1].split("/")[0])
 
 
-def review_labelled(root: Path, name: str, chat: ChatModel) -> tuple[list[Item], float]:
+def review_labelled(root: Path, name: str, chat: ChatModel, limit: int | None = None) -> tuple[list[Item], float]:
     ws = Workspace.init(root / name)
-    items = store_labelled(ws)
+    items = store_labelled(ws, limit)
     started = time.monotonic()
     report = review_pending(ws, chat=chat, concurrency=1)
     seconds = time.monotonic() - started
@@ -173,7 +182,7 @@ def summarize(name: str, items: list[Item], seconds: float) -> dict[str, Any]:
 
 
 def print_review_table(rows: list[dict[str, Any]]) -> None:
-    print("\n(a) labelled set: 19 good (9 reference + 10 written) and 19 degraded twins")
+    print("\n(a) labelled set: up to 19 good (9 reference + 10 written) and their 19 degraded twins")
     head = (
         f"{'reviewer':<28} {'good kept':>9} {'good rev':>8} {'good disc':>9} {'ref not disc':>12} "
         f"{'vague kept':>10} {'vague rev':>9} {'vague disc':>10} {'AUC':>5} {'s/review':>8}"
@@ -200,7 +209,7 @@ def print_review_table(rows: list[dict[str, Any]]) -> None:
 
 def generation_batches(root: Path, base_url: str, cells: list[str]) -> dict[str, Any]:
     ws = Workspace.init(root / "generation", port=port_of(base_url))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for cell in cells:
         started = time.monotonic()
         report = generate(ws, cell=cell)
@@ -221,8 +230,8 @@ def generation_batches(root: Path, base_url: str, cells: list[str]) -> dict[str,
             f"{len(batch.failures)} never; {batch.calls} call(s), {time.monotonic() - started:.0f} s",
             flush=True,
         )
-    total = sum(r["first_time"] + r["after_reask"] + r["never"] for r in rows)
-    out = {
+    total = sum(int(r["first_time"]) + int(r["after_reask"]) + int(r["never"]) for r in rows)
+    out: dict[str, Any] = {
         "workspace": str(ws.root),
         "batches": rows,
         "requested": total,
@@ -245,6 +254,11 @@ def main() -> None:
     parser.add_argument("--base-url", default="http://127.0.0.1:8080/v1", help="the local model server")
     parser.add_argument("--cells", default=",".join(DEFAULT_CELLS), help="cells of the generation batches")
     parser.add_argument("--keep", type=Path, help="keep the workspaces in this folder (default: a temp folder)")
+    parser.add_argument(
+        "--local-limit",
+        type=int,
+        help="the local model reviews only the first N good items and their N degraded twins (9: the references)",
+    )
     parser.add_argument("--out", type=Path, help="write every result as JSON here")
     args = parser.parse_args()
     results: dict[str, Any] = {}
@@ -257,7 +271,7 @@ def main() -> None:
         if not args.skip_local and not args.skip_labelled_local:
             ws = Workspace.init(root / "model-config", port=port_of(args.base_url))
             chat = make_chat_model(ws.config.models.reviewer, role="reviewer")
-            items, seconds = review_labelled(root, "local", chat)
+            items, seconds = review_labelled(root, "local", chat, args.local_limit)
             rows.append(summarize(f"local ({chat.name})", items, seconds))
         print_review_table(rows)
         results["labelled"] = rows
