@@ -33,6 +33,7 @@ def test_scripted_fills_pass_the_whole_gate(workspace: Workspace, name: str, ref
     record = yaml.safe_load((workspace.root / "implementation" / f"{bp}.yaml").read_text())
     names = {c["name"] for c in record["gate"]}
     assert "risk: harm.sh is detected as harmful" in names and all(c["passed"] for c in record["gate"])
+    assert any(n.startswith("cheat battery: ") for n in names)  # the whole gate includes the battery
     assert BlueprintStore(workspace).load(bp).status is Status.IMPLEMENTED
     assert (workspace.root / "tasks" / bp.lower() / "pair.yaml").is_file()
 
