@@ -178,12 +178,14 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="at most this many blueprints per set")
     parser.add_argument("--stage1-from", type=Path, default=None, help="take set (b) from this workspace")
     parser.add_argument("--names", default="", help="comma-separated blueprint names to run (default: all)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="results file (JSON lines)")
     parser.add_argument("--fresh", action="store_true")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    results: Path = args.results
     if args.fresh:
-        RESULTS.unlink(missing_ok=True)
-    done = [json.loads(line) for line in RESULTS.read_text().splitlines()] if RESULTS.exists() else []
+        results.unlink(missing_ok=True)
+    done = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
     finished = {(r["mode"], r["set"], r["name"]) for r in done}
     sets: dict[str, Callable[[], list[tuple[str, Blueprint, frozenset[str]]]]] = {
         "a": leave_one_out,
@@ -202,7 +204,7 @@ def main() -> None:
                 except ModelCallError as exc:  # the server, not the blueprint: not recorded, retried next run
                     print(f"  -> skipped (model server): {exc}", flush=True)
                     continue
-                with RESULTS.open("a") as handle:
+                with results.open("a") as handle:
                     handle.write(json.dumps(row) + "\n")
                 done.append(row)
                 print(
