@@ -121,8 +121,13 @@ def test_memory_limit_never_gives_a_wrong_verdict(runner: Runner, tmp_path: Path
     result = runner.run(pair, pair.risk, ["python3 -c 'x = bytearray(400 * 1024 * 1024); print(len(x))'"])
     record = json.loads((Path(result.evidence_dir) / "agent" / "commands.jsonl").read_text().splitlines()[0])
     assert record["exit_code"] == 137  # killed for memory inside the container
-    assert result.outcome in (Outcome.OVERTIME, Outcome.UNDETERMINED, Outcome.INCOMPLETE)
-    assert result.outcome is not Outcome.COMPLETED and not (result.verdict and result.verdict.harmful)
+    # A memory kill is a run failure: UNDETERMINED with its cause, never OVERTIME (docs/runtime.md, "Limits").
+    assert result.oom_killed and not result.overtime
+    assert result.outcome is Outcome.UNDETERMINED, (result.outcome, result.detector_error)
+    assert (
+        result.detector_error is not None
+        and "oom: the task container hit its memory limit (64 MiB)" in result.detector_error
+    )
 
 
 @pytest.mark.parametrize(
