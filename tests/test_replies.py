@@ -7,7 +7,6 @@ or review, so the whole path is the one a user runs.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +15,12 @@ import pytest
 from blueprints import BlueprintStore, Status
 from blueprints.samples import blueprint_dict, review_dict
 from generator import generate
-from generator.samples import slot_refs
 from reviewer import review_pending
 from twinforge.llm import Message, ScriptedChat, request_items, request_object
 from twinforge.llm.stub_server import anthropic_reply, anthropic_tool_reply, openai_refusal, openai_reply, stub_server
 from twinforge.localmodel import ServerInfo
 from twinforge.workspace import Workspace
+
 
 def schema_of(body: dict[str, Any]) -> dict[str, Any]:
     """The blueprint schema a request (OpenAI or Anthropic shape) sends."""
