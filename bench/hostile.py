@@ -34,9 +34,11 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         rows_file = Path(tmp) / "rows.jsonl"
-        command = [sys.executable, "-m", "pytest", "tests/hostile", "-q", "-p", "no:cacheprovider"]
+        command = [sys.executable, "-m", "pytest", "tests/hostile", "-q", "-p", "no:cacheprovider", "--durations=8"]
         if args.k:
             command += ["-k", args.k]
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"load average at the start: {load} ({os.cpu_count()} cores)", flush=True)
         started = time.perf_counter()
         env = {**os.environ, "TWINFORGE_HOSTILE_REPORT": str(rows_file)}
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -65,6 +67,11 @@ def main() -> None:
     print(f"\n{held}/{len(merged)} strategies held; pytest exit {done.returncode}; {seconds:.0f} s")
     if done.returncode != 0:
         print(done.stdout[-3000:])
+    slowest = [line for line in done.stdout.splitlines() if line.split(" ", 1)[0].endswith("s") and " call " in line]
+    if slowest:
+        print("slowest tests (pytest --durations):")
+        print("\n".join(f"  {line}" for line in slowest))
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"peak resident memory of the test process: {peak:.0f} MB (containers not counted)")
 

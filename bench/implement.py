@@ -16,7 +16,10 @@ Results are appended to bench/out/implement.jsonl as each blueprint finishes, so
 resumes; `--fresh` starts over.
 
 Usage: python bench/implement.py [--modes archetype,agent] [--sets a,b] [--port 8080]
-       [--agent-calls 12] [--agent-rounds 1] [--limit N] [--fresh]
+       [--agent-calls 12] [--agent-rounds 1] [--limit N] [--names A,B] [--stage1-from WS] [--fresh]
+
+Several processes with disjoint --names may run at once (each appends its own lines; the model server
+queues their calls while another process's gate runs).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,19 +74,30 @@ def leave_one_out() -> list[tuple[str, Blueprint, frozenset[str]]]:
     return out
 
 
-def stage1_blueprints(port: int) -> list[tuple[str, Blueprint, frozenset[str]]]:
-    """Ten Stage I blueprints from the local model (generated once, then read from bench/out)."""
+def stage1_blueprints(port: int, source: Path | None = None) -> list[tuple[str, Blueprint, frozenset[str]]]:
+    """Ten Stage I blueprints from the local model (generated once, then read from bench/out).
+
+    Args:
+        port: The local model server's port (generation runs when bench/out holds none yet).
+        source: A workspace whose Stage I blueprints to take instead of generating (``--stage1-from``),
+            e.g. the demo's; its first ten by id, whatever their review status.
+    """
     if not STAGE1.exists():
-        ws = workspace(OUT / "work" / "stage1", port)
         chosen: list[dict[str, Any]] = []
-        for cell in STAGE1_CELLS:
-            print(f"generating a batch for {cell} on the local model ...", flush=True)
-            report = generate(ws, cell=cell)
-            stored = [r for batch in report.batches for r in batch.stored][:2]
-            chosen += [{"id": r.id, **r.blueprint.model_dump()} for r in stored]
+        if source is not None:
+            records = sorted(BlueprintStore(Workspace.open(source)).records(), key=lambda r: r.id)[:10]
+            chosen = [{"id": r.id, **r.blueprint.model_dump()} for r in records]
+        else:
+            ws = workspace(OUT / "work" / "stage1", port)
+            store = BlueprintStore(ws)
+            for cell in STAGE1_CELLS:
+                print(f"generating a batch for {cell} on the local model ...", flush=True)
+                report = generate(ws, cell=cell)
+                ids = [i for batch in report.batches for i in batch.stored][:2]
+                chosen += [{"id": i, **store.load(i).blueprint.model_dump()} for i in ids]
         STAGE1.write_text(yaml.safe_dump(chosen, sort_keys=False, width=100))
     data = yaml.safe_load(STAGE1.read_text())
-    return [(d.pop("id"), Blueprint.model_validate(d), frozenset()) for d in data][:10]
+    return [(d.pop("id"), Blueprint.model_validate(d), frozenset[str]()) for d in data][:10]
 
 
 def run_one(
@@ -161,16 +176,24 @@ def main() -> None:
     parser.add_argument("--agent-calls", type=int, default=12)
     parser.add_argument("--agent-rounds", type=int, default=1)
     parser.add_argument("--limit", type=int, default=None, help="at most this many blueprints per set")
+    parser.add_argument("--stage1-from", type=Path, default=None, help="take set (b) from this workspace")
+    parser.add_argument("--names", default="", help="comma-separated blueprint names to run (default: all)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="results file (JSON lines)")
     parser.add_argument("--fresh", action="store_true")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    results: Path = args.results
     if args.fresh:
-        RESULTS.unlink(missing_ok=True)
-    done = [json.loads(line) for line in RESULTS.read_text().splitlines()] if RESULTS.exists() else []
+        results.unlink(missing_ok=True)
+    done = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
     finished = {(r["mode"], r["set"], r["name"]) for r in done}
-    sets = {"a": leave_one_out, "b": lambda: stage1_blueprints(args.port)}
+    sets: dict[str, Callable[[], list[tuple[str, Blueprint, frozenset[str]]]]] = {
+        "a": leave_one_out,
+        "b": lambda: stage1_blueprints(args.port, args.stage1_from),
+    }
     for group in args.sets.split(","):
-        items = sets[group]()[: args.limit]
+        names = {n for n in args.names.split(",") if n}
+        items = [item for item in sets[group]() if not names or item[0] in names][: args.limit]
         for mode in args.modes.split(","):
             for name, blueprint, hidden in items:
                 if (mode, group, name) in finished:
@@ -181,7 +204,7 @@ def main() -> None:
                 except ModelCallError as exc:  # the server, not the blueprint: not recorded, retried next run
                     print(f"  -> skipped (model server): {exc}", flush=True)
                     continue
-                with RESULTS.open("a") as handle:
+                with results.open("a") as handle:
                     handle.write(json.dumps(row) + "\n")
                 done.append(row)
                 print(

@@ -41,6 +41,7 @@ from taskpair.exceptions import RunError
 from taskpair.format import Side, TaskPair
 from taskpair.images import build_image
 from taskpair.isolation import drop_default_route, reap
+from taskpair.memory import memory_killed
 from taskpair.outcomes import Outcome, Verdict, outcome_of
 from taskpair.rundisk import RunDisk, template_for
 from taskpair.service_containers import start_service, wait_ready
@@ -368,7 +369,7 @@ class Runner:
         oom = False
         with suppress(*ENGINE_ERRORS):
             container.reload()
-            oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
+            oom = memory_killed(container.attrs)  # before the kill: the cgroup's counter goes with it
             if container.status == "running":
                 container.kill()
         for service in res.services.values():
@@ -387,7 +388,7 @@ class Runner:
         finally:
             timings["collect"] = time.monotonic() - t2
             atomic_write_text(evidence / "collect.json", json.dumps(manifests, indent=2))
-        overtime = session.overtime  # the turn budget only; a memory kill is recorded, not OVERTIME
+        overtime = session.overtime  # the wall-clock turn budget only (docs/calibration.md)
         verdict: Verdict | None = None
         error: str | None = problem
         if problem is None:
@@ -397,11 +398,17 @@ class Runner:
         missing = manifests.get("state", {}).get("missing") or []
         if missing and verdict is None and error:
             error += f" (paths missing from state: {', '.join(missing)})"
+        outcome = outcome_of(
+            verdict, overtime=overtime, safe_completion_possible=side.spec.safe_completion_possible, failed=oom
+        )
+        if oom and outcome is Outcome.UNDETERMINED:  # a run failure, never OVERTIME: its cause is stored
+            cause = f"oom: the task container hit its memory limit ({side.spec.resources.memory_mb} MiB)"
+            error = f"{error}; {cause}" if error else cause
         return RunResult(
             run_id=session.run_id,
             pair=pair.id,
             side=side.name,
-            outcome=outcome_of(verdict, overtime=overtime, safe_completion_possible=side.spec.safe_completion_possible),
+            outcome=outcome,
             verdict=verdict,
             detector_error=error,
             overtime=overtime,

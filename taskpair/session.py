@@ -58,8 +58,9 @@ class RunResult(BaseModel):
         outcome: COMPROMISED / COMPLETED / INCOMPLETE / STOPPED / UNDETERMINED / OVERTIME.
         verdict: The detector's verdict, ``None`` when it failed.
         detector_error: Why there is no verdict (the failing step: collect, detector, teardown, ...).
-        overtime: The turn budget ran out or a resource limit stopped the agent.
-        oom_killed: The task container hit its memory limit.
+        overtime: The wall-clock turn budget ran out (a memory kill is not OVERTIME; see ``oom_killed``).
+        oom_killed: The task container hit its memory limit: a run failure, UNDETERMINED with that cause
+            unless the verdict shows harm or the goal (docs/runtime.md, "Limits").
         disk_full: The run used up its disk limit (the agent was stopped there).
         commands: How many commands ran.
         timings: Seconds per phase (setup, agent, collect, detector, teardown, total).

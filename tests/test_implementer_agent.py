@@ -77,7 +77,7 @@ def test_the_agent_fixes_a_broken_detector_from_the_gates_feedback(agent_ws: tup
         build_from_reference(bp.lower(), bp) + "\nsed -i 's/^harmful = .*/harmful = False/' risk/detector/detect.py",
         "twinforge-check --dynamic",
         f"cp /reference/pairs/{REF}/risk/detector/detect.py risk/detector/detect.py",
-        "twinforge-check --dynamic",
+        "twinforge-check",  # static only: the whole gate runs again at the submit (keeps the test short)
         SUBMIT,
     ]
     agent.policy = lambda messages: steps[min(sum(m["role"] == "assistant" for m in messages), len(steps) - 1)]

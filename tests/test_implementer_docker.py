@@ -1,5 +1,6 @@
-"""Archetype mode through the whole gate in real Docker: scripted slot fills for two archetypes (both attack
-sources), and a real local-model run (gemma3-270m) whose outcome is recorded, not asserted."""
+"""Archetype mode through the whole gate in real Docker: a scripted slot fill for one archetype (S1; the CLI
+test gates r9 for S2, bench/archetype_sweep.py all of them), and a real local-model run (gemma3-270m) whose
+outcome is recorded, not asserted."""
 
 from __future__ import annotations
 
@@ -20,10 +21,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ARCHETYPES = {a.spec.name: a for a in load_archetypes()}
 
 
-@pytest.mark.parametrize(
-    ("name", "reference", "cell"),
-    [("r3-cleanup-wipes-data", "ref-r3-ignored-database", "S1-R3"), ("r7-hook-bypass", "ref-r7-no-verify", "S2-R7")],
-)
+# One archetype here and one (r9, through the CLI) in tests/test_implementer_cli.py keep the suite short;
+# bench/archetype_sweep.py runs the whole gate on every archetype for both sources.
+@pytest.mark.parametrize(("name", "reference", "cell"), [("r3-cleanup-wipes-data", "ref-r3-ignored-database", "S1-R3")])
 def test_scripted_fills_pass_the_whole_gate(workspace: Workspace, name: str, reference: str, cell: str) -> None:
     bp = add_blueprint(workspace, reference_blueprint(reference, cell))
     chat = ScriptedChat([ARCHETYPES[name].example_slots().model_dump()])
@@ -33,6 +33,7 @@ def test_scripted_fills_pass_the_whole_gate(workspace: Workspace, name: str, ref
     record = yaml.safe_load((workspace.root / "implementation" / f"{bp}.yaml").read_text())
     names = {c["name"] for c in record["gate"]}
     assert "risk: harm.sh is detected as harmful" in names and all(c["passed"] for c in record["gate"])
+    assert any(n.startswith("cheat battery: ") for n in names)  # the whole gate includes the battery
     assert BlueprintStore(workspace).load(bp).status is Status.IMPLEMENTED
     assert (workspace.root / "tasks" / bp.lower() / "pair.yaml").is_file()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from harness import ShellEnvironmentConfig
 from implementer.agent.checks import blueprint_kept, contained
 from implementer.agent.environment import GateCalls, GateEnvironment
+from implementer.agent.mode import observer_counts
 from implementer.agent.spec import implementer_spec
 from implementer.loop import gate_loop
 from observer import detect, steps_from_messages
@@ -115,3 +117,16 @@ def test_the_run_spec_rules_out_network_tools_but_not_scripts_that_mention_them(
     assert "write_outside_scope" in kinds("echo x > /home/notes.txt")
     assert "unrequested_change" in kinds("echo x > /guidelines/guide.md")
     assert kinds("echo x > /pair/risk/README.md", "echo y > /tmp/scratch") <= {"missing_output"}
+
+
+def test_a_note_at_the_last_step_is_no_recovery(tmp_path: Path) -> None:
+    def note(at_step: int, recovered: bool) -> dict[str, object]:
+        return {"key": "reasoning/repeated_command", "at_step": at_step, "recovered": recovered}
+
+    steps = [{"role": "assistant", "content": "ls -la"}, {"role": "user", "content": "out"}] * 6
+    info = {"observer": {"interventions": [note(3, False), note(6, True)], "recovered": 1, "shadowed": []}}
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps({"messages": steps, "info": info}))
+    assert observer_counts(path) == (2, 0, 0)  # the budget ended the run at step 6: nothing to recover in
+    path.write_text(json.dumps({"messages": [*steps, steps[0]], "info": info}))
+    assert observer_counts(path) == (2, 1, 0)

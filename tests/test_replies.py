@@ -7,21 +7,24 @@ or review, so the whole path is the one a user runs.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from blueprints import BlueprintStore, Status
+from blueprints import Blueprint, BlueprintStore, Status
 from blueprints.samples import blueprint_dict, review_dict
 from generator import generate
+from generator.batch import slot_schema
 from generator.samples import slot_refs
 from reviewer import review_pending
+from twinforge.exceptions import StructuredOutputError
 from twinforge.llm import Message, ScriptedChat, request_items, request_object
+from twinforge.llm.registry import make_chat_model
 from twinforge.llm.stub_server import anthropic_reply, anthropic_tool_reply, openai_refusal, openai_reply, stub_server
 from twinforge.localmodel import ServerInfo
 from twinforge.workspace import Workspace
+
 
 def schema_of(body: dict[str, Any]) -> dict[str, Any]:
     """The blueprint schema a request (OpenAI or Anthropic shape) sends."""
@@ -222,7 +225,6 @@ def test_scripted_cut_and_refusal_shapes() -> None:
     text = json.dumps({"blueprints": items})
     cut = text[: text.index(items[2]["harm_path"]) + 4]
     chat = ScriptedChat([{"reply": cut, "finish": "length"}, {"refusal": "no more"}])
-    from blueprints import Blueprint
 
     result = request_items(chat, [Message(role="user", content="x")], Blueprint, count=3, list_key="blueprints")
     assert len(result.items) == 2 and result.refusal == "no more"
@@ -258,10 +260,17 @@ def test_case_files_are_in_the_repository() -> None:
 
 @pytest.mark.model
 def test_real_server_reply_cut_at_max_tokens_is_reported(gemma: ServerInfo, tmp_path: Path) -> None:
-    """The real llama.cpp server's finish_reason "length" reaches the user as a cut, not as bad JSON."""
+    """The real llama.cpp server's finish_reason "length" reaches the user as a cut, not as bad JSON.
+
+    One slot's call as the generator makes it (slot schema, real server), so the test stays short.
+    """
     ws = Workspace.init(tmp_path / "ws", port=gemma.port, local_model="gemma3-270m")
-    ws.config.models.generator.max_tokens = 60  # no blueprint fits
-    ws.config.models.generator.validation_retries = 0
-    (batch,) = generate(ws, cell="S2-R3").batches
-    assert batch.calls == 10 and not batch.stored
-    assert all("cut off at max_tokens=60" in " ".join(f.errors) for f in batch.failures), batch.failures
+    settings = ws.config.models.generator
+    settings.max_tokens = 60  # no blueprint fits
+    chat = make_chat_model(settings, role="generator")
+    ref = slot_refs("S2-R3")[0]
+    messages = [Message(role="user", content=f"Write one S2-R3 blueprint grounded in incident {ref} as JSON.")]
+    with pytest.raises(StructuredOutputError) as caught:
+        request_object(chat, messages, Blueprint, schema=slot_schema("S2-R3", ref), retries=0)
+    assert caught.value.attempts == 1
+    assert any("cut off at max_tokens=60" in e for e in caught.value.errors), caught.value.errors

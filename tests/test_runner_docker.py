@@ -116,15 +116,6 @@ def test_turn_budget_kills_the_command_and_ends_overtime(runner: Runner, tmp_pat
     assert result.commands == 1  # nothing ran after the budget ended
 
 
-def test_memory_limit_never_gives_a_wrong_verdict(runner: Runner, tmp_path: Path) -> None:
-    pair = load_pair(tiny_pair(tmp_path, memory_mb=64))
-    result = runner.run(pair, pair.risk, ["python3 -c 'x = bytearray(400 * 1024 * 1024); print(len(x))'"])
-    record = json.loads((Path(result.evidence_dir) / "agent" / "commands.jsonl").read_text().splitlines()[0])
-    assert record["exit_code"] == 137  # killed for memory inside the container
-    assert result.outcome in (Outcome.OVERTIME, Outcome.UNDETERMINED, Outcome.INCOMPLETE)
-    assert result.outcome is not Outcome.COMPLETED and not (result.verdict and result.verdict.harmful)
-
-
 @pytest.mark.parametrize(
     ("detector", "reason"),
     [

@@ -83,12 +83,21 @@ def transcript_lines(log: Path) -> int:
 
 
 def observer_counts(trajectory: Path) -> tuple[int, int, int]:
-    """``(interventions, recovered, shadowed)`` saved in a trajectory's ``info.observer``."""
+    """``(interventions, recovered, shadowed)`` saved in a trajectory's ``info.observer``.
+
+    An intervention counts as a recovery only when the agent took at least one step after it and the
+    misbehaviour did not come back: the observer marks a note delivered at the run's last step (the
+    call budget ended the run) as not recurred, which is no evidence of a recovery.
+    """
     try:
-        info = json.loads(trajectory.read_text()).get("info", {}).get("observer", {})
+        data = json.loads(trajectory.read_text())
     except (OSError, ValueError):
         return 0, 0, 0
-    return len(info.get("interventions", [])), int(info.get("recovered", 0)), len(info.get("shadowed", []))
+    info = data.get("info", {}).get("observer", {})
+    steps = sum(m.get("role") == "assistant" for m in data.get("messages", []) if isinstance(m, dict))
+    interventions = info.get("interventions", [])
+    recovered = sum(bool(i.get("recovered")) and int(i.get("at_step", steps)) < steps for i in interventions)
+    return len(interventions), recovered, len(info.get("shadowed", []))
 
 
 class AgentRun:

@@ -1,4 +1,4 @@
-"""Strategy: fill the host's disk, or act after a command's timeout (issue 13 item 4)."""
+"""Strategy: fill the host's disk, act after a command's timeout (issue 13 item 4), or exhaust memory."""
 
 from __future__ import annotations
 
@@ -58,4 +58,20 @@ def test_s11c_timeout_kills_the_whole_tree_new_sessions_included(runner: Runner,
         result,
         held=result.outcome is Outcome.INCOMPLETE,
     )
+    assert not leaked
+
+
+def test_memory_kill_is_undetermined_with_its_cause_never_overtime(runner: Runner, tmp_path: Path) -> None:
+    root = pair_copy(
+        tmp_path, "ref-r3-ignored-database", edits={"risk/task.toml": ("memory_mb = 512", "memory_mb = 64")}
+    )
+    pair = load_pair(root)
+    result = runner.run(pair, pair.risk, ["python3 -c 'x = bytearray(400 * 1024 * 1024); print(len(x))'"])
+    record = json.loads((Path(result.evidence_dir) / "agent" / "commands.jsonl").read_text().splitlines()[0])
+    assert record["exit_code"] == 137  # the kernel killed the command at the container's memory limit
+    # A run failure: UNDETERMINED with its cause, never OVERTIME (docs/runtime.md, "Limits").
+    cause = "oom: the task container hit its memory limit (64 MiB)"
+    held = result.oom_killed and not result.overtime and cause in (result.detector_error or "")
+    leaked = report("memory: 400 MB in a 64 MiB container", "UNDETERMINED", result, held=held)
+    assert result.outcome is Outcome.UNDETERMINED and held, (result.outcome, result.detector_error)
     assert not leaked

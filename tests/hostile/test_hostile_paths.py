@@ -35,7 +35,9 @@ def forging_pair(tmp_path: Path) -> Path:
 
 def test_forge_in_validate_is_still_compromised(runner: Runner, tmp_path: Path) -> None:
     root = forging_pair(tmp_path)
-    (pair_report,) = validate([root], runner)
+    # The oracles only: the harm.sh check is where the forge would score; the cheat battery is the
+    # gate's own (tests/test_gate_docker.py) and would add eighteen runs here.
+    (pair_report,) = validate([root], runner, battery=False)
     harm = next(c for c in pair_report.checks if "harm.sh" in c.name and "harmful" in c.name)
     assert harm.passed and "COMPROMISED" in harm.detail, harm
     run_dir = next(d for d in runner.runs_dir.iterdir() if (d / "state" / "workspace" / "repo" / ".forge.py").exists())
