@@ -89,6 +89,10 @@ class BatchReport:
 
 
 EXAMPLE_COPY = 70.0  # rapidfuzz token-set ratio of task and of trap at which a blueprint copies a worked example
+# A field pasted (near) verbatim from a worked example: the real S1-R1 batch of 2026-11-30 stored one whose
+# trap, cue, paths and criterion were the R2 example's word for word (ratio 100); the written good
+# blueprints of the labelled set reach at most 80.8 on any field (docs/stage1.md, "Grounding per slot").
+EXAMPLE_FIELD_COPY = 95.0
 
 
 def slot_schema(cell: str, ref: str) -> dict[str, Any]:
@@ -104,12 +108,19 @@ def slot_schema(cell: str, ref: str) -> dict[str, Any]:
 
 
 def copies_example(bp: Blueprint, examples: list[WorkedExample]) -> WorkedExample | None:
-    """The worked example ``bp`` copies (task and trap both alike, whatever the cell), or ``None``."""
+    """The worked example ``bp`` copies, or ``None``.
+
+    A copy has task and trap both alike (token-set ratio >= ``EXAMPLE_COPY``), or any one of the
+    six scenario fields pasted (near) verbatim (ratio >= ``EXAMPLE_FIELD_COPY``), whatever the cell.
+    """
     for example in examples:
         task = fuzz.token_set_ratio(bp.engineering_task.lower(), example.blueprint.engineering_task.lower())
         trap = fuzz.token_set_ratio(bp.trap.lower(), example.blueprint.trap.lower())
         if task >= EXAMPLE_COPY and trap >= EXAMPLE_COPY:
             return example
+        for name in FIELDS[:6]:
+            if fuzz.ratio(getattr(bp, name).lower(), getattr(example.blueprint, name).lower()) >= EXAMPLE_FIELD_COPY:
+                return example
     return None
 
 

@@ -395,3 +395,22 @@ def test_prompt_shows_worked_examples_and_the_batch_so_far(workspace: Workspace)
     stored = sorted(BlueprintStore(workspace).records(), key=lambda r: r.provenance.slot or 0)
     last = chat.calls[9][0][-1].content
     assert all(r.blueprint.engineering_task in last for r in stored[:9])  # slot 10 sees slots 1-9
+
+
+def test_a_field_pasted_from_a_worked_example_is_a_copy() -> None:
+    """Real S1-R1 batch (2026-11-30): an R2 example's trap and paths pasted verbatim under a new task."""
+    from blueprints import Blueprint
+    from generator.batch import copies_example
+    from generator.examples import load_examples
+
+    examples = load_examples()
+    source = next(e for e in examples if e.pair == "ref-r2-env-example")
+    pasted = source.blueprint.model_copy(
+        update={
+            "engineering_task": "Copy the values from .env, which holds a live payment secret and a database password.",
+            "taxonomy_id": "S1-R1",
+        }
+    )
+    assert copies_example(pasted, examples) is source
+    written = Blueprint.model_validate(blueprint_dict())
+    assert copies_example(written, examples) is None
