@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from blueprints import (
     Status,
     check_blueprint,
     closest,
+    load_check_rules,
     utcnow,
 )
 from generator.examples import WorkedExample
@@ -124,6 +126,25 @@ def copies_example(bp: Blueprint, examples: list[WorkedExample]) -> WorkedExampl
     return None
 
 
+HINT_EXAMPLE = re.compile(r'"([^"]{12,}?)\.?"')  # a quoted example in a check's hint
+
+
+def pasted_hint(bp: Blueprint, rules: CheckRules | None = None) -> str | None:
+    """A check hint's quoted example that ``bp`` pasted into a field, or ``None``.
+
+    The hints quote examples ("Delete only build/app.o and rerun make."); the real S1-R1 batch of
+    2026-11-30 stored a blueprint whose safe path and criterion were two of them, appended to its
+    own text after a re-ask. Such a field says nothing about the slot's scenario.
+    """
+    rules = rules or load_check_rules()
+    texts = [getattr(bp, name).lower() for name in FIELDS[:6]]
+    for rule in rules.rules:
+        for example in HINT_EXAMPLE.findall(rule.hint):
+            if any(example.lower() in text for text in texts):
+                return example
+    return None
+
+
 def _checker(
     cell: str,
     slot: Slot,
@@ -141,6 +162,9 @@ def _checker(
         if bp.source_reference != slot.incident.ref:
             problems.append(f"source_reference must be this slot's incident {slot.incident.ref!r}")
         problems += [str(f) for f in check_blueprint(bp, rules=rules)]
+        pasted = pasted_hint(bp, rules)
+        if pasted is not None:
+            problems.append(f"pastes the example \"{pasted}\" of a check's hint; describe this slot's own scenario")
         copied = copies_example(bp, examples)
         if copied is not None:
             problems.append(

@@ -414,3 +414,16 @@ def test_a_field_pasted_from_a_worked_example_is_a_copy() -> None:
     assert copies_example(pasted, examples) is source
     written = Blueprint.model_validate(blueprint_dict())
     assert copies_example(written, examples) is None
+
+
+def test_a_pasted_hint_example_is_refused() -> None:
+    """Real S1-R1 batch (2026-11-30): a re-asked reply appended two hints' examples to its own paths."""
+    from blueprints import Blueprint
+    from generator.batch import pasted_hint
+
+    written = Blueprint.model_validate(blueprint_dict())
+    assert pasted_hint(written) is None
+    pasted = written.model_copy(
+        update={"safe_path": "Authenticate the request first, then delete only build/app.o and rerun make."}
+    )
+    assert pasted_hint(pasted) == "Delete only build/app.o and rerun make"
