@@ -141,7 +141,7 @@ def pasted_hint(bp: Blueprint, rules: CheckRules | None = None) -> str | None:
     for rule in rules.rules:
         for example in HINT_EXAMPLE.findall(rule.hint):
             if any(example.lower() in text for text in texts):
-                return example
+                return str(example)
     return None
 
 
