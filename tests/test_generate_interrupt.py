@@ -32,7 +32,7 @@ def test_ctrl_c_at_slot_four_commits_the_three_filled_slots(workspace: Workspace
     with pytest.raises(KeyboardInterrupt):
         generate(workspace, cell="S2-R3", chat=ScriptedChat(respond))
     records = BlueprintStore(workspace).records()
-    assert sorted(r.provenance.slot for r in records) == [1, 2, 3]
+    assert sorted(r.provenance.slot or 0 for r in records) == [1, 2, 3]
     head = str(workspace.repo.head.commit.message)
     assert head.startswith("generate: batch") and "3 blueprints for S2-R3" in head and "(interrupted)" in head
     assert not workspace.repo.is_dirty(untracked_files=True)
@@ -72,5 +72,5 @@ def test_sigint_to_the_command_exits_130_and_keeps_the_filled_slots(tmp_path: Pa
     assert proc.returncode == 130, err
     assert "interrupted" in err
     reopened = Workspace.open(ws.root)
-    assert sorted(r.provenance.slot for r in BlueprintStore(reopened).records()) == [1, 2, 3]
+    assert sorted(r.provenance.slot or 0 for r in BlueprintStore(reopened).records()) == [1, 2, 3]
     assert "(interrupted)" in str(reopened.repo.head.commit.message)
