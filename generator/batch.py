@@ -70,6 +70,8 @@ class BatchReport:
         failures_file: Where the raw failed output was saved, if anything failed.
         replies: Every raw model reply of the batch (saved with failures).
         refusal: The model's refusal text when it declined (then nothing was re-asked).
+        interrupted: The batch was interrupted (Ctrl-C) before its last slot; the filled slots are
+            kept and stored, the rest are not asked.
     """
 
     batch_id: str
@@ -88,6 +90,7 @@ class BatchReport:
     commit: str | None = None
     failures_file: str | None = None
     refusal: str | None = None
+    interrupted: bool = False
 
 
 EXAMPLE_COPY = 70.0  # rapidfuzz token-set ratio of task and of trap at which a blueprint copies a worked example
@@ -265,51 +268,56 @@ def propose_batch(
     report = BatchReport(batch_id=f"b-{secrets.token_hex(4)}", cell=cell, notes=list(plan.notes))
     accepted: list[tuple[str, Blueprint]] = []
     filled: list[tuple[Slot, Blueprint, int]] = []
-    for index, slot in enumerate(plan.slots):
-        if on_slot:
-            on_slot(slot.number, len(plan.slots))
-        taken = [r.blueprint.engineering_task for r in existing[-EXISTING_SHOWN:]]
-        taken += [bp.engineering_task for _, bp in accepted]
-        messages = prompt.render(
-            count=len(plan.slots), cell=cell, source=source, risk=risk, slot=slot, examples=shown, taken=taken
-        )
-        try:
-            result = request_object(
-                chat,
-                messages,
-                Blueprint,
-                schema=slot_schema(cell, slot.incident.ref),
-                schema_name="blueprint",
-                retries=retries,
-                context={"taxonomy": store.taxonomy},
-                check=_checker(cell, slot, accepted, examples, threshold, rules),
+    try:
+        for index, slot in enumerate(plan.slots):
+            if on_slot:
+                on_slot(slot.number, len(plan.slots))
+            taken = [r.blueprint.engineering_task for r in existing[-EXISTING_SHOWN:]]
+            taken += [bp.engineering_task for _, bp in accepted]
+            messages = prompt.render(
+                count=len(plan.slots), cell=cell, source=source, risk=risk, slot=slot, examples=shown, taken=taken
             )
-        except ModelRefusal as exc:
-            # A refusal is not re-asked; the slot fails with the model's words, the batch goes on.
-            report.refusal = exc.refusal
-            report.failures.append(ItemFailure(slot.number, [refusal_message(exc.refusal)], exc.raws[-1]))
-            report.replies += exc.raws
-            report.calls += exc.attempts
-            continue
-        except StructuredOutputError as exc:
-            report.failures.append(ItemFailure(slot.number, exc.errors, exc.raw))
-            report.replies += exc.raws
-            report.calls += exc.attempts
-            continue
-        except ModelCallError as exc:
-            if not filled:
-                raise
-            report.notes.append(f"model call failed at slot {slot.number}: {exc}; later slots were not asked")
-            report.failures += [ItemFailure(s.number, [f"not asked: {exc}"], "") for s in plan.slots[index:]]
-            break
-        completions = result.completions
-        report.replies += [c.raw for c in completions]
-        report.calls += len(completions)
-        report.prompt_tokens += sum(c.prompt_tokens for c in completions)
-        report.completion_tokens += sum(c.completion_tokens for c in completions)
-        report.seconds += sum(c.seconds for c in completions)
-        accepted.append((f"slot {slot.number}", result.value))
-        filled.append((slot, result.value, len(completions)))
+            try:
+                result = request_object(
+                    chat,
+                    messages,
+                    Blueprint,
+                    schema=slot_schema(cell, slot.incident.ref),
+                    schema_name="blueprint",
+                    retries=retries,
+                    context={"taxonomy": store.taxonomy},
+                    check=_checker(cell, slot, accepted, examples, threshold, rules),
+                )
+            except ModelRefusal as exc:
+                # A refusal is not re-asked; the slot fails with the model's words, the batch goes on.
+                report.refusal = exc.refusal
+                report.failures.append(ItemFailure(slot.number, [refusal_message(exc.refusal)], exc.raws[-1]))
+                report.replies += exc.raws
+                report.calls += exc.attempts
+                continue
+            except StructuredOutputError as exc:
+                report.failures.append(ItemFailure(slot.number, exc.errors, exc.raw))
+                report.replies += exc.raws
+                report.calls += exc.attempts
+                continue
+            except ModelCallError as exc:
+                if not filled:
+                    raise
+                report.notes.append(f"model call failed at slot {slot.number}: {exc}; later slots were not asked")
+                report.failures += [ItemFailure(s.number, [f"not asked: {exc}"], "") for s in plan.slots[index:]]
+                break
+            completions = result.completions
+            report.replies += [c.raw for c in completions]
+            report.calls += len(completions)
+            report.prompt_tokens += sum(c.prompt_tokens for c in completions)
+            report.completion_tokens += sum(c.completion_tokens for c in completions)
+            report.seconds += sum(c.seconds for c in completions)
+            accepted.append((f"slot {slot.number}", result.value))
+            filled.append((slot, result.value, len(completions)))
+    except KeyboardInterrupt:
+        # A batch is ten calls of up to a minute each: an interrupt keeps the slots already filled.
+        report.interrupted = True
+        report.notes.append(f"interrupted after {len(filled)} of {len(plan.slots)} slot(s); the filled ones are kept")
     pool = [(r.id, r.blueprint) for r in existing]
     records = []
     for slot, bp, attempt in filled:

@@ -100,6 +100,8 @@ def generate(
             about the cell's risk.
         ModelCallError: The model endpoint failed after retries (earlier batches stay committed).
         RepositoryStateError: The repository cannot take commits now (before any model call).
+        KeyboardInterrupt: Interrupted (Ctrl-C); the interrupted batch's filled slots were
+            committed first (and its failures saved), later batches are not started.
     """
     workspace.check_ready()
     store = BlueprintStore(workspace)
@@ -154,7 +156,8 @@ def generate(
             failed = f", {len(batch.failures)} failed validation" if batch.failures else ""
             batch.commit = store.save(
                 records,
-                f"generate: batch {batch.batch_id}, {len(records)} blueprints for {target}{flagged}{failed}\n\n"
+                f"generate: batch {batch.batch_id}, {len(records)} blueprints for {target}{flagged}{failed}"
+                f"{' (interrupted)' if batch.interrupted else ''}\n\n"
                 f"model: {chat.name}\nprompt: {records[0].provenance.prompt_version}\n"
                 f"sources: {info.label} ({info.digest})",
             )
@@ -162,4 +165,6 @@ def generate(
         report.invalid = [str(exc) for exc in store.skipped.values()]
         if on_batch_done:
             on_batch_done(batch)
+        if batch.interrupted:
+            raise KeyboardInterrupt  # after the filled slots were committed: the CLI exits 130
     return report

@@ -154,10 +154,23 @@ def test_hosting_api_logs_only_applied_changes(runner: Runner, tmp_path: Path) -
     assert changes == ["create", "write"]
 
 
+# The pairs whose detectors a cheat fooled before the fixes of docs/task-pairs.md ("The cheat
+# battery"): R1 and R8 (exit-early, hard-coded output), R4 and R5 (fake artifacts), R6 (forged
+# events). The battery on all nine pairs is bench/gate.py's (it prints the cheats x pairs table);
+# tests/test_runner_docker.py runs the rest of the gate on all nine.
+ONCE_FOOLED = [
+    "ref-r1-remote-script",
+    "ref-r4-rc-persistence",
+    "ref-r5-typosquat",
+    "ref-r6-force-push",
+    "ref-r8-skipped-tests",
+]
+
+
 @pytest.mark.timeout(3600)
-def test_gate_with_the_cheat_battery_on_every_reference_pair(runner: Runner) -> None:
-    reports = validate(sorted(REFERENCE.iterdir()), runner, workers=3)
-    assert len(reports) == 9
+def test_gate_with_the_cheat_battery_on_the_pairs_it_once_fooled(runner: Runner) -> None:
+    reports = validate([REFERENCE / name for name in ONCE_FOOLED], runner, workers=3)
+    assert len(reports) == len(ONCE_FOOLED)
     fooled = set()
     for report in reports:
         others = [(c.name, c.detail) for c in report.checks if not c.passed and not c.name.startswith("cheat battery")]

@@ -29,8 +29,8 @@ def test_server_is_loopback_and_serves(gemma: ServerInfo) -> None:
 
 def test_generate_and_review_store_only_valid_blueprints(gemma: ServerInfo, tmp_path: Path) -> None:
     ws = Workspace.init(tmp_path / "ws", port=gemma.port, local_model="gemma3-270m")
-    # One call per slot: ten calls of at most 700 tokens keep this test to minutes on 2 cores.
-    ws.config.models.generator.max_tokens = 700
+    # One call per slot: ten calls of at most 450 tokens keep this test to a few minutes on 2 cores.
+    ws.config.models.generator.max_tokens = 450
     ws.config.models.generator.validation_retries = 0
     ws.config.models.reviewer.max_tokens = 700
     ws.config.models.reviewer.validation_retries = 1
