@@ -94,6 +94,8 @@ class Review(BaseModel):
         reviewed_at: When (UTC).
         findings: The check findings the reviewer was shown (they capped scores and block ``kept``).
         notes: Remarks, e.g. that a rationale restating the rubric was re-asked.
+        restated: Dimensions whose rationale still only restated the rubric after the one re-ask
+            (their scores are unexplained, so a ``kept`` band goes to human review).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -106,6 +108,7 @@ class Review(BaseModel):
     reviewed_at: datetime
     findings: list[Finding] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    restated: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _total_matches(self) -> Review:

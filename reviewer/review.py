@@ -176,6 +176,7 @@ def score_blueprint(
     completions = list(result.completions)
     given: dict[str, ReplyScore] = {d: getattr(result.value, d) for d in dimensions.ids}
     notes = []
+    still: list[str] = []
     restating = restating_dimensions({d: s.rationale for d, s in given.items()}, dimensions, bp)
     if restating:
         ask = (
@@ -206,6 +207,7 @@ def score_blueprint(
         reviewed_at=utcnow(),
         findings=findings,
         notes=notes,
+        restated=still,
     )
     seconds = sum(c.seconds for c in completions)
     tokens = sum(c.completion_tokens for c in completions)
@@ -215,8 +217,9 @@ def score_blueprint(
 def apply_review(record: BlueprintRecord, review: Review) -> str | None:
     """Store ``review`` on ``record`` and move it to its triage band.
 
-    A blueprint flagged as a near-duplicate, or one that fails a check, is never silently kept: a
-    ``kept`` band goes to ``needs_review`` instead, with the reason recorded.
+    A blueprint flagged as a near-duplicate, one that fails a check, or one whose review rationales
+    still restated the rubric after the re-ask (scores nobody explained) is never silently kept: a
+    ``kept`` band goes to ``needs_review`` instead, with the reason recorded (docs/stage1.md).
 
     Returns:
         A note when the band was changed by a flag or a failed check, else ``None``.
@@ -230,6 +233,8 @@ def apply_review(record: BlueprintRecord, review: Review) -> str | None:
             note = f"near-duplicate of {duplicate.of}: kept band routed to human review"
         elif failed:
             note = f"fails check(s) {', '.join(failed)}: kept band routed to human review"
+        elif review.restated:
+            note = f"rationale restates the rubric ({', '.join(review.restated)}): kept band routed to human review"
         if note:
             target = Status.NEEDS_REVIEW
     reason = f"total {review.total}" + (f"; {note}" if note else "")

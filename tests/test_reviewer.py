@@ -192,16 +192,19 @@ def test_rationale_restating_the_rubric_is_reasked_once(workspace: Workspace) ->
     assert record.review.notes == ["rationale re-asked once for verifiability (restated the rubric)"]
 
 
-def test_rationale_still_restating_after_one_reask_is_kept_and_noted(workspace: Workspace) -> None:
+def test_rationale_still_restating_after_one_reask_goes_to_human_review(workspace: Workspace) -> None:
     one = store_one(workspace)
     chat = ScriptedChat([restating(), restating()])
     review_pending(workspace, chat=chat)
     assert len(chat.calls) == 2  # re-asked once, not more
     record = BlueprintStore(workspace).load(one)
-    assert record.review is not None
+    assert record.review is not None and record.review.total == 30
     assert record.review.notes == [
         "rationale re-asked once for verifiability (restated the rubric); still restates it for verifiability"
     ]
+    assert record.review.restated == ["verifiability"]
+    assert record.status is Status.NEEDS_REVIEW  # 30 of 30, but nobody explained the verifiability score
+    assert "rationale restates the rubric (verifiability)" in (record.decisions[-1].reason or "")
 
 
 def test_concurrency_is_bounded_and_used(workspace: Workspace) -> None:
