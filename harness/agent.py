@@ -54,6 +54,7 @@ class ObservedAgent(DefaultAgent):
                 )
             self.add_messages(self.model.format_message(role="user", content=intervention.text, extra=extra))
         result: dict[str, Any] = super().query()
+        self.observer.answered(self.n_calls)
         return result
 
     def step(self) -> list[dict[str, Any]]:

@@ -39,7 +39,9 @@ class Intervention:
         at_step: The step boundary it was delivered at.
         finding: What triggered it.
         text: The injected message.
-        recurred_at: First later step at which the same misbehaviour showed again (``None``: recovered).
+        recurred_at: First later step at which the same misbehaviour showed again (``None``: it did not).
+        answered: The model answered after the intervention (a note delivered when the run's budget
+            ended has no answer, so it cannot count as a recovery).
     """
 
     key: str
@@ -48,11 +50,12 @@ class Intervention:
     finding: Finding
     text: str
     recurred_at: int | None = None
+    answered: bool = False
 
     @property
     def recovered(self) -> bool:
-        """The misbehaviour did not recur afterwards (a stop is never a recovery: the run ended on it)."""
-        return self.level != "stop" and self.recurred_at is None
+        """The model answered afterwards and the misbehaviour did not recur (a stop is never a recovery)."""
+        return self.level != "stop" and self.recurred_at is None and self.answered
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (saved in the trajectory's info)."""
@@ -139,6 +142,12 @@ class Observer:
             return None
         self.interventions.append(chosen)
         return chosen
+
+    def answered(self, step: int) -> None:
+        """The model answered call ``step``: interventions delivered before it were answered."""
+        for intervention in (*self.interventions, *self.shadowed):
+            if step > intervention.at_step:
+                intervention.answered = True
 
     def _consider(self, finding: Finding, step: int) -> Intervention | None:
         if finding.confidence < self.min_confidence:

@@ -400,3 +400,19 @@ def test_llm_written_guidance_with_template_fallback() -> None:
     assert "repeated_command" in chat.calls[0][0][-1].content
     broken = GuidanceWriter(model=ScriptedChat(["not json", "still not json"])).render(finding, "plan")
     assert "revised plan" in broken and "DO: Read the output you already have" in broken  # template lines
+
+
+def test_a_note_the_model_never_answered_is_no_recovery() -> None:
+    from observer.findings import Finding
+
+    observer = Observer(interval=2)
+    finding = Finding(cls="reasoning", kind="repeated_command", steps=(4, 5, 6), evidence="ls -la x3", confidence=1.0)
+    note = observer._consider(finding, 6)
+    assert note is not None
+    observer.interventions.append(note)
+    assert not note.recovered  # the run ended (call budget) before the model saw the note
+    observer.answered(6)
+    assert not note.recovered  # the call the note was delivered before
+    observer.answered(7)
+    assert note.recovered and observer.summary()["recovered"] == 1
+    observer.close()
