@@ -86,8 +86,9 @@ def observer_counts(trajectory: Path) -> tuple[int, int, int]:
     """``(interventions, recovered, shadowed)`` saved in a trajectory's ``info.observer``.
 
     An intervention counts as a recovery only when the agent took at least one step after it and the
-    misbehaviour did not come back: the observer marks a note delivered at the run's last step (the
-    call budget ended the run) as not recurred, which is no evidence of a recovery.
+    misbehaviour did not come back. The observer records this itself since ``Intervention.answered``
+    (observer/core.py); the step count here also keeps trajectories saved before that honest, where
+    a note delivered at the run's last step (the call budget ended the run) was marked recovered.
     """
     try:
         data = json.loads(trajectory.read_text())
