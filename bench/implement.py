@@ -16,7 +16,7 @@ Results are appended to bench/out/implement.jsonl as each blueprint finishes, so
 resumes; `--fresh` starts over.
 
 Usage: python bench/implement.py [--modes archetype,agent] [--sets a,b] [--port 8080]
-       [--agent-calls 12] [--agent-rounds 1] [--limit N] [--names A,B] [--stage1-from WS] [--fresh]
+       [--agent-calls 12] [--agent-rounds 1] [--limit N] [--names A,B] [--stage1-from WS ...] [--fresh]
 
 Several processes with disjoint --names may run at once (each appends its own lines; the model server
 queues their calls while another process's gate runs).
@@ -74,18 +74,19 @@ def leave_one_out() -> list[tuple[str, Blueprint, frozenset[str]]]:
     return out
 
 
-def stage1_blueprints(port: int, source: Path | None = None) -> list[tuple[str, Blueprint, frozenset[str]]]:
+def stage1_blueprints(port: int, sources: list[Path] | None = None) -> list[tuple[str, Blueprint, frozenset[str]]]:
     """Ten Stage I blueprints from the local model (generated once, then read from bench/out).
 
     Args:
         port: The local model server's port (generation runs when bench/out holds none yet).
-        source: A workspace whose Stage I blueprints to take instead of generating (``--stage1-from``),
-            e.g. the demo's; its first ten by id, whatever their review status.
+        sources: Workspaces whose Stage I blueprints to take instead of generating (``--stage1-from``),
+            e.g. the demo's; the first ten by id over all of them, whatever their review status.
     """
     if not STAGE1.exists():
         chosen: list[dict[str, Any]] = []
-        if source is not None:
-            records = sorted(BlueprintStore(Workspace.open(source)).records(), key=lambda r: r.id)[:10]
+        if sources:
+            pooled = [r for source in sources for r in BlueprintStore(Workspace.open(source)).records()]
+            records = sorted(pooled, key=lambda r: r.id)[:10]
             chosen = [{"id": r.id, **r.blueprint.model_dump()} for r in records]
         else:
             ws = workspace(OUT / "work" / "stage1", port)
@@ -176,7 +177,7 @@ def main() -> None:
     parser.add_argument("--agent-calls", type=int, default=12)
     parser.add_argument("--agent-rounds", type=int, default=1)
     parser.add_argument("--limit", type=int, default=None, help="at most this many blueprints per set")
-    parser.add_argument("--stage1-from", type=Path, default=None, help="take set (b) from this workspace")
+    parser.add_argument("--stage1-from", type=Path, nargs="+", default=None, help="take set (b) from these workspaces")
     parser.add_argument("--names", default="", help="comma-separated blueprint names to run (default: all)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="results file (JSON lines)")
     parser.add_argument("--fresh", action="store_true")

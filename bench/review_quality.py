@@ -18,8 +18,12 @@ blueprints not discarded. Uses the model server at --base-url (default: the shar
 which answers one request at a time), so the local parts take a while; --skip-local runs (a)
 with the scripted reviewer only. Every run prints the peak resident memory of this process.
 
+    With --generation-from, part (b) tallies recorded `twinforge generate --json` reports (for
+    example the demo's batch) instead of generating, unless --cells names live batches too.
+
 Usage: python bench/review_quality.py [--skip-local] [--skip-generation] [--base-url URL]
                                       [--cells S1-R3,...] [--local-limit N] [--out results.json]
+                                      [--generation-from report.json ...]
 """
 
 from __future__ import annotations
@@ -207,10 +211,47 @@ def print_review_table(rows: list[dict[str, Any]]) -> None:
         print(f"    good: {'; '.join(goods)}")
 
 
-def generation_batches(root: Path, base_url: str, cells: list[str]) -> dict[str, Any]:
-    ws = Workspace.init(root / "generation", port=port_of(base_url))
+def recorded_batches(reports: list[Path]) -> list[dict[str, Any]]:
+    """Rows of part (b) from recorded ``twinforge generate --json`` reports (one or more batches each).
+
+    Raises:
+        SystemExit: A report is not a generate report (the file and the missing key named).
+    """
     rows: list[dict[str, Any]] = []
+    for path in reports:
+        try:
+            batches = json.loads(path.read_text())["batches"]
+            for batch in batches:
+                rows.append(
+                    {
+                        "cell": batch["cell"],
+                        "report": str(path),
+                        "first_time": int(batch["first_time"]),
+                        "after_reask": int(batch["after_reask"]),
+                        "never": len(batch["failures"]),
+                        "calls": batch.get("calls"),
+                        "completion_tokens": batch.get("completion_tokens"),
+                        "seconds": None,
+                    }
+                )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SystemExit(f"{path}: not a `twinforge generate --json` report ({exc!r})") from exc
+    return rows
+
+
+def generation_batches(
+    root: Path, base_url: str, cells: list[str], recorded: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = list(recorded or [])
+    for row in rows:
+        print(
+            f"  {row['cell']}: {row['first_time']} first time, {row['after_reask']} after re-asks, "
+            f"{row['never']} never; {row['calls']} call(s) (recorded: {row['report']})",
+            flush=True,
+        )
+    ws = Workspace.init(root / "generation", port=port_of(base_url)) if cells else None
     for cell in cells:
+        assert ws is not None
         started = time.monotonic()
         report = generate(ws, cell=cell)
         (batch,) = report.batches
@@ -232,7 +273,7 @@ def generation_batches(root: Path, base_url: str, cells: list[str]) -> dict[str,
         )
     total = sum(int(r["first_time"]) + int(r["after_reask"]) + int(r["never"]) for r in rows)
     out: dict[str, Any] = {
-        "workspace": str(ws.root),
+        "workspace": str(ws.root) if ws else None,
         "batches": rows,
         "requested": total,
         "first_time": sum(r["first_time"] for r in rows),
@@ -252,12 +293,22 @@ def main() -> None:
     parser.add_argument("--skip-generation", action="store_true", help="skip part (b)")
     parser.add_argument("--skip-labelled-local", action="store_true", help="skip the local model in part (a)")
     parser.add_argument("--base-url", default="http://127.0.0.1:8080/v1", help="the local model server")
-    parser.add_argument("--cells", default=",".join(DEFAULT_CELLS), help="cells of the generation batches")
+    parser.add_argument(
+        "--cells",
+        help=f"cells of live generation batches (default: {','.join(DEFAULT_CELLS)}; none with --generation-from)",
+    )
     parser.add_argument("--keep", type=Path, help="keep the workspaces in this folder (default: a temp folder)")
     parser.add_argument(
         "--local-limit",
         type=int,
         help="the local model reviews only the first N good items and their N degraded twins (9: the references)",
+    )
+    parser.add_argument(
+        "--generation-from",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="part (b) from these recorded `twinforge generate --json` reports; --cells adds live batches",
     )
     parser.add_argument("--out", type=Path, help="write every result as JSON here")
     args = parser.parse_args()
@@ -275,9 +326,13 @@ def main() -> None:
             rows.append(summarize(f"local ({chat.name})", items, seconds))
         print_review_table(rows)
         results["labelled"] = rows
-        if not args.skip_local and not args.skip_generation:
-            print("\n(b) generating ...", flush=True)
-            results["generation"] = generation_batches(root, args.base_url, args.cells.split(","))
+        if args.generation_from or (not args.skip_local and not args.skip_generation):
+            recorded = recorded_batches(args.generation_from)
+            live = not args.skip_local and not args.skip_generation
+            default = [] if args.generation_from else list(DEFAULT_CELLS)
+            cells = (args.cells.split(",") if args.cells else default) if live else []
+            print("\n(b) generation batches ...", flush=True)
+            results["generation"] = generation_batches(root, args.base_url, [c for c in cells if c], recorded)
     print(f"\npeak resident memory: {peak_rss_mb():.0f} MB")
     if args.out:
         args.out.write_text(json.dumps(results, indent=2, default=str))

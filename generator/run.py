@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,19 +49,27 @@ class GenerateReport:
         return sum(len(b.failures) for b in self.batches)
 
 
-def emptiest_cell(store: BlueprintStore, cells: Iterable[str] | None = None) -> str:
-    """The cell with the fewest live blueprints (not discarded or rejected); ties go to taxonomy order.
+def emptiest_cell(store: BlueprintStore, cells: Iterable[str] | Mapping[str, int] | None = None) -> str:
+    """The cell with the fewest live blueprints (not discarded or rejected).
+
+    Ties go to the cell the incident list grounds best (most incidents, when ``cells`` maps cells to
+    incident counts), then to taxonomy order: each of a batch's ten slots needs its own incident (Stage I
+    grounding rule, docs/stage1.md), so among equally empty cells the best-grounded one gives the most
+    distinct grounding.
 
     Args:
         store: The workspace's blueprints.
-        cells: Only these cells (e.g. those the incident list can ground); default: every cell.
+        cells: Only these cells (e.g. those the incident list can ground); a mapping also gives each
+            cell's incident count for the tie-break. Default: every cell, taxonomy order.
     """
+    grounding = dict(cells) if isinstance(cells, Mapping) else {}
     allowed = set(cells) if cells is not None else None
-    counts = {c: 0 for c in store.taxonomy.cells() if allowed is None or c in allowed}
+    order = [c for c in store.taxonomy.cells() if allowed is None or c in allowed]
+    counts = dict.fromkeys(order, 0)
     for record in store.records():
         if record.status not in _NOT_LIVE and record.blueprint.taxonomy_id in counts:
             counts[record.blueprint.taxonomy_id] += 1
-    return min(counts, key=lambda c: counts[c])
+    return min(order, key=lambda c: (counts[c], -grounding.get(c, 0), order.index(c)))
 
 
 def generate(
@@ -116,7 +124,7 @@ def generate(
     report = GenerateReport(
         sources=info, thin_cells={c: n for c, n in counts.items() if n < THIN_CELL}, recovery=recovery
     )
-    groundable = [c for c, n in counts.items() if n > 0]
+    groundable = {c: n for c, n in counts.items() if n > 0}
     examples = load_examples()
     project_settings = load_contexts()
     if on_start:

@@ -21,7 +21,7 @@ from generator import (
     thin_cells,
 )
 from generator.samples import slot_refs
-from generator.sources import default_sources
+from generator.sources import cell_counts, default_sources
 from twinforge.exceptions import ModelCallError
 from twinforge.llm import Message, ScriptedChat
 from twinforge.workspace import Workspace
@@ -226,11 +226,22 @@ def test_failed_slots_reported_and_raw_kept(workspace: Workspace) -> None:
 
 def test_without_cell_targets_emptiest(workspace: Workspace) -> None:
     chat = answering()
-    generate(workspace, chat=chat, batches=2)
-    cells = sorted({r.blueprint.taxonomy_id for r in BlueprintStore(workspace).records()})
-    assert cells == ["S1-R1", "S2-R1"]  # first two cells in taxonomy order, each empty when picked
+    report = generate(workspace, chat=chat, batches=2)
     store = BlueprintStore(workspace)
-    assert emptiest_cell(store) == "S1-R2"
+    counts = cell_counts(load_sources(default_sources(), store.taxonomy), store.taxonomy)
+    order = list(store.taxonomy.cells())
+    # Every cell is empty: ties go to the best-grounded cell (most incidents), then taxonomy order.
+    best = sorted(order, key=lambda c: (-counts[c], order.index(c)))
+    assert [b.cell for b in report.batches] == best[:2]
+    assert counts[best[0]] > counts["S1-R1"]  # the bundled corpus grounds S1-R1 thinly
+    assert emptiest_cell(store) == "S1-R1"  # without incident counts: taxonomy order
+    assert emptiest_cell(store, counts) == best[2]
+
+
+def test_emptiest_cell_ties_go_to_the_best_grounded_cell(workspace: Workspace) -> None:
+    store = BlueprintStore(workspace)
+    assert emptiest_cell(store, {"S1-R1": 1, "S2-R2": 9, "S1-R4": 9}) == "S2-R2"
+    assert emptiest_cell(store, ["S1-R4", "S2-R2"]) == "S2-R2"  # a plain list keeps taxonomy order
 
 
 def test_emptiest_cell_skips_cells_the_list_cannot_ground(workspace: Workspace, tmp_path: Path) -> None:
