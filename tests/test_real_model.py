@@ -7,6 +7,7 @@ these tests check structure and error handling, never content.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from blueprints.samples import blueprint_dict
 from generator import generate
 from reviewer import review_pending
 from twinforge.localmodel import ServerInfo, healthy
+from twinforge.localmodel.server import usable_cores
 from twinforge.workspace import Workspace
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -25,6 +27,12 @@ def test_server_is_loopback_and_serves(gemma: ServerInfo) -> None:
     assert gemma.host == "127.0.0.1"
     assert healthy(gemma.base_url)
     assert Path(gemma.model_path).read_bytes()[:4] == b"GGUF"
+
+
+def test_server_generates_on_every_usable_core(gemma: ServerInfo) -> None:
+    # llama-cpp-python's own default is half the cores; bench/local_model.py measures the difference.
+    cmd = Path(f"/proc/{gemma.pid}/cmdline").read_bytes().decode().split("\0")
+    assert cmd[cmd.index("--n_threads") + 1] == str(usable_cores()) == str(len(os.sched_getaffinity(0)))
 
 
 def test_generate_and_review_store_only_valid_blueprints(gemma: ServerInfo, tmp_path: Path) -> None:

@@ -282,7 +282,8 @@ class LocalModelSettings(_Section):
     n_ctx: int = Field(8192, ge=512)
     """Context window in tokens: the prompt plus a batch of 10 blueprints need about 6,000."""
     threads: int | None = None
-    """CPU threads; ``None`` uses every core."""
+    """CPU threads for generation; ``None`` uses every usable core (llama-cpp-python alone uses half;
+    bench/local_model.py measures the difference)."""
 
 
 class WorkspaceConfig(BaseSettings):

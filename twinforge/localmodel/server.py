@@ -58,6 +58,11 @@ class ServerInfo(BaseModel):
         return f"http://{self.host}:{self.port}/v1"
 
 
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask; at least 1)."""
+    return max(len(os.sched_getaffinity(0)), 1)
+
+
 def _state_dir() -> Path:
     return cache_dir() / "server"
 
@@ -107,7 +112,9 @@ def serve(
         host: Bind address; must be loopback (twinforge never exposes the model off the machine).
         port: TCP port.
         n_ctx: Context window in tokens.
-        threads: CPU threads, ``None`` for all cores.
+        threads: CPU threads for generation, ``None`` for every core this process may use
+            (llama-cpp-python's own default is half the cores, which left one of the two cores of
+            our machines idle while generating; bench/local_model.py measures the difference).
         wait_s: Seconds to wait for the server to answer.
         progress: Assembly progress callback ``(bytes_done, bytes_total)``.
 
@@ -157,8 +164,7 @@ def serve(
         "--verbose",
         "False",
     ]
-    if threads:
-        cmd += ["--n_threads", str(threads)]
+    cmd += ["--n_threads", str(threads or usable_cores())]
     with log.open("ab") as sink:
         process = subprocess.Popen(
             cmd, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
