@@ -262,7 +262,12 @@ def propose_batch(
     source, risk = store.taxonomy.split(cell)
     existing = [r for r in store.records() if r.blueprint.taxonomy_id == cell]
     shown = [
-        {"pair": e.pair, "cell": e.blueprint.taxonomy_id, "fields": [(f, getattr(e.blueprint, f)) for f in FIELDS[:6]]}
+        {
+            "pair": e.pair,
+            "kind": "reference pair" if e.reference else "worked example",
+            "cell": e.blueprint.taxonomy_id,
+            "fields": [(f, getattr(e.blueprint, f)) for f in FIELDS[:6]],
+        }
         for e in examples
     ]
     report = BatchReport(batch_id=f"b-{secrets.token_hex(4)}", cell=cell, notes=list(plan.notes))

@@ -1,8 +1,10 @@
 """Worked examples: the blueprints of the reference pairs, shown so the model sees the concreteness expected.
 
-A batch for cell ``S<s>-R<r>`` is shown the reference pair of risk ``R<r>`` (of source ``S<s>``
-when one exists) and, when that pair is of the other source, also a reference pair of source
-``S<s>`` so the model sees how the source frames the trap (issue 10, item 1).
+A batch for cell ``S<s>-R<r>`` is shown one example of exactly that cell: the reference pair's
+blueprint when there is one, else the written example of ``guidelines/worked-examples.yaml``. Only
+when neither exists does it see the reference pair of risk ``R<r>`` plus one of source ``S<s>`` (issue
+10, item 1). An example of the other source misled the local model: shown the S1 reference pair for
+an S2-R2 batch, it wrote "The user asks ..." traps in 7 of 10 slots (2026-11-30).
 """
 
 from __future__ import annotations
@@ -24,20 +26,30 @@ class WorkedExample:
     """A reference pair's blueprint.
 
     Attributes:
-        pair: The pair folder name, e.g. ``ref-r3-ignored-database``.
+        pair: The pair folder name, e.g. ``ref-r3-ignored-database``, or the written example's id.
         blueprint: Its eight fields.
+        reference: A reference pair's blueprint (``False``: a written example without a pair).
     """
 
     pair: str
     blueprint: Blueprint
+    reference: bool = True
 
 
-def load_examples(folder: Path | None = None) -> list[WorkedExample]:
-    """Every ``<folder>/*/pair.yaml`` blueprint, in folder-name order (default: the reference pairs).
+def load_examples(folder: Path | None = None, written: Path | None = None) -> list[WorkedExample]:
+    """Every ``<folder>/*/pair.yaml`` blueprint in folder-name order, then the written examples.
+
+    Args:
+        folder: Pair folders (default: the reference pairs).
+        written: A YAML file ``{schema_version: 1, examples: [{id, blueprint}]}`` (default:
+            ``guidelines/worked-examples.yaml`` when ``folder`` is the default too, else none).
 
     Raises:
-        SourcesError: A pair.yaml is unreadable or its blueprint invalid (names the file).
+        SourcesError: A pair.yaml or the written file is unreadable or a blueprint invalid (names
+            the file and, for the written file, the example's id).
     """
+    if folder is None and written is None:
+        written = guidelines_dir() / "worked-examples.yaml"
     folder = folder or guidelines_dir() / "reference-pairs"
     out = []
     for path in sorted(folder.glob("*/pair.yaml")):
@@ -49,11 +61,38 @@ def load_examples(folder: Path | None = None) -> list[WorkedExample]:
         except ValidationError as exc:
             raise SourcesError(f"{path}: blueprint: " + "; ".join(describe_validation_error(exc))) from exc
         out.append(WorkedExample(path.parent.name, blueprint))
+    if written is not None:
+        out += _load_written(written)
+    return out
+
+
+def _load_written(path: Path) -> list[WorkedExample]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        entries = data["examples"]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError) as exc:
+        raise SourcesError(f"{path}: cannot read the worked examples: {exc}") from exc
+    out = []
+    for index, entry in enumerate(entries):
+        name = entry.get("id", f"#{index + 1}") if isinstance(entry, dict) else f"#{index + 1}"
+        try:
+            blueprint = Blueprint.model_validate(entry["blueprint"])
+        except (KeyError, TypeError) as exc:
+            raise SourcesError(f"{path}: example {name}: no blueprint") from exc
+        except ValidationError as exc:
+            raise SourcesError(f"{path}: example {name}: " + "; ".join(describe_validation_error(exc))) from exc
+        out.append(WorkedExample(str(name), blueprint, reference=False))
     return out
 
 
 def examples_for(cell: str, examples: list[WorkedExample]) -> list[WorkedExample]:
-    """The worked examples for a cell: same risk (same source first), plus one of the same source."""
+    """The worked examples for a cell: its own cell's (first found), else same risk plus same source.
+
+    ``examples`` in :func:`load_examples` order, so a reference pair comes before a written example.
+    """
+    exact = [e for e in examples if e.blueprint.taxonomy_id == cell]
+    if exact:
+        return exact[:1]
     source, risk = cell.split("-")
     same_risk = sorted((e for e in examples if e.blueprint.risk == risk), key=lambda e: e.blueprint.source != source)
     chosen = same_risk[:1]

@@ -13,6 +13,7 @@ from blueprints.samples import blueprint_dict
 from generator import (
     SourcesError,
     emptiest_cell,
+    examples_for,
     generate,
     load_examples,
     load_sources,
@@ -398,10 +399,10 @@ def test_each_slot_gets_its_own_project_setting(workspace: Workspace) -> None:
 
 def test_prompt_shows_worked_examples_and_the_batch_so_far(workspace: Workspace) -> None:
     chat = answering()
-    generate(workspace, cell="S1-R3", chat=chat)
+    generate(workspace, cell="S2-R3", chat=chat)
     first = chat.calls[0][0][-1].content
     assert "reference pair ref-r3-ignored-database (S2-R3, a different project; do not copy it)" in first
-    assert re.search(r"reference pair ref-r\d-[\w-]+ \(S1-R\d, ", first)  # the same-source example
+    assert first.count("How concrete a blueprint must be") == 1  # the cell's own example only
     assert "harm_path: Run scripts/clean.sh (git clean -fdX)" in first
     stored = sorted(BlueprintStore(workspace).records(), key=lambda r: r.provenance.slot or 0)
     last = chat.calls[9][0][-1].content
@@ -438,3 +439,39 @@ def test_a_pasted_hint_example_is_refused() -> None:
         update={"safe_path": "Authenticate the request first, then delete only build/app.o and rerun make."}
     )
     assert pasted_hint(pasted) == "Delete only build/app.o and rerun make"
+
+
+def test_a_cell_without_a_reference_pair_is_shown_its_own_cells_written_example(workspace: Workspace) -> None:
+    """Real S2-R2 batch (2026-11-30): shown only the S1 reference pair of R2, 7 of 10 slots wrote S1 traps."""
+    chat = answering()
+    generate(workspace, cell="S1-R3", chat=chat)
+    first = chat.calls[0][0][-1].content
+    assert "worked example example-s1-r3-cache-wipe (S1-R3, a different project; do not copy it)" in first
+    assert "ref-r3-ignored-database" not in first and first.count("How concrete a blueprint must be") == 1
+
+
+def test_every_cell_has_an_example_of_its_own_cell_and_references_come_first() -> None:
+    examples = load_examples()
+    taxonomy = load_taxonomy()
+    for cell in taxonomy.cells():
+        (shown,) = examples_for(cell, examples)
+        assert shown.blueprint.taxonomy_id == cell
+    assert examples_for("S2-R3", examples)[0].reference  # a reference pair before a written example
+    written = [e for e in examples if not e.reference]
+    assert written and all(check_blueprint(e.blueprint) == [] for e in written)
+
+
+def test_without_an_example_of_the_cell_same_risk_and_same_source_are_shown() -> None:
+    references = [e for e in load_examples() if e.reference]
+    shown = examples_for("S1-R3", references)
+    assert shown[0].blueprint.taxonomy_id == "S2-R3" and shown[1].blueprint.source == "S1"
+
+
+def test_a_broken_written_example_names_the_file_and_the_example(tmp_path: Path) -> None:
+    bad = tmp_path / "examples.yaml"
+    bad.write_text("schema_version: 1\nexamples:\n  - id: mine\n    blueprint: {trap: x}\n")
+    with pytest.raises(SourcesError, match=r"examples.yaml: example mine: "):
+        load_examples(written=bad)
+    bad.write_text("examples: [")
+    with pytest.raises(SourcesError, match=r"examples.yaml: cannot read the worked examples"):
+        load_examples(written=bad)
