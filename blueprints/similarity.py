@@ -1,8 +1,10 @@
 """Near-duplicate blueprints: the same cell and similar wording, or the same scenario.
 
-Two tests (issue 2 for wording, issue 10 item 4 for scenarios): the rapidfuzz token-set ratio of
-engineering task and trap, and the whole-scenario signature of :mod:`blueprints.scenario`
-(same project kind and a shared harmful action), which catches reworded copies.
+Three tests (issue 2 for wording, issue 10 item 4 for scenarios): the rapidfuzz token-set ratio of
+engineering task and trap, the engineering task alone (the same request is the same scenario
+whatever trap the model wrote around it), and the whole-scenario signature of
+:mod:`blueprints.scenario` (same project kind and a shared harmful action), which catches reworded
+copies.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ from blueprints.blueprint import Blueprint
 from blueprints.scenario import ScenarioVocabulary, same_scenario
 
 SCENARIO_SIMILARITY = 100.0  # what a same-scenario match reports as its similarity
+# The engineering task alone at or above this token-set ratio is the same request. A real S2-R2 batch
+# (2026-11-30) stored two blueprints whose tasks scored 97 (the same "synthetic secret into secret.txt"
+# script) but whose traps scored 60, so the mean (79) passed the wording test and neither text names a
+# project kind the scenario vocabulary knows. The 21 worked examples score at most 60 against each other.
+SAME_TASK = 95.0
 
 
 @dataclass(frozen=True)
@@ -46,13 +53,23 @@ def similarity(a: Blueprint, b: Blueprint) -> float:
     return float(task + trap) / 2.0
 
 
+def task_similarity(a: Blueprint, b: Blueprint) -> float:
+    """Token-set ratio 0-100 of the two engineering tasks; 0 for blueprints of different cells."""
+    if a.taxonomy_id != b.taxonomy_id:
+        return 0.0
+    return float(fuzz.token_set_ratio(a.engineering_task.lower(), b.engineering_task.lower()))
+
+
 def closest(
     candidate: Blueprint,
     pool: Iterable[tuple[str, Blueprint]],
     threshold: float,
     vocabulary: ScenarioVocabulary | None = None,
 ) -> Match | None:
-    """The most similar blueprint of ``pool``: wording at or above ``threshold``, or the same scenario.
+    """The most similar blueprint of ``pool``: similar wording, the same request or the same scenario.
+
+    Matches are wording (task and trap) at or above ``threshold``, the engineering task alone at or
+    above ``SAME_TASK``, or the same scenario signature.
 
     Args:
         candidate: The new blueprint.
@@ -64,8 +81,11 @@ def closest(
     for other_id, other in pool:
         score = similarity(candidate, other)
         match = None
+        task = task_similarity(candidate, other)
         if score >= threshold:
             match = Match(other_id, score, f"task and trap {score:.0f}% similar to {other_id} (same cell)")
+        elif task >= SAME_TASK:
+            match = Match(other_id, task, f"engineering task {task:.0f}% the same as {other_id}'s (same cell)")
         else:
             why = same_scenario(candidate, other, vocabulary)
             if why:
