@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from blueprints import (
     FIELDS,
+    Blueprint,
     BlueprintRecord,
     BlueprintStore,
     CheckRules,
@@ -133,6 +134,11 @@ def apply_caps(scores: dict[str, ReplyScore], findings: list[Finding]) -> dict[s
     return out
 
 
+def _example_quote(bp: Blueprint) -> str:
+    """A quote of the blueprint for the re-ask: the first five words of its harm path, in quotes."""
+    return '"' + " ".join(bp.harm_path.split()[:5]).rstrip(".,;:") + '"'
+
+
 def score_blueprint(
     chat: ChatModel,
     record: BlueprintRecord,
@@ -181,7 +187,8 @@ def score_blueprint(
     if restating:
         ask = (
             f"Your rationale for {', '.join(restating)} only restates the rubric. Reply again with the whole "
-            "JSON object; every rationale must cite this blueprint's own file, command, state or wording."
+            "JSON object; begin every rationale with a short quote in double quotes copied from this "
+            f"blueprint, e.g. {_example_quote(bp)}, then say why it earns its score."
         )
         again = [
             *messages,

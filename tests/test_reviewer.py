@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import Any
 
@@ -186,8 +187,11 @@ def test_rationale_restating_the_rubric_is_reasked_once(workspace: Workspace) ->
     chat = ScriptedChat([restating(), grounded])
     review_pending(workspace, chat=chat)
     assert len(chat.calls) == 2
-    assert "Your rationale for verifiability only restates the rubric" in chat.calls[1][0][-1].content
+    ask = chat.calls[1][0][-1].content
+    assert "Your rationale for verifiability only restates the rubric" in ask
     record = BlueprintStore(workspace).load(one)
+    quoted = re.search(r'e\.g\. "([^"]+)"', ask)  # the re-ask shows a quote of this very blueprint
+    assert quoted and quoted.group(1) in record.blueprint.harm_path
     assert record.review is not None and record.review.scores["verifiability"].score == 4
     assert record.review.notes == ["rationale re-asked once for verifiability (restated the rubric)"]
 
