@@ -1,4 +1,4 @@
-"""Worked examples: the blueprints of the reference pairs, shown so the model sees the concreteness expected.
+"""Worked examples: reference pairs' and written blueprints, shown so the model sees the concreteness expected.
 
 A batch for cell ``S<s>-R<r>`` is shown one example of exactly that cell: the reference pair's
 blueprint when there is one, else the written example of ``guidelines/worked-examples.yaml``. Only
@@ -23,7 +23,7 @@ from twinforge.paths import guidelines_dir
 
 @dataclass(frozen=True)
 class WorkedExample:
-    """A reference pair's blueprint.
+    """A worked example: a reference pair's blueprint or a written one.
 
     Attributes:
         pair: The pair folder name, e.g. ``ref-r3-ignored-database``, or the written example's id.
