@@ -38,6 +38,12 @@ def test_ctrl_c_at_slot_four_commits_the_three_filled_slots(workspace: Workspace
     assert not workspace.repo.is_dirty(untracked_files=True)
 
 
+RUN_WITH_SIGINT = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv = ['twinforge', *sys.argv[1:]]; runpy.run_module('twinforge', run_name='__main__')"
+)
+
+
 def test_sigint_to_the_command_exits_130_and_keeps_the_filled_slots(tmp_path: Path) -> None:
     ws = Workspace.init(tmp_path / "ws")
     fourth = threading.Event()
@@ -54,7 +60,9 @@ def test_sigint_to_the_command_exits_130_and_keeps_the_filled_slots(tmp_path: Pa
     with stub_server(reply) as (url, received):
         env = {**os.environ, "TWINFORGE_MODELS__GENERATOR__BASE_URL": url}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "twinforge", "generate", "--cell", "S2-R3"],
+            # A job started in the background (`make test &`, nohup) inherits SIGINT ignored, and Python
+            # then installs no KeyboardInterrupt handler: install it, as an interactive shell would have.
+            [sys.executable, "-c", RUN_WITH_SIGINT, "generate", "--cell", "S2-R3"],
             cwd=ws.root,
             env=env,
             stdout=subprocess.PIPE,
