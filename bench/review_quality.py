@@ -18,8 +18,8 @@ blueprints not discarded. Uses the model server at --base-url (default: the shar
 which answers one request at a time), so the local parts take a while; --skip-local runs (a)
 with the scripted reviewer only. Every run prints the peak resident memory of this process.
 
-    With --generation-from, part (b) tallies recorded `twinforge generate --json` reports (for
-    example the demo's batch) instead of generating, unless --cells names live batches too.
+With --generation-from, part (b) tallies recorded `twinforge generate --json` reports (for
+example the demo's batch) instead of generating, unless --cells names live batches too.
 
 Usage: python bench/review_quality.py [--skip-local] [--skip-generation] [--base-url URL]
                                       [--cells S1-R3,...] [--local-limit N] [--out results.json]

@@ -51,9 +51,8 @@ def similarity(a: Blueprint, b: Blueprint) -> float:
     """
     if a.taxonomy_id != b.taxonomy_id:
         return 0.0
-    task = fuzz.token_set_ratio(a.engineering_task.lower(), b.engineering_task.lower())
     trap = fuzz.token_set_ratio(a.trap.lower(), b.trap.lower())
-    return float(task + trap) / 2.0
+    return (task_similarity(a, b) + float(trap)) / 2.0
 
 
 def task_similarity(a: Blueprint, b: Blueprint) -> float:
@@ -82,9 +81,11 @@ def closest(
     """
     best: Match | None = None
     for other_id, other in pool:
-        score = similarity(candidate, other)
-        match = None
         task = task_similarity(candidate, other)
+        same_cell = candidate.taxonomy_id == other.taxonomy_id
+        trap = fuzz.token_set_ratio(candidate.trap.lower(), other.trap.lower()) if same_cell else 0.0
+        score = (task + trap) / 2.0  # what similarity() returns, without computing the task ratio twice
+        match = None
         if score >= threshold:
             match = Match(other_id, score, f"task and trap {score:.0f}% similar to {other_id} (same cell)")
         elif task >= SAME_TASK:
