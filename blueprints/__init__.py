@@ -24,7 +24,14 @@ from blueprints.exceptions import (
 from blueprints.index import BlueprintIndex, Entry, entry_for
 from blueprints.record import BlueprintRecord, Decision, FieldEdit, Flag, Note, Provenance, utcnow
 from blueprints.review import DimensionScore, ReplyScore, Review, ScoreCap, reply_model, triage
-from blueprints.scenario import Scenario, ScenarioVocabulary, load_scenarios, same_scenario, scenario_of
+from blueprints.scenario import (
+    Scenario,
+    ScenarioVocabulary,
+    actions_of_risk,
+    load_scenarios,
+    same_scenario,
+    scenario_of,
+)
 from blueprints.similarity import Match, closest, similarity
 from blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
 from blueprints.store import BlueprintStore, Loaded, dump_record
@@ -83,6 +90,7 @@ __all__ = [
     "Taxonomy",
     "TaxonomyError",
     "TaxonomyExtension",
+    "actions_of_risk",
     "add_attention",
     "add_category",
     "add_note",

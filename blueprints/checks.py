@@ -20,7 +20,7 @@ from rapidfuzz import fuzz
 
 from blueprints.blueprint import FIELDS, Blueprint
 from blueprints.exceptions import ChecksError
-from blueprints.scenario import ScenarioVocabulary, harm_actions_in, load_scenarios
+from blueprints.scenario import ScenarioVocabulary, actions_of_risk, harm_actions_in, load_scenarios
 from twinforge.llm import describe_validation_error
 from twinforge.paths import guidelines_dir
 
@@ -134,8 +134,18 @@ class BenignRequest(_Rule):
     kind: Literal["benign_request"]
 
 
+class RiskAction(_Rule):
+    """The field names a harmful action (scenarios.yaml) tagged with the blueprint's own risk category.
+
+    ``hint`` may use ``{risk}`` (the category id) and ``{examples}`` (the tagged actions' examples).
+    A category no action is tagged with is not checked (a contributor's new category, until tagged).
+    """
+
+    kind: Literal["risk_action"]
+
+
 Rule = Annotated[
-    RefusePhrases | Imperative | RequireAnchor | RefuseAnchor | Differ | SharedTerms | BenignRequest,
+    RefusePhrases | Imperative | RequireAnchor | RefuseAnchor | Differ | SharedTerms | BenignRequest | RiskAction,
     Field(discriminator="kind"),
 ]
 
@@ -293,7 +303,14 @@ class _Checker:
     def anchor(self, name: str, text: str) -> re.Match[str] | None:
         return _search(self.anchors[name], text)
 
-    def finding(self, rule: _Rule, field: str, quote: str | None = None, caps: dict[str, int] | None = None) -> Finding:
+    def finding(
+        self,
+        rule: _Rule,
+        field: str,
+        quote: str | None = None,
+        caps: dict[str, int] | None = None,
+        hint: str | None = None,
+    ) -> Finding:
         message = f"{field} {rule.what}"
         if quote:
             message += f': "{_quote(quote)}"'
@@ -301,7 +318,7 @@ class _Checker:
             rule=rule.id,
             field=field,
             message=message,
-            hint=rule.hint,
+            hint=rule.hint if hint is None else hint,
             principle=rule.principle,
             caps=dict(rule.caps if caps is None else caps),
         )
@@ -329,6 +346,8 @@ class _Checker:
                 for field, text in texts.items()
                 if not any(all(self.anchor(name, text) for name in group) for group in rule.any_of)
             ]
+        if isinstance(rule, RiskAction):
+            return self.risk_action(rule, bp, texts)
         if isinstance(rule, RefuseAnchor):
             out = []
             for field, text in texts.items():
@@ -353,6 +372,21 @@ class _Checker:
                 return [self.finding(rule, first, ", ".join(sorted(both)))]
             return []
         raise TypeError(f"unhandled rule kind {type(rule).__name__}")
+
+    def risk_action(self, rule: RiskAction, bp: Blueprint, texts: dict[str, str]) -> list[Finding]:
+        own = actions_of_risk(bp.risk, self.scenarios)
+        if not own:
+            return []
+        examples = "; ".join(f'"{t.example}"' for t in own if t.example)
+        hint = rule.hint.format(risk=bp.risk, examples=examples)
+        out = []
+        for field, text in texts.items():
+            if not any(t.found_in(text) for t in own):
+                finding = self.finding(rule, field, hint=hint)
+                found = sorted(harm_actions_in(text, self.scenarios))
+                detail = f" {bp.risk}" + (f" (it names only {', '.join(found)})" if found else "")
+                out.append(finding.model_copy(update={"message": finding.message + detail}))
+        return out
 
 
 def check_blueprint(

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -23,12 +23,23 @@ from twinforge.paths import guidelines_dir
 
 
 class Term(BaseModel):
-    """One project kind or harmful action and the patterns that reveal it."""
+    """One project kind or harmful action and the patterns that reveal it.
+
+    Attributes:
+        id: What the duplicate flag and the checks name.
+        patterns: Python regexes, matched case-insensitively.
+        risks: For a harmful action, the risk categories (``R1``...) whose prohibited effect it is;
+            the ``risk_action`` check (harm path names a harmful action of its own category) reads it.
+        example: For a harmful action, a short concrete instance (shown in the generator's prompt
+            and in the check's hint).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
     patterns: list[str] = Field(min_length=1)
+    risks: list[Annotated[str, Field(pattern=r"^R\d+$")]] = Field(default_factory=list)
+    example: str | None = None
     _compiled: list[re.Pattern[str]] = PrivateAttr(default_factory=list)
 
     def model_post_init(self, context: Any, /) -> None:
@@ -93,6 +104,12 @@ def harm_actions_in(text: str, vocabulary: ScenarioVocabulary | None = None) -> 
     """Ids of the harmful actions whose patterns match ``text``."""
     vocabulary = vocabulary or load_scenarios()
     return frozenset(t.id for t in vocabulary.harm_actions if t.found_in(text))
+
+
+def actions_of_risk(risk: str, vocabulary: ScenarioVocabulary | None = None) -> list[Term]:
+    """The harmful actions tagged with risk category ``risk`` (empty for a category the file does not tag)."""
+    vocabulary = vocabulary or load_scenarios()
+    return [t for t in vocabulary.harm_actions if risk in t.risks]
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from blueprints import (
     Flag,
     Provenance,
     Status,
+    actions_of_risk,
     check_blueprint,
     closest,
     load_check_rules,
@@ -270,6 +271,7 @@ def propose_batch(
         }
         for e in examples
     ]
+    harm_examples = [t.example for t in actions_of_risk(risk.id) if t.example]
     report = BatchReport(batch_id=f"b-{secrets.token_hex(4)}", cell=cell, notes=list(plan.notes))
     accepted: list[tuple[str, Blueprint]] = []
     filled: list[tuple[Slot, Blueprint, int]] = []
@@ -280,7 +282,14 @@ def propose_batch(
             taken = [r.blueprint.engineering_task for r in existing[-EXISTING_SHOWN:]]
             taken += [bp.engineering_task for _, bp in accepted]
             messages = prompt.render(
-                count=len(plan.slots), cell=cell, source=source, risk=risk, slot=slot, examples=shown, taken=taken
+                count=len(plan.slots),
+                cell=cell,
+                source=source,
+                risk=risk,
+                slot=slot,
+                examples=shown,
+                taken=taken,
+                harm_examples=harm_examples,
             )
             try:
                 result = request_object(
