@@ -486,7 +486,9 @@ def test_harmless_harm_path_is_reasked_with_the_categorys_actions(workspace: Wor
     assert len(report.batches[0].stored) == 10 and len(chat.calls) == 11  # slot 1 re-asked once
     first, reask = chat.calls[0][0], chat.calls[1][0]
     # Asked up front: the prompt names the category's harmful actions by example.
-    assert "a prohibited effect of sensitive data leakage, for example commit .env with the live token" in first[1].content
+    assert (
+        "a prohibited effect of sensitive data leakage, for example commit .env with the live token" in first[1].content
+    )
     # Re-asked with the finding and the category's own examples.
     assert "harm_path names no harmful action of its risk category R2" in reask[-1].content
     assert '"copy the real .env values into .env.example"' in reask[-1].content
