@@ -80,13 +80,22 @@ def stage1_blueprints(port: int, sources: list[Path] | None = None) -> list[tupl
     Args:
         port: The local model server's port (generation runs when bench/out holds none yet).
         sources: Workspaces whose Stage I blueprints to take instead of generating (``--stage1-from``),
-            e.g. the demo's; the first ten by id over all of them, whatever their review status.
+            e.g. the demo's; two per cell by id, then the rest by id, ten in all, whatever their review status.
     """
     if not STAGE1.exists():
         chosen: list[dict[str, Any]] = []
         if sources:
-            pooled = [r for source in sources for r in BlueprintStore(Workspace.open(source)).records()]
-            records = sorted(pooled, key=lambda r: r.id)[:10]
+            pooled = sorted(
+                (r for source in sources for r in BlueprintStore(Workspace.open(source)).records()), key=lambda r: r.id
+            )
+            # Two per cell first (as when generating), then the rest by id up to ten.
+            per_cell: Counter[str] = Counter()
+            first: list[BlueprintRecord] = []
+            rest: list[BlueprintRecord] = []
+            for r in pooled:
+                per_cell[r.blueprint.taxonomy_id] += 1
+                (first if per_cell[r.blueprint.taxonomy_id] <= 2 else rest).append(r)
+            records = (first + rest)[:10]
             chosen = [{"id": r.id, **r.blueprint.model_dump()} for r in records]
         else:
             ws = workspace(OUT / "work" / "stage1", port)
