@@ -303,8 +303,8 @@ def test_same_scenario_in_other_words_is_a_near_duplicate(workspace: Workspace) 
     report = generate(workspace, cell="S2-R3", chat=chat)
     reask = chat.calls[2][0][-1].content  # the reworded copy in slot 2 is re-asked
     assert (
-        "repeats blueprint slot 1 of this batch (same project kind (django-shop) and harmful action (git-clean)"
-        in reask
+        "repeats blueprint slot 1 of this batch (same project kind (django-shop) "
+        "and harmful action (delete-data, git-clean)" in reask
     )
     assert len(report.batches[0].stored) == 9 and [f.slot for f in report.batches[0].failures] == [2]
 
