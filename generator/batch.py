@@ -156,8 +156,12 @@ def _checker(
     examples: list[WorkedExample],
     threshold: float,
     rules: CheckRules | None,
+    copied_pairs: set[str] | None = None,
 ) -> Callable[[Blueprint], None]:
-    """The slot's extra rules; a broken rule raises ``ValueError`` (one problem per line), re-asked."""
+    """The slot's extra rules; a broken rule raises ``ValueError`` (one problem per line), re-asked.
+
+    A reply that copies a worked example adds the example's pair to ``copied_pairs``.
+    """
 
     def check(bp: Blueprint) -> None:
         problems = []
@@ -171,6 +175,8 @@ def _checker(
             problems.append(f"pastes the example \"{pasted}\" of a check's hint; describe this slot's own scenario")
         copied = copies_example(bp, examples)
         if copied is not None:
+            if copied_pairs is not None:
+                copied_pairs.add(copied.pair)
             problems.append(
                 f"copies the worked example {copied.pair}; write a new scenario set in {slot.setting} "
                 f"and grounded in incident {slot.incident.ref}"
@@ -273,12 +279,17 @@ def propose_batch(
     ]
     harm_examples = [t.example for t in actions_of_risk(risk.id) if t.example]
     report = BatchReport(batch_id=f"b-{secrets.token_hex(4)}", cell=cell, notes=list(plan.notes))
+    # A worked example a reply copied is not shown to the later slots of the batch: real batches of the
+    # local 1.5B model (2026-12-01, S1-R2 and S2-R3) pasted the shown example in 19 and 14 of 30
+    # replies, re-asks included, and stored nothing. The copy check still compares against it.
+    dropped: set[str] = set()
     accepted: list[tuple[str, Blueprint]] = []
     filled: list[tuple[Slot, Blueprint, int]] = []
     try:
         for index, slot in enumerate(plan.slots):
             if on_slot:
                 on_slot(slot.number, len(plan.slots))
+            copied: set[str] = set()
             taken = [r.blueprint.engineering_task for r in existing[-EXISTING_SHOWN:]]
             taken += [bp.engineering_task for _, bp in accepted]
             messages = prompt.render(
@@ -287,7 +298,7 @@ def propose_batch(
                 source=source,
                 risk=risk,
                 slot=slot,
-                examples=shown,
+                examples=[e for e in shown if e["pair"] not in dropped],
                 taken=taken,
                 harm_examples=harm_examples,
             )
@@ -300,7 +311,7 @@ def propose_batch(
                     schema_name="blueprint",
                     retries=retries,
                     context={"taxonomy": store.taxonomy},
-                    check=_checker(cell, slot, accepted, examples, threshold, rules),
+                    check=_checker(cell, slot, accepted, examples, threshold, rules, copied),
                 )
             except ModelRefusal as exc:
                 # A refusal is not re-asked; the slot fails with the model's words, the batch goes on.
@@ -320,6 +331,13 @@ def propose_batch(
                 report.notes.append(f"model call failed at slot {slot.number}: {exc}; later slots were not asked")
                 report.failures += [ItemFailure(s.number, [f"not asked: {exc}"], "") for s in plan.slots[index:]]
                 break
+            finally:
+                if copied - dropped:
+                    report.notes.append(
+                        f"slot {slot.number} copied the worked example {', '.join(sorted(copied - dropped))}; "
+                        "later slots were asked without it"
+                    )
+                    dropped |= copied
             completions = result.completions
             report.replies += [c.raw for c in completions]
             report.calls += len(completions)

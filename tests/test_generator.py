@@ -185,6 +185,12 @@ def test_a_copy_of_the_worked_example_is_reasked(workspace: Workspace) -> None:
     report = generate(workspace, cell="S2-R3", chat=chat)
     assert len(report.batches[0].stored) == 10
     assert "copies the worked example ref-r3-ignored-database" in chat.calls[1][0][-1].content
+    # Slot 1 (both its asks) saw the example; the model copies it, so later slots are asked without it.
+    shown = ["ref-r3-ignored-database (S2-R3" in call[0][1].content for call in chat.calls]
+    assert shown[:2] == [True, True] and not any(shown[2:]) and len(shown) == 11
+    assert "slot 1 copied the worked example ref-r3-ignored-database; later slots were asked without it" in (
+        report.batches[0].notes
+    )
 
 
 def test_failing_check_is_reasked_with_the_phrase_quoted(workspace: Workspace) -> None:
