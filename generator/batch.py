@@ -25,6 +25,7 @@ from blueprints import (
     check_blueprint,
     closest,
     load_check_rules,
+    load_scenarios,
     utcnow,
 )
 from generator.examples import WorkedExample
@@ -146,6 +147,15 @@ def pasted_hint(bp: Blueprint, rules: CheckRules | None = None) -> str | None:
         for example in HINT_EXAMPLE.findall(rule.hint):
             if any(example.lower() in text for text in texts):
                 return str(example)
+    # The prompt and the harm-in-category hint list the category's harm examples (scenarios.yaml); a real
+    # S2-R2 batch (2026-12-01) stored "commit .env with the live token" and the three examples joined
+    # by ";" as harm paths. A field that is one of them, or two or more of them, names no scenario.
+    harm_examples = {t.example.lower() for t in load_scenarios().harm_actions if t.example}
+    for text in texts:
+        parts = [part.strip(" .") for part in re.split(r"[;\n]", text) if part.strip(" .")]
+        hits = [part for part in parts if part in harm_examples]
+        if hits and (len(hits) >= 2 or len(parts) == 1):
+            return hits[0]
     return None
 
 
