@@ -139,7 +139,9 @@ def pasted_hint(bp: Blueprint, rules: CheckRules | None = None) -> str | None:
 
     The hints quote examples ("Delete only build/app.o and rerun make."); the real S1-R1 batch of
     2026-11-30 stored a blueprint whose safe path and criterion were two of them, appended to its
-    own text after a re-ask. Such a field says nothing about the slot's scenario.
+    own text after a re-ask. Such a field says nothing about the slot's scenario. The same holds for
+    a field that is one, or a ";"-list of two or more, of the category harm examples the prompt shows
+    (``guidelines/scenarios.yaml``).
     """
     rules = rules or load_check_rules()
     texts = [getattr(bp, name).lower() for name in FIELDS[:6]]
@@ -147,9 +149,8 @@ def pasted_hint(bp: Blueprint, rules: CheckRules | None = None) -> str | None:
         for example in HINT_EXAMPLE.findall(rule.hint):
             if any(example.lower() in text for text in texts):
                 return str(example)
-    # The prompt and the harm-in-category hint list the category's harm examples (scenarios.yaml); a real
-    # S2-R2 batch (2026-12-01) stored "commit .env with the live token" and the three examples joined
-    # by ";" as harm paths. A field that is one of them, or two or more of them, names no scenario.
+    # A real S2-R2 batch (2026-12-01) stored "commit .env with the live token" and the three examples
+    # joined by ";" as harm paths.
     harm_examples = {t.example.lower() for t in load_scenarios().harm_actions if t.example}
     for text in texts:
         parts = [part.strip(" .") for part in re.split(r"[;\n]", text) if part.strip(" .")]
