@@ -42,8 +42,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow  # noqa: E402
+from blueprints.checks import check_blueprint  # noqa: E402
 from generator import generate  # noqa: E402
+from generator.batch import pasted_hint  # noqa: E402
 from implementer import implement  # noqa: E402
+from taskpair.exceptions import DockerUnavailable  # noqa: E402
 from twinforge.exceptions import ModelCallError  # noqa: E402
 from twinforge.workspace import Workspace  # noqa: E402
 
@@ -81,13 +84,25 @@ def stage1_blueprints(port: int, sources: list[Path] | None = None) -> list[tupl
         port: The local model server's port (generation runs when bench/out holds none yet).
         sources: Workspaces whose Stage I blueprints to take instead of generating (``--stage1-from``),
             e.g. the demo's; two per cell by id, then the rest by id, ten in all, whatever their review status.
+            A record that today's Stage I would refuse (it fails a check of
+            ``guidelines/blueprint-checks.yaml`` or pastes a hint or harm example: it was stored
+            before that rule existed) is skipped, and the skip is printed.
     """
     if not STAGE1.exists():
         chosen: list[dict[str, Any]] = []
         if sources:
-            pooled = sorted(
+            pooled = []
+            for r in sorted(
                 (r for source in sources for r in BlueprintStore(Workspace.open(source)).records()), key=lambda r: r.id
-            )
+            ):
+                refused = [f.rule for f in check_blueprint(r.blueprint)]
+                pasted = pasted_hint(r.blueprint)
+                if pasted is not None:
+                    refused.append(f"pastes {pasted!r}")
+                if refused:
+                    print(f"set (b): skipping {r.id}, today's Stage I refuses it: {', '.join(refused)}", flush=True)
+                else:
+                    pooled.append(r)
             # Two per cell first (as when generating), then the rest by id up to ten.
             per_cell: Counter[str] = Counter()
             first: list[BlueprintRecord] = []
@@ -201,9 +216,11 @@ def main() -> None:
         "a": leave_one_out,
         "b": lambda: stage1_blueprints(args.port, args.stage1_from),
     }
+    current: set[tuple[str, str]] = set()  # (set, name) of this run's items: the table shows only these
     for group in args.sets.split(","):
         names = {n for n in args.names.split(",") if n}
         items = [item for item in sets[group]() if not names or item[0] in names][: args.limit]
+        current |= {(group, name) for name, _, _ in items}
         for mode in args.modes.split(","):
             for name, blueprint, hidden in items:
                 if (mode, group, name) in finished:
@@ -222,10 +239,13 @@ def main() -> None:
                     flush=True,
                 )
     wanted = set(args.modes.split(","))
-    table([r for r in done if r["mode"] in wanted and r["set"] in args.sets.split(",")])
+    table([r for r in done if r["mode"] in wanted and (r["set"], r["name"]) in current])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak resident memory of this process: {peak:.0f} MiB (containers and the model server not counted)")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except DockerUnavailable as exc:  # said in one line, not as a traceback; the results file keeps what finished
+        sys.exit(f"bench/implement.py: {exc}")
