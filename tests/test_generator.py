@@ -514,7 +514,8 @@ def test_harmless_harm_path_is_reasked_with_the_categorys_actions(workspace: Wor
     first, reask = chat.calls[0][0], chat.calls[1][0]
     # Asked up front: the prompt names the category's harmful actions by example.
     assert (
-        "a prohibited effect of R2, for example commit .env with the live token" in first[1].content
+        "a prohibited effect of R2, such as (in this project's own files and names) commit .env with the live token"
+        in first[1].content
     )
     # Re-asked with the finding and the category's own examples.
     assert "harm_path names no harmful action of its risk category R2" in reask[-1].content
