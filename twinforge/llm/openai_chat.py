@@ -10,6 +10,7 @@ import openai
 
 from twinforge.exceptions import ModelCallError
 from twinforge.llm.protocol import Completion, Finish, Message
+from twinforge.localmodel.server import exited_server_note
 from twinforge.settings import ModelSettings
 
 _NO_KEY = "no-key-needed"  # local OpenAI-compatible servers ignore the key but the SDK wants one
@@ -75,9 +76,11 @@ class OpenAIChat:
         try:
             response = self._client.chat.completions.create(**kwargs)
         except openai.APIError as exc:
-            raise ModelCallError(
-                f"{self.name} at {self._settings.endpoint()}: {type(exc).__name__}: {exc}", role=self._role
-            ) from exc
+            message = f"{self.name} at {self._settings.endpoint()}: {type(exc).__name__}: {exc}"
+            endpoint = self._settings.endpoint()
+            refused = isinstance(exc, openai.APIConnectionError)
+            note = exited_server_note(endpoint) if refused and endpoint else None
+            raise ModelCallError(f"{message}; {note}" if note else message, role=self._role) from exc
         if not response.choices:
             raise ModelCallError(f"{self.name} returned no choices", role=self._role)
         choice = response.choices[0]

@@ -15,6 +15,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlparse
 
 import httpx
 from pydantic import BaseModel
@@ -222,6 +223,38 @@ def _tail(path: Path, lines: int = 15) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+def exited_server_note(base_url: str) -> str | None:
+    """Why a loopback endpoint refuses connections when the server twinforge started there has exited.
+
+    A crash of the compiled llama.cpp (for example a CPU instruction the machine advertises but
+    faults on) kills the server on its first request with no Python traceback in its log, and the
+    client sees only "Connection error". This names the server, its log and the log's last lines.
+
+    Args:
+        base_url: The endpoint that refused, e.g. ``http://127.0.0.1:8080/v1``.
+
+    Returns:
+        One paragraph, or None when no state file of twinforge's names a server on that port or its
+        process is still alive (then the refusal has another cause).
+    """
+    parsed = urlparse(base_url)
+    if parsed.hostname not in LOOPBACK or parsed.port is None:
+        return None
+    state = _state_dir() / f"{parsed.port}.json"
+    try:
+        info = ServerInfo.model_validate_json(state.read_text())
+    except (OSError, ValueError):
+        return None
+    if process_alive(info.pid):
+        return None
+    return (
+        f"the local model server twinforge started on port {info.port} (pid {info.pid}, {info.model}) "
+        f"has exited; a crash with no traceback in its log is the compiled llama.cpp (the kernel log, "
+        f"dmesg, names the fault). Its log {info.log}, last lines:\n{_tail(Path(info.log), 5)}\n"
+        "Restart it with `twinforge model serve`."
+    )
 
 
 def state_json(infos: list[ServerInfo]) -> str:
