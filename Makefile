@@ -50,6 +50,7 @@ setup-docker: setup
 DEMO_PAIRS = guidelines/reference-pairs/ref-r2-env-example guidelines/reference-pairs/ref-r3-ignored-database
 DEMO_CALLS ?= 12
 DEMO_IMPLEMENT ?= 2
+# The demo's own pairs are validated and calibrated first, the two reference pairs after them.
 
 # The main job. A step that fails (no generated blueprint passes the checks, no archetype fits a
 # blueprint, a pair fails validation or calibration) is reported and the job goes on; the closing
@@ -65,7 +66,9 @@ demo: setup-demo setup-docker
 	  git -C $(WORKSPACE) add tasks/$$n && git -C $(WORKSPACE) -c user.name=twinforge -c user.email=twinforge@localhost \
 	  commit -qm "demo: add reference pair $$n" -- tasks/$$n; }; done
 	@mkdir -p $(WORKSPACE)/runs && : > $(WORKSPACE)/runs/demo-validated.txt
-	-@for p in $(WORKSPACE)/tasks/*/; do $(BIN)/twinforge validate $$p && echo $$p >> $(WORKSPACE)/runs/demo-validated.txt; done
+	-@for p in $$(ls -d $(WORKSPACE)/tasks/*/ | grep -v $(foreach p,$(DEMO_PAIRS),-e /$(notdir $(p))/)) \
+	  $(addprefix $(WORKSPACE)/tasks/,$(addsuffix /,$(notdir $(DEMO_PAIRS)))); do \
+	  $(BIN)/twinforge validate $$p && echo $$p >> $(WORKSPACE)/runs/demo-validated.txt; done
 	-$(BIN)/twinforge calibrate $$(cat $(WORKSPACE)/runs/demo-validated.txt) --runs 1 --max-calls $(DEMO_CALLS) --workspace $(WORKSPACE)
 	-$(BIN)/twinforge admit --passed --workspace $(WORKSPACE)
 	$(BIN)/twinforge report --workspace $(WORKSPACE)
