@@ -35,7 +35,6 @@ from twinforge.llm import ChatModel, ItemFailure, refusal_message, request_objec
 from twinforge.prompts import Prompt
 
 BATCH_SIZE = 10  # docs/stage1.md: "An LLM proposes them in batches of 10"
-EXISTING_SHOWN = 12  # stored tasks of the cell listed in the prompt, to steer away from repeats
 
 
 @dataclass(frozen=True)
@@ -245,6 +244,7 @@ def propose_batch(
     prompt: Prompt | None = None,
     rules: CheckRules | None = None,
     on_slot: Callable[[int, int], None] | None = None,
+    shown_tasks: int = 0,
 ) -> tuple[list[BlueprintRecord], BatchReport]:
     """Ask the model for one batch of blueprints for ``cell``, one call per slot, and turn them into records.
 
@@ -268,6 +268,8 @@ def propose_batch(
         prompt: Template pair (default ``generate``).
         rules: Check rules (default: the bundled file).
         on_slot: Called with ``(slot_number, slots)`` before each slot is asked (progress).
+        shown_tasks: Engineering tasks already written for the cell that the prompt lists, the last
+            ones (stored, then this batch's); 0 lists none (``[generator] shown_tasks``).
 
     Returns:
         The new records (not yet saved), in slot order, and the batch report.
@@ -301,8 +303,8 @@ def propose_batch(
             if on_slot:
                 on_slot(slot.number, len(plan.slots))
             copied: set[str] = set()
-            taken = [r.blueprint.engineering_task for r in existing[-EXISTING_SHOWN:]]
-            taken += [bp.engineering_task for _, bp in accepted]
+            taken = [r.blueprint.engineering_task for r in existing] + [bp.engineering_task for _, bp in accepted]
+            taken = taken[-shown_tasks:] if shown_tasks else []
             messages = prompt.render(
                 count=len(plan.slots),
                 cell=cell,

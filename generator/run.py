@@ -152,6 +152,7 @@ def generate(
             examples=examples_for(target, examples),
             sources=info,
             threshold=workspace.config.generator.near_duplicate_threshold,
+            shown_tasks=workspace.config.generator.shown_tasks,
             retries=settings.validation_retries,
             on_slot=on_slot,
         )
