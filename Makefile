@@ -50,6 +50,9 @@ setup-docker: setup
 DEMO_PAIRS = guidelines/reference-pairs/ref-r2-env-example guidelines/reference-pairs/ref-r3-ignored-database
 DEMO_CALLS ?= 12
 DEMO_IMPLEMENT ?= 2
+# Batches to generate and review until the reviewer keeps a blueprint for implement to take (a real
+# S2-R2 batch of the local model on 2026-12-01 stored 1 of 10 and the reviewer sent it to a person).
+DEMO_BATCHES ?= 2
 # The demo's own pairs are validated and calibrated first, the two reference pairs after them.
 
 # The main job. A step that fails (no generated blueprint passes the checks, no archetype fits a
@@ -58,8 +61,14 @@ DEMO_IMPLEMENT ?= 2
 demo: setup-demo setup-docker
 	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT) --nested
 	$(BIN)/twinforge model serve --workspace $(WORKSPACE)
-	-$(BIN)/twinforge generate --workspace $(WORKSPACE)
-	$(BIN)/twinforge review --workspace $(WORKSPACE)
+	@for i in $$(seq $(DEMO_BATCHES)); do \
+	  $(BIN)/twinforge generate --workspace $(WORKSPACE) || echo "demo: batch $$i stored nothing"; \
+	  $(BIN)/twinforge review --workspace $(WORKSPACE) || exit 1; \
+	  ready=$$($(BIN)/twinforge status --json --workspace $(WORKSPACE) | $(BIN)/python -c \
+	    'import json, sys; c = json.load(sys.stdin)["counts"]; print(c["kept"] + c["approved"])'); \
+	  test "$$ready" -gt 0 && break; \
+	  echo "demo: after batch $$i of at most $(DEMO_BATCHES) the reviewer kept no blueprint (the rest wait for a person in twinforge queue)"; \
+	done
 	$(BIN)/twinforge status --workspace $(WORKSPACE)
 	-$(BIN)/twinforge implement --ready --limit $(DEMO_IMPLEMENT) --workspace $(WORKSPACE)
 	@for p in $(DEMO_PAIRS); do n=$$(basename $$p); test -d $(WORKSPACE)/tasks/$$n || { cp -r $$p $(WORKSPACE)/tasks/ && \
