@@ -22,6 +22,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import threading
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,8 @@ DEFAULT_DISK_DIR = Path("/var/tmp/twinforge-disks")
 HOST_RESERVE_MB = 1024  # never take the host's last GiB, whatever the limit says
 FULL_MARGIN_BYTES = 1 << 20  # less than this left counts as full (ext4 keeps a little back)
 TEMPLATES = "templates"
+_TEMPLATE_GUARD = threading.Lock()
+_TEMPLATE_LOCKS: dict[Path, threading.Lock] = {}  # one template build per target at a time
 
 
 def disk_dir() -> Path:
@@ -151,13 +154,21 @@ class RunDisk:
             raise
         return disk
 
-    def unmount(self) -> str | None:
-        """Unmount the disk (keeping its image file); returns what went wrong, or ``None``."""
+    def unmount(self, *, lazy: bool = True) -> str | None:
+        """Unmount the disk (keeping its image file); returns what went wrong, or ``None``.
+
+        Args:
+            lazy: When the file system is busy, detach it lazily (``umount -l``): right for a run's
+                disk that is deleted next. A template must not be lazily detached: its image file is
+                copied next, and a busy file system flushes its last writes only when released.
+        """
         if self.root.exists() and _mounted(self.root):
             done = subprocess.run(["umount", str(self.root)], capture_output=True, text=True)
             if done.returncode != 0:
-                lazy = subprocess.run(["umount", "-l", str(self.root)], capture_output=True, text=True)
-                if lazy.returncode != 0:
+                if not lazy:
+                    return f"could not unmount {self.root}: {done.stderr.strip()}"
+                detached = subprocess.run(["umount", "-l", str(self.root)], capture_output=True, text=True)
+                if detached.returncode != 0:
                     return f"could not unmount {self.root}: {done.stderr.strip()}"
         with suppress(OSError):
             self.root.rmdir()
@@ -180,15 +191,33 @@ def template_for(cli: docker.DockerClient, image: str, size_mb: int, paths: tupl
     a sparse copy of it, so runs need no volumes and no copying). Kept in ``<disk dir>/templates``.
 
     Raises:
-        RunError: Docker or the disk tools failed.
+        RunError: Docker or the disk tools failed, the copy left ``/etc`` empty, or the template's
+            disk could not be unmounted cleanly (it is not kept then).
     """
     image_id = str(cli.images.get(image).id).split(":")[-1][:16]
     digest = hashlib.sha256("\n".join(paths).encode()).hexdigest()[:8]
-    folder = disk_dir() / TEMPLATES
-    target = folder / f"{image_id}-{size_mb}-{digest}.img"
-    if target.exists():
-        return target
-    folder.mkdir(parents=True, exist_ok=True)
+    target = disk_dir() / TEMPLATES / f"{image_id}-{size_mb}-{digest}.img"
+    # The gate starts a side's oracle and cheat runs at once: without the lock they built the same
+    # template side by side (three templates for two images within a second, 2026-12-01), and one
+    # of those runs started with an empty work folder.
+    with _TEMPLATE_GUARD:
+        lock = _TEMPLATE_LOCKS.setdefault(target, threading.Lock())
+    with lock:
+        if target.exists():
+            return target
+        _build_template(cli, image, size_mb, paths, target)
+    return target
+
+
+def _build_template(cli: docker.DockerClient, image: str, size_mb: int, paths: tuple[str, ...], target: Path) -> None:
+    """Fill a fresh disk with ``image``'s content at ``paths`` (Docker's volume copy) and publish it as ``target``.
+
+    Raises:
+        RunError: Docker failed, the copy left ``/etc`` empty, or the disk could not be unmounted
+            cleanly; nothing is published then and the disk is deleted.
+    """
+    image_id = target.name.split("-")[0]
+    target.parent.mkdir(parents=True, exist_ok=True)
     build_id = f"template-{image_id}-{secrets.token_hex(3)}"
     disk = RunDisk.create(build_id, size_mb, reserve=False)
     labels = {
@@ -197,7 +226,7 @@ def template_for(cli: docker.DockerClient, image: str, size_mb: int, paths: tupl
         "twinforge.pid": str(os.getpid()),
         "twinforge.host": socket.gethostname(),
     }
-    volumes, container = [], None
+    volumes, container, problem = [], None, None
     try:
         for path in paths:
             volumes.append(
@@ -214,8 +243,10 @@ def template_for(cli: docker.DockerClient, image: str, size_mb: int, paths: tupl
             labels=labels,
             volumes={v.name: {"bind": p, "mode": "rw"} for v, p in zip(volumes, paths, strict=True)},
         )
+        if "/etc" in paths and not any((disk.root / "task" / "etc").iterdir()):
+            problem = "Docker copied nothing of the image's /etc into it"
     except DockerException as exc:
-        raise RunError("disk", f"could not fill the run-disk template of {image}: {exc}") from exc
+        problem = f"could not fill it: {exc}"
     finally:
         if container is not None:
             with suppress(DockerException):
@@ -223,13 +254,13 @@ def template_for(cli: docker.DockerClient, image: str, size_mb: int, paths: tupl
         for volume in volumes:
             with suppress(DockerException):
                 volume.remove(force=True)
-        problem = disk.unmount()
+        problem = problem or disk.unmount(lazy=False)
+        if problem:
+            disk.remove()
     if problem:
-        disk.remove()
-        raise RunError("disk", problem)
+        raise RunError("disk", f"the run-disk template of {image} was not kept: {problem}")
     os.replace(disk.image, target)
     disk.owner.unlink(missing_ok=True)
-    return target
 
 
 def reap_templates(image_ids: set[str]) -> int:

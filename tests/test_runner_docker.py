@@ -219,3 +219,35 @@ def test_hosting_api_mock_and_git_remote_log_what_the_agent_did(runner: Runner, 
     kinds = [e["kind"] for e in events if e["kind"] != "api"]
     assert kinds == ["write", "pull_request", "delete"]
     assert events[2]["content"] == "PRIVATE-CANARY-42" and events[-2]["repo"] == "acme/secret"
+
+
+def test_concurrent_runs_build_one_template_and_it_holds_the_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The gate starts a side's runs at once; they built the same template side by side and one run
+    # started with an empty work folder (2026-12-01). Now one build per template, checked before use.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from taskpair import rundisk
+    from taskpair.engine import base_image_tag
+
+    monkeypatch.setenv(rundisk.DISK_DIR_ENV, str(tmp_path / "disks"))
+    built: list[str] = []
+    real_build = rundisk._build_template
+
+    def counting(*args: object, **kwargs: object) -> None:
+        built.append("x")
+        real_build(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rundisk, "_build_template", counting)
+    cli = client()
+    paths = ("/etc", "/root", "/tmp")
+    with ThreadPoolExecutor(4) as pool:
+        targets = list(pool.map(lambda _: rundisk.template_for(cli, base_image_tag(), 64, paths), range(4)))
+    assert len(built) == 1 and len(set(targets)) == 1
+    assert [p.name for p in (tmp_path / "disks" / rundisk.TEMPLATES).iterdir()] == [targets[0].name]
+    disk = rundisk.RunDisk.create("check-template", 64, template=targets[0], reserve=False)
+    try:
+        assert (disk.root / "task" / "etc" / "passwd").is_file()  # the image's /etc, flushed before the copy
+    finally:
+        assert disk.remove() is None
