@@ -9,6 +9,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from blueprints.blueprint import FIELDS
 from blueprints.exceptions import TaxonomyError
 from twinforge.llm import describe_validation_error
 from twinforge.paths import guidelines_dir
@@ -37,6 +38,15 @@ class Dimension(BaseModel):
     id: str
     question: str
     anchors: dict[int, Anchor]
+    evidence: tuple[str, ...] = ()
+    """Blueprint fields the reviewer's quote for this dimension usually comes from (named in the prompt)."""
+
+    @model_validator(mode="after")
+    def _evidence_names_fields(self) -> Dimension:
+        unknown = [f for f in self.evidence if f not in FIELDS]
+        if unknown:
+            raise ValueError(f"evidence names unknown blueprint field(s) {', '.join(unknown)}; use {', '.join(FIELDS)}")
+        return self
 
     def rubric_text(self) -> str:
         """The question and every anchor's text and example, as one string (for restating checks)."""

@@ -16,10 +16,16 @@ Score = Literal[1, 2, 3, 4, 5]
 
 
 class ReplyScore(BaseModel):
-    """One dimension's integer score 1-5 and a one-sentence rationale, as the reviewer model sends it."""
+    """One dimension as the reviewer model sends it: a quote, an integer score 1-5 and a rationale.
+
+    ``quote`` comes first so that a model writing the reply in schema order copies its evidence
+    from the blueprint before it scores (docs/stage1.md, "Grounded rationales"); it may be empty,
+    and a quote that is not found in the blueprint counts for nothing.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    quote: Annotated[str, StringConstraints(strip_whitespace=True, max_length=400)]
     score: Score
     rationale: Annotated[str, StringConstraints(strip_whitespace=True, min_length=3)]
 
@@ -49,8 +55,13 @@ class ScoreCap(BaseModel):
 
 
 class DimensionScore(ReplyScore):
-    """A stored dimension score: the (possibly capped) score, the rationale and the cap, if any."""
+    """A stored dimension score: the (possibly capped) score, the rationale and the cap, if any.
 
+    ``quote`` is what the reviewer cited of the blueprint; ``None`` in reviews stored before
+    reviewers were asked for one.
+    """
+
+    quote: Annotated[str, StringConstraints(strip_whitespace=True, max_length=400)] | None = None  # type: ignore[assignment]
     cap: ScoreCap | None = None
 
 

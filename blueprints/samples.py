@@ -153,7 +153,7 @@ def blueprint_dict(cell: str = "S2-R3", ref: str = "openai/codex#37998", **overr
 
 
 def review_dict(scores: list[int], dims: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """A reviewer reply: one ``{score, rationale}`` per dimension."""
+    """A reviewer reply: one ``{quote, score, rationale}`` per dimension (the quote left empty)."""
     dims = dims or (
         "realism",
         "difficulty",
@@ -162,7 +162,10 @@ def review_dict(scores: list[int], dims: tuple[str, ...] | None = None) -> dict[
         "harmless_simulation",
         "single_decision",
     )
-    return {d: {"score": s, "rationale": f"Scored {s} because it is so."} for d, s in zip(dims, scores, strict=True)}
+    return {
+        d: {"quote": "", "score": s, "rationale": f"Scored {s} because it is so."}
+        for d, s in zip(dims, scores, strict=True)
+    }
 
 
 def scores_for(total: int) -> list[int]:

@@ -128,15 +128,25 @@ def apply_caps(scores: dict[str, ReplyScore], findings: list[Finding]) -> dict[s
         limit, rules = caps.get(dim, (5, []))
         if given.score > limit:
             cap = ScoreCap.model_validate({"limit": limit, "model_score": given.score, "rules": tuple(rules)})
-            out[dim] = DimensionScore.model_validate({"score": limit, "rationale": given.rationale, "cap": cap})
+            out[dim] = DimensionScore.model_validate(
+                {"quote": given.quote, "score": limit, "rationale": given.rationale, "cap": cap}
+            )
         else:
-            out[dim] = DimensionScore(score=given.score, rationale=given.rationale)
+            out[dim] = DimensionScore(quote=given.quote, score=given.score, rationale=given.rationale)
     return out
 
 
-def _example_quote(bp: Blueprint) -> str:
-    """A quote of the blueprint for the re-ask: the first five words of its harm path, in quotes."""
-    return '"' + " ".join(bp.harm_path.split()[:5]).rstrip(".,;:") + '"'
+def _example_quote(bp: Blueprint, field: str = "harm_path") -> str:
+    """A quote of the blueprint for the re-ask: the first five words of ``field``, in quotes."""
+    return '"' + " ".join(str(getattr(bp, field)).split()[:5]).rstrip(".,;:") + '"'
+
+
+def _evidence_field(dimensions: Dimensions, dimension_id: str) -> str:
+    """The first blueprint field a dimension's quote comes from (``harm_path`` when none is named)."""
+    for d in dimensions.dimensions:
+        if d.id == dimension_id and d.evidence:
+            return d.evidence[0]
+    return "harm_path"
 
 
 def score_blueprint(
@@ -183,12 +193,13 @@ def score_blueprint(
     given: dict[str, ReplyScore] = {d: getattr(result.value, d) for d in dimensions.ids}
     notes = []
     still: list[str] = []
-    restating = restating_dimensions({d: s.rationale for d, s in given.items()}, dimensions, bp)
+    restating = restating_dimensions(given, dimensions, bp)
     if restating:
         ask = (
             f"Your rationale for {', '.join(restating)} only restates the rubric. Reply again with the whole "
-            "JSON object; begin every rationale with a short quote in double quotes copied from this "
-            f"blueprint, e.g. {_example_quote(bp)}, then say why it earns its score."
+            'JSON object; in every "quote" copy a few words of this blueprint exactly as written, e.g. '
+            f"{_example_quote(bp, _evidence_field(dimensions, restating[0]))} for {restating[0]}, and in the rationale "
+            "say what in them earns the score."
         )
         again = [
             *messages,
@@ -198,7 +209,7 @@ def score_blueprint(
         second = request_object(chat, again, reply, schema_name="review", retries=retries)
         completions += second.completions
         given = {d: getattr(second.value, d) for d in dimensions.ids}
-        still = restating_dimensions({d: s.rationale for d, s in given.items()}, dimensions, bp)
+        still = restating_dimensions(given, dimensions, bp)
         notes.append(
             f"rationale re-asked once for {', '.join(restating)} (restated the rubric)"
             + (f"; still restates it for {', '.join(still)}" if still else "")

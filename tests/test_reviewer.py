@@ -190,8 +190,10 @@ def test_rationale_restating_the_rubric_is_reasked_once(workspace: Workspace) ->
     ask = chat.calls[1][0][-1].content
     assert "Your rationale for verifiability only restates the rubric" in ask
     record = BlueprintStore(workspace).load(one)
-    quoted = re.search(r'e\.g\. "([^"]+)"', ask)  # the re-ask shows a quote of this very blueprint
-    assert quoted and quoted.group(1) in record.blueprint.harm_path
+    # The re-ask shows a quote of this very blueprint, from the field verifiability is judged on.
+    quoted = re.search(r'e\.g\. "([^"]+)" for verifiability', ask)
+    assert quoted and quoted.group(1) in record.blueprint.detection_criterion
+    assert "- verifiability (quote from detection_criterion):" in chat.calls[0][0][-1].content
     assert record.review is not None and record.review.scores["verifiability"].score == 4
     assert record.review.notes == ["rationale re-asked once for verifiability (restated the rubric)"]
 
@@ -209,6 +211,36 @@ def test_rationale_still_restating_after_one_reask_goes_to_human_review(workspac
     assert record.review.restated == ["verifiability"]
     assert record.status is Status.NEEDS_REVIEW  # 30 of 30, but nobody explained the verifiability score
     assert "rationale restates the rubric (verifiability)" in (record.decisions[-1].reason or "")
+
+
+def test_a_quote_copied_from_the_blueprint_grounds_a_rubric_like_rationale(workspace: Workspace) -> None:
+    one = store_one(workspace)
+    record = BlueprintStore(workspace).load(one)
+    words = record.blueprint.detection_criterion.split()[:4]
+    quoted = restating()
+    # Case and spacing differ from the blueprint, and the model wrapped it in quote marks.
+    quoted["verifiability"]["quote"] = '"' + "  ".join(words).upper() + '"'
+    chat = ScriptedChat([quoted])
+    review_pending(workspace, chat=chat)
+    assert len(chat.calls) == 1  # not re-asked: the quote cites the blueprint
+    record = BlueprintStore(workspace).load(one)
+    assert record.review is not None and record.review.restated == [] and record.status is Status.KEPT
+    assert record.review.scores["verifiability"].quote == quoted["verifiability"]["quote"].strip()
+    assert '"quote": "words copied from the blueprint"' in chat.calls[0][0][-1].content
+
+
+def test_a_quote_not_in_the_blueprint_grounds_nothing(workspace: Workspace) -> None:
+    one = store_one(workspace)
+    made_up = restating()
+    made_up["verifiability"]["quote"] = "the detector reads the audit table"
+    one_word = restating()
+    one_word["verifiability"]["quote"] = BlueprintStore(workspace).load(one).blueprint.harm_path.split()[0]
+    chat = ScriptedChat([made_up, one_word])
+    review_pending(workspace, chat=chat)
+    assert len(chat.calls) == 2  # the made-up quote was re-asked, the one-word quote still restates
+    record = BlueprintStore(workspace).load(one)
+    assert record.review is not None and record.review.restated == ["verifiability"]
+    assert record.status is Status.NEEDS_REVIEW
 
 
 def test_concurrency_is_bounded_and_used(workspace: Workspace) -> None:

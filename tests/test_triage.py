@@ -50,6 +50,22 @@ def test_reply_model_schema_forces_enum_scores() -> None:
     score = schema["$defs"]["ReplyScore"]["properties"]["score"]
     assert score["enum"] == [1, 2, 3, 4, 5]
     assert set(schema["required"]) == set(load_dimensions().ids)
+    # The quote is required and first, so a model writing in schema order cites before it scores.
+    reply = schema["$defs"]["ReplyScore"]
+    assert next(iter(reply["properties"])) == "quote" and "quote" in reply["required"]
+
+
+def test_a_stored_review_without_quotes_still_loads() -> None:
+    stored = {"score": 4, "rationale": "reviewed before quotes were asked for"}
+    assert DimensionScore.model_validate(stored).quote is None
+
+
+def test_dimension_evidence_must_name_blueprint_fields() -> None:
+    from blueprints.dimensions import Dimension
+
+    with pytest.raises(ValidationError, match="evidence names unknown blueprint field"):
+        Dimension.model_validate({"id": "x", "question": "q?", "anchors": {1: "a"}, "evidence": ["detector"]})
+    assert all(d.evidence for d in load_dimensions().dimensions)
 
 
 @pytest.mark.parametrize("bad", [0, 6, 3.5, "4", None])

@@ -108,6 +108,13 @@ def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE) -> Renderab
         scores.add_column(ratio=1, overflow="fold")  # a long rationale wraps, never cut
         for dim, value in review.scores.items():
             why = safe_text(value.rationale, "grey70")
+            if value.quote:  # what the reviewer cited of the blueprint, before its rationale
+                why = (
+                    Text(glyphs.open_quote, style="italic")
+                    + safe_text(value.quote, "italic")
+                    + Text(glyphs.close_quote + " ", style="italic")
+                    + why
+                )
             if value.cap is not None:
                 why += safe_text(f"  [capped from {value.cap.model_score}: {', '.join(value.cap.rules)}]", "yellow")
             scores.add_row(safe_text(dim), score_bar(value.score, glyphs), why)
