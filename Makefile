@@ -69,7 +69,7 @@ demo: setup-demo setup-docker
 	  ready=$$($(BIN)/twinforge status --json --workspace $(WORKSPACE) | $(BIN)/python -c \
 	    'import json, sys; c = json.load(sys.stdin)["counts"]; print(c["kept"] + c["approved"])'); \
 	  test "$$ready" -gt 0 && break; \
-	  echo "demo: after batch $$i of at most $(DEMO_BATCHES) the reviewer kept no blueprint (the rest wait for a person in twinforge queue)"; \
+	  echo "demo: after batch $$i of at most $(DEMO_BATCHES) no blueprint is kept by the reviewer or approved by a person (the needs_review band waits in twinforge queue)"; \
 	done
 	$(BIN)/twinforge status --workspace $(WORKSPACE)
 	-$(BIN)/twinforge implement --ready --limit $(DEMO_IMPLEMENT) --workspace $(WORKSPACE)

@@ -119,7 +119,10 @@ def hostile_record(tag: str) -> BlueprintRecord:
             batch=h("batch"), model=h("gen"), prompt_version=h("prompt"), sources=h("src"), created_at=T0
         ),
         review=Review(
-            scores={d: DimensionScore(score=3 + (i % 2), rationale=h(f"why-{d}")) for i, d in enumerate(DIMS)},  # type: ignore[arg-type]
+            scores={
+                d: DimensionScore(score=3 + (i % 2), quote=h(f"quote-{d}"), rationale=h(f"why-{d}"))  # type: ignore[arg-type]
+                for i, d in enumerate(DIMS)
+            },
             total=21,
             triage=Status.NEEDS_REVIEW,
             model=h("rev"),
