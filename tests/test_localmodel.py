@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import socket
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,8 @@ from twinforge.localmodel import (
     model_path,
     serve,
 )
+from twinforge.localmodel import server as server_module
+from twinforge.localmodel.server import ServerInfo, _state_dir
 
 
 @pytest.fixture
@@ -118,6 +123,52 @@ def test_catalog_lookup() -> None:
 def test_serve_binds_loopback_only() -> None:
     with pytest.raises(LocalModelError, match="not loopback"):
         serve(get_spec("gemma3-270m"), host="0.0.0.0")
+
+
+def _state_for_live_server(tmp_path: Path, model: str) -> tuple[int, ServerInfo]:
+    """A state file naming this test process (alive) as a twinforge server on a free port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    info = ServerInfo(
+        pid=os.getpid(),
+        model=model,
+        host="127.0.0.1",
+        port=port,
+        n_ctx=8192,
+        log=str(tmp_path / "server.log"),
+        started_at=datetime.now(UTC),
+        model_path=str(tmp_path / "m.gguf"),
+    )
+    (tmp_path / "server.log").write_text("generating for another client\n")
+    _state_dir().mkdir(parents=True, exist_ok=True)
+    (_state_dir() / f"{port}.json").write_text(info.model_dump_json())
+    return port, info
+
+
+def test_a_busy_server_of_the_same_model_is_waited_for_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2026-12-01: `make demo` in a second workspace stopped with "port 8080 is used by a twinforge
+    # server for qwen2.5-coder-1.5b" while that very server was busy generating for the first one.
+    port, info = _state_for_live_server(tmp_path, "gemma3-270m")
+    asked: list[float] = []
+
+    def busy(base_url: str, timeout_s: float = 2.0) -> bool:
+        asked.append(timeout_s)
+        return timeout_s >= 60  # answers only to a caller that waits out the running generation
+
+    monkeypatch.setattr(server_module, "healthy", busy)
+    try:
+        assert serve(get_spec("gemma3-270m"), port=port, wait_s=120) == info
+        assert asked == [120]
+        monkeypatch.setattr(server_module, "healthy", lambda base_url, timeout_s=2.0: False)
+        with pytest.raises(LocalModelError, match=r"has not answered for 120 s(.|\n)*generating for another"):
+            serve(get_spec("gemma3-270m"), port=port, wait_s=120)
+        with pytest.raises(LocalModelError, match="used by a twinforge server for gemma3-270m"):
+            serve(get_spec("qwen2.5-coder-1.5b"), port=port)
+    finally:
+        (_state_dir() / f"{port}.json").unlink()
 
 
 def test_no_hub_downloads_in_code() -> None:

@@ -105,8 +105,9 @@ def serve(
 ) -> ServerInfo:
     """Assemble ``spec`` if needed and start a detached llama.cpp server for it; wait until ready.
 
-    If a server started by twinforge already serves the same model on ``port`` and answers, it is
-    returned as is (idempotent).
+    If a server started by twinforge already serves the same model on ``port``, it is returned as
+    is (idempotent) once it answers; a busy one (llama.cpp answers nothing while it generates for
+    another client, e.g. a ``generate`` in another workspace) is waited for up to ``wait_s``.
 
     Args:
         spec: The catalog entry.
@@ -130,8 +131,14 @@ def serve(
         raise LocalModelError(f"host {host!r} is not loopback; the embedded server binds to 127.0.0.1 only")
     for info in running_servers():
         if info.port == port:
-            if info.model == spec.name and healthy(info.base_url):
-                return info
+            if info.model == spec.name:
+                if healthy(info.base_url, timeout_s=wait_s):
+                    return info
+                raise LocalModelError(
+                    f"the twinforge server for {info.model} on port {port} (pid {info.pid}) has not answered "
+                    f"for {wait_s:.0f} s; log {info.log}:\n{_tail(Path(info.log))}\n"
+                    f"stop it with `twinforge model stop --port {port}` and serve again"
+                )
             raise LocalModelError(
                 f"port {port} is used by a twinforge server for {info.model} (pid {info.pid}); "
                 f"stop it with `twinforge model stop --port {port}`"
