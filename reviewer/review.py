@@ -162,8 +162,9 @@ def score_blueprint(
 ) -> tuple[Review, float, int]:
     """Ask the reviewer model for the six scores of one blueprint.
 
-    The prompt carries the anchored rubrics and the blueprint's check findings; a reply whose
-    rationales only restate the rubric is re-asked once; scores above the cap of a failed check
+    The prompt carries the anchored rubrics, the fields each dimension's quote comes from and the
+    blueprint's check findings; a reply whose quotes (when found in the blueprint) and rationales
+    only restate the rubric is re-asked once (docs/stage1.md, "Grounded rationales"); scores above the cap of a failed check
     are lowered to it and the cap is recorded on the score (issue 10, item 3).
 
     Returns:
