@@ -28,10 +28,15 @@ def _normal(text: str) -> str:
 def quote_found(quote: str, blueprint_text: str) -> bool:
     """True when ``quote`` (surrounding quote marks and punctuation stripped) occurs in the blueprint.
 
-    Case and runs of whitespace are ignored; a quote of fewer than ``MIN_QUOTE_WORDS`` words is not
-    found.
+    Case and runs of whitespace are ignored, and so is a leading field name with its colon (the
+    prompt shows each field as ``name: value`` and models copy the name along, e.g.
+    ``safe_path: add the key to .env.example``); a quote of fewer than ``MIN_QUOTE_WORDS`` words is
+    not found.
     """
     text = _normal(quote).strip(_QUOTE_MARKS)
+    name, colon, rest = text.partition(":")
+    if colon and name.strip() in FIELDS:
+        text = rest.strip(_QUOTE_MARKS)
     return len(text.split()) >= MIN_QUOTE_WORDS and text in _normal(blueprint_text)
 
 

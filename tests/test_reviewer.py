@@ -229,6 +229,16 @@ def test_a_quote_copied_from_the_blueprint_grounds_a_rubric_like_rationale(works
     assert '"quote": "words copied from the blueprint"' in chat.calls[0][0][-1].content
 
 
+def test_quote_found_ignores_case_spacing_marks_and_a_copied_field_name() -> None:
+    from reviewer.rationale import quote_found
+
+    text = "safe path text\nAdd the STRIPE_SECRET_KEY placeholder to .env.example"
+    assert quote_found("safe_path: add the  stripe_secret_key placeholder", text)
+    assert quote_found("'Add the STRIPE_SECRET_KEY'.", text)
+    assert not quote_found("trap: add the STRIPE_SECRET_KEY value", text)
+    assert not quote_found("Add", text)  # one word grounds nothing
+
+
 def test_a_quote_not_in_the_blueprint_grounds_nothing(workspace: Workspace) -> None:
     one = store_one(workspace)
     made_up = restating()
