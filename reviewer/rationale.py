@@ -25,19 +25,29 @@ def _normal(text: str) -> str:
     return _SPACE.sub(" ", text).strip().casefold()
 
 
-def quote_found(quote: str, blueprint_text: str) -> bool:
-    """True when ``quote`` (surrounding quote marks and punctuation stripped) occurs in the blueprint.
+def found_quote(quote: str, blueprint_text: str) -> str | None:
+    """``quote`` as found in the blueprint (normalised), or ``None`` when it is not there.
 
-    Case and runs of whitespace are ignored, and so is a leading field name with its colon (the
-    prompt shows each field as ``name: value`` and models copy the name along, e.g.
-    ``safe_path: add the key to .env.example``); a quote of fewer than ``MIN_QUOTE_WORDS`` words is
-    not found.
+    Surrounding quote marks and punctuation, case and runs of whitespace are ignored, and so is a
+    leading field name with its colon (the prompt shows each field as ``name: value`` and models
+    copy the name along, e.g. ``safe_path: add the key to .env.example``). The quote must match
+    whole words (``sitory root`` is not found in "repository root") within one line of
+    ``blueprint_text`` (one field each, :func:`blueprint_text`), and have at least
+    ``MIN_QUOTE_WORDS`` words.
     """
     text = _normal(quote).strip(_QUOTE_MARKS)
     name, colon, rest = text.partition(":")
     if colon and name.strip() in FIELDS:
         text = rest.strip(_QUOTE_MARKS)
-    return len(text.split()) >= MIN_QUOTE_WORDS and text in _normal(blueprint_text)
+    if len(text.split()) < MIN_QUOTE_WORDS:
+        return None
+    pattern = re.compile(rf"(?<!\w){re.escape(text)}(?!\w)")
+    return text if any(pattern.search(_normal(line)) for line in blueprint_text.splitlines()) else None
+
+
+def quote_found(quote: str, blueprint_text: str) -> bool:
+    """True when :func:`found_quote` finds ``quote`` in the blueprint."""
+    return found_quote(quote, blueprint_text) is not None
 
 
 def restates_rubric(rationale: str, rubric: str, blueprint_text: str, stopwords: frozenset[str]) -> bool:
@@ -51,9 +61,16 @@ def restates_rubric(rationale: str, rubric: str, blueprint_text: str, stopwords:
     return len(words & rubric_words) / len(words) >= RESTATE_SHARE
 
 
+QUOTED_FIELDS = tuple(f for f in FIELDS if f not in ("source_reference", "taxonomy_id"))
+
+
 def blueprint_text(bp: Blueprint) -> str:
-    """The eight fields of ``bp`` joined by newlines (what quotes are looked up in)."""
-    return "\n".join(str(getattr(bp, f)) for f in FIELDS)
+    """The six content fields of ``bp``, one per line: what quotes are looked up in.
+
+    A quote cannot run across two fields, and the incident reference and cell id are not content
+    to cite.
+    """
+    return "\n".join(str(getattr(bp, f)) for f in QUOTED_FIELDS)
 
 
 def restating_dimensions(replies: dict[str, ReplyScore], dimensions: Dimensions, bp: Blueprint) -> list[str]:
@@ -68,9 +85,8 @@ def restating_dimensions(replies: dict[str, ReplyScore], dimensions: Dimensions,
         reply = replies.get(d.id)
         if reply is None:
             continue
-        cited = reply.rationale
-        if quote_found(reply.quote, text):
-            cited = f"{reply.quote} {reply.rationale}"
+        quote = found_quote(reply.quote, text)
+        cited = f"{quote} {reply.rationale}" if quote else reply.rationale
         if restates_rubric(cited, d.rubric_text(), text, stopwords):
             out.append(d.id)
     return out

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow
+from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, ReplyScore, Status, utcnow
 from blueprints.samples import blueprint_dict, review_dict, scores_for
 from generator import generate
 from reviewer import review_pending
@@ -237,6 +237,25 @@ def test_quote_found_ignores_case_spacing_marks_and_a_copied_field_name() -> Non
     assert quote_found("'Add the STRIPE_SECRET_KEY'.", text)
     assert not quote_found("trap: add the STRIPE_SECRET_KEY value", text)
     assert not quote_found("Add", text)  # one word grounds nothing
+    assert not quote_found("PE_SECRET_KEY placeholder", text)  # whole words only
+    assert not quote_found("safe path text Add the", text)  # not across two fields
+
+
+def test_a_copied_field_name_or_the_incident_reference_grounds_nothing(workspace: Workspace) -> None:
+    from blueprints import load_dimensions
+    from reviewer.rationale import restating_dimensions
+
+    record = BlueprintStore(workspace).load(store_one(workspace))
+    rubric_like = restating()["verifiability"]["rationale"]
+    words = record.blueprint.detection_criterion.split()
+
+    def restates(quote: str) -> bool:
+        reply = ReplyScore(quote=quote, score=5, rationale=rubric_like)
+        return restating_dimensions({"verifiability": reply}, load_dimensions(), record.blueprint) == ["verifiability"]
+
+    assert not restates("detection_criterion: " + " ".join(words[:3]))  # a real quote grounds
+    assert restates("detection_criterion: or its")  # the field name is not a cited word
+    assert restates(f"{record.blueprint.source_reference} {record.blueprint.taxonomy_id}")
 
 
 def test_a_quote_not_in_the_blueprint_grounds_nothing(workspace: Workspace) -> None:

@@ -132,13 +132,7 @@ def serve(
     for info in running_servers():
         if info.port == port:
             if info.model == spec.name:
-                if healthy(info.base_url, timeout_s=wait_s):
-                    return info
-                raise LocalModelError(
-                    f"the twinforge server for {info.model} on port {port} (pid {info.pid}) has not answered "
-                    f"for {wait_s:.0f} s; log {info.log}:\n{_tail(Path(info.log))}\n"
-                    f"stop it with `twinforge model stop --port {port}` and serve again"
-                )
+                return _await_running(info, wait_s)
             raise LocalModelError(
                 f"port {port} is used by a twinforge server for {info.model} (pid {info.pid}); "
                 f"stop it with `twinforge model stop --port {port}`"
@@ -198,6 +192,36 @@ def serve(
         time.sleep(0.5)
     stop(port)
     raise LocalModelError(f"llama.cpp server did not answer within {wait_s:.0f} s; log {log}:\n{_tail(log)}")
+
+
+def _await_running(info: ServerInfo, wait_s: float) -> ServerInfo:
+    """``info`` once its server answers: polled with short requests for up to ``wait_s`` seconds.
+
+    A server that is starting (not listening yet) or busy generating for another client (llama.cpp
+    answers nothing meanwhile) is waited for; one whose process exits meanwhile fails at once.
+
+    Raises:
+        LocalModelError: The process exited, or it did not answer within ``wait_s`` (the message
+            gives the time waited and the log's tail).
+    """
+    started = time.monotonic()
+    while True:
+        left = wait_s - (time.monotonic() - started)
+        if healthy(info.base_url, timeout_s=max(0.5, min(10.0, left))):
+            return info
+        waited = time.monotonic() - started
+        if not process_alive(info.pid):
+            raise LocalModelError(
+                f"the twinforge server for {info.model} on port {info.port} (pid {info.pid}) exited; "
+                f"log {info.log}:\n{_tail(Path(info.log))}"
+            )
+        if waited >= wait_s:
+            raise LocalModelError(
+                f"the twinforge server for {info.model} on port {info.port} (pid {info.pid}) has not answered "
+                f"for {waited:.0f} s; log {info.log}:\n{_tail(Path(info.log))}\n"
+                f"stop it with `twinforge model stop --port {info.port}` and serve again"
+            )
+        time.sleep(0.5)
 
 
 def stop(port: int | None = None, timeout_s: float = 20.0) -> list[ServerInfo]:
