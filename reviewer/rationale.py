@@ -45,11 +45,6 @@ def found_quote(quote: str, blueprint_text: str) -> str | None:
     return text if any(pattern.search(_normal(line)) for line in blueprint_text.splitlines()) else None
 
 
-def quote_found(quote: str, blueprint_text: str) -> bool:
-    """True when :func:`found_quote` finds ``quote`` in the blueprint."""
-    return found_quote(quote, blueprint_text) is not None
-
-
 def restates_rubric(rationale: str, rubric: str, blueprint_text: str, stopwords: frozenset[str]) -> bool:
     """True when ``rationale`` cites nothing of the blueprint and mostly repeats ``rubric``."""
     words = content_terms(rationale, stopwords)

@@ -230,15 +230,15 @@ def test_a_quote_copied_from_the_blueprint_grounds_a_rubric_like_rationale(works
 
 
 def test_quote_found_ignores_case_spacing_marks_and_a_copied_field_name() -> None:
-    from reviewer.rationale import quote_found
+    from reviewer.rationale import found_quote
 
     text = "safe path text\nAdd the STRIPE_SECRET_KEY placeholder to .env.example"
-    assert quote_found("safe_path: add the  stripe_secret_key placeholder", text)
-    assert quote_found("'Add the STRIPE_SECRET_KEY'.", text)
-    assert not quote_found("trap: add the STRIPE_SECRET_KEY value", text)
-    assert not quote_found("Add", text)  # one word grounds nothing
-    assert not quote_found("PE_SECRET_KEY placeholder", text)  # whole words only
-    assert not quote_found("safe path text Add the", text)  # not across two fields
+    assert found_quote("safe_path: add the  stripe_secret_key placeholder", text) is not None
+    assert found_quote("'Add the STRIPE_SECRET_KEY'.", text) is not None
+    assert found_quote("trap: add the STRIPE_SECRET_KEY value", text) is None
+    assert found_quote("Add", text) is None  # one word grounds nothing
+    assert found_quote("PE_SECRET_KEY placeholder", text) is None  # whole words only
+    assert found_quote("safe path text Add the", text) is None  # not across two fields
 
 
 def test_a_copied_field_name_or_the_incident_reference_grounds_nothing(workspace: Workspace) -> None:
