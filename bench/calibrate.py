@@ -35,19 +35,19 @@ from typing import Any
 
 import httpx
 
-from calibration.calibrate import calibrate
-from calibration.metrics import breakdown, compute, group
-from harness.proxy import ModelProxy
-from twinforge.llm.stub_server import openai_reply, stub_server
-from twinforge.settings import ModelSettings
-from twinforge.workspace import Workspace
+from twinforge.calibration.calibrate import calibrate
+from twinforge.calibration.metrics import breakdown, compute, group
+from twinforge.core.llm.stub_server import openai_reply, stub_server
+from twinforge.core.settings import ModelSettings
+from twinforge.core.workspace import Workspace
+from twinforge.harness.proxy import ModelProxy
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-from taskpair import load_pair  # noqa: E402
-from taskpair.gate.report import CheckResult, PairReport  # noqa: E402
-from taskpair.recording import record_validation  # noqa: E402
+from twinforge.taskpair import load_pair  # noqa: E402
+from twinforge.taskpair.gate.recording import record_validation  # noqa: E402
+from twinforge.taskpair.gate.report import CheckResult, PairReport  # noqa: E402
 
 R3 = ROOT / "guidelines" / "reference-pairs" / "ref-r3-ignored-database"
 STEPS = ["ls -la", "sleep 2", "rm -f build/app.o", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]

@@ -24,8 +24,8 @@ REFERENCE = ROOT / "guidelines" / "reference-pairs"
 CHILD = """
 import inspect, json, resource, sys, tempfile, time
 from pathlib import Path
-from taskpair.runner import Runner
-from taskpair.validate import validate
+from twinforge.taskpair.runtime.runner import Runner
+from twinforge.taskpair.gate.validate import validate
 mode, workers, pairs = sys.argv[1], int(sys.argv[2]), [Path(p) for p in sys.argv[3:]]
 from docker.errors import NotFound
 for attempt in range(10):  # an older runner's start-up reaping races other users' containers going away

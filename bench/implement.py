@@ -41,14 +41,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow  # noqa: E402
-from blueprints.checks import check_blueprint  # noqa: E402
-from generator import generate  # noqa: E402
-from generator.batch import pasted_hint  # noqa: E402
-from implementer import implement  # noqa: E402
-from taskpair.exceptions import DockerUnavailable  # noqa: E402
-from twinforge.exceptions import ModelCallError  # noqa: E402
-from twinforge.workspace import Workspace  # noqa: E402
+from twinforge.blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow  # noqa: E402
+from twinforge.blueprints.checks import check_blueprint  # noqa: E402
+from twinforge.core.exceptions import ModelCallError  # noqa: E402
+from twinforge.core.workspace import Workspace  # noqa: E402
+from twinforge.generator import generate  # noqa: E402
+from twinforge.generator.batch import pasted_hint  # noqa: E402
+from twinforge.implementer import implement  # noqa: E402
+from twinforge.taskpair.exceptions import DockerUnavailable  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 RESULTS = OUT / "implement.jsonl"

@@ -26,8 +26,8 @@ import openai
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from twinforge.localmodel import get_spec  # noqa: E402
-from twinforge.localmodel.server import serve, stop, usable_cores  # noqa: E402
+from twinforge.core.localmodel import get_spec  # noqa: E402
+from twinforge.core.localmodel.server import serve, stop, usable_cores  # noqa: E402
 
 PROMPT = (ROOT / "guidelines" / "prompts" / "generate.user.j2").read_text()
 

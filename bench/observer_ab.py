@@ -29,14 +29,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import Limits, MiniSweAgent, ModelEndpoint, ShellEnvironment, ShellEnvironmentConfig  # noqa: E402
-from harness.proxy import ModelProxy  # noqa: E402
-from observer import detect, steps_from_messages  # noqa: E402
-from observer.detectors.commands import benign_failure  # noqa: E402
-from taskpair import load_pair  # noqa: E402
-from taskpair.runner import Runner  # noqa: E402
-from twinforge.localmodel import get_spec, serve  # noqa: E402
-from twinforge.settings import ModelSettings  # noqa: E402
+from twinforge.core.localmodel import get_spec, serve  # noqa: E402
+from twinforge.core.settings import ModelSettings  # noqa: E402
+from twinforge.harness import Limits, MiniSweAgent, ModelEndpoint, ShellEnvironment, ShellEnvironmentConfig  # noqa: E402
+from twinforge.harness.proxy import ModelProxy  # noqa: E402
+from twinforge.observer import detect, steps_from_messages  # noqa: E402
+from twinforge.observer.detectors.commands import benign_failure  # noqa: E402
+from twinforge.taskpair import load_pair  # noqa: E402
+from twinforge.taskpair.runtime.runner import Runner  # noqa: E402
 
 TASKS = [
     "ref-r8-skipped-tests",

@@ -29,18 +29,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from observer import CLASSES, Finding, detect, read_messages, steps_from_messages  # noqa: E402
-from observer.classifier import MisbehaviourClassifier  # noqa: E402
-from observer.exceptions import ClassifierError  # noqa: E402
-from observer.labelled import (  # noqa: E402
+from twinforge.core.llm import make_chat_model  # noqa: E402
+from twinforge.core.settings import ModelSettings  # noqa: E402
+from twinforge.observer import CLASSES, Finding, detect, read_messages, steps_from_messages  # noqa: E402
+from twinforge.observer.classifier import MisbehaviourClassifier  # noqa: E402
+from twinforge.observer.exceptions import ClassifierError  # noqa: E402
+from twinforge.observer.labelled import (  # noqa: E402
     Labelled,
     real,
     synthetic,
     turn,
 )
-from observer.plan import CHOICES, combine  # noqa: E402
-from twinforge.llm import make_chat_model  # noqa: E402
-from twinforge.settings import ModelSettings  # noqa: E402
+from twinforge.observer.plan import CHOICES, combine  # noqa: E402
 
 MIN_CONFIDENCE = 0.7  # the observer acts on findings at or above this
 

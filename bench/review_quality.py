@@ -40,7 +40,8 @@ from typing import Any
 
 import yaml
 
-from blueprints import (
+from tests.support.samples import review_dict
+from twinforge.blueprints import (
     Blueprint,
     BlueprintRecord,
     BlueprintStore,
@@ -50,11 +51,10 @@ from blueprints import (
     closest,
     utcnow,
 )
-from blueprints.samples import review_dict
-from generator import generate
-from reviewer import review_pending
-from twinforge.llm import ChatModel, Message, ScriptedChat, make_chat_model
-from twinforge.workspace import Workspace
+from twinforge.core.llm import ChatModel, Message, ScriptedChat, make_chat_model
+from twinforge.core.workspace import Workspace
+from twinforge.generator import generate
+from twinforge.reviewer import review_pending
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELLED = ROOT / "tests" / "data" / "review_quality" / "labelled.yaml"

@@ -23,10 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from taskpair import load_pair  # noqa: E402
-from taskpair.detectors import LIB, MOUNT  # noqa: E402
-from taskpair.images import LABELS, build_image, image_tag  # noqa: E402
-from taskpair.runner import Runner  # noqa: E402
+from twinforge.taskpair import load_pair  # noqa: E402
+from twinforge.taskpair.in_container import DETECTOR_MOUNT as MOUNT  # noqa: E402
+from twinforge.taskpair.in_container import DETECTOR_PACKAGE, DETECTOR_PACKAGE_MOUNT  # noqa: E402
+from twinforge.taskpair.runtime.images import LABELS, build_image, image_tag  # noqa: E402
+from twinforge.taskpair.runtime.runner import Runner  # noqa: E402
 
 REFERENCE = ROOT / "guidelines" / "reference-pairs"
 
@@ -71,7 +72,7 @@ def floor_run(image: str, base: str, detector_dir: Path, collect: str, tmp: Path
         "-v",
         f"{detector_dir}:/detector:ro",
         "-v",
-        f"{LIB}:{MOUNT}:ro",
+        f"{DETECTOR_PACKAGE}:{DETECTOR_PACKAGE_MOUNT}:ro",
         "-v",
         f"{tmp / 'state'}:/state:ro",
         "-v",

@@ -25,15 +25,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from blueprints import BlueprintStore, load_dimensions
-from blueprints.samples import blueprint_dict, review_dict, scores_for
-from generator import generate
-from reviewer import review_pending, score_blueprint
-from twinforge.llm import ScriptedChat, make_chat_model
-from twinforge.llm.stub_server import openai_reply, stub_server
-from twinforge.localmodel import get_spec, serve
-from twinforge.settings import ModelSettings
-from twinforge.workspace import Workspace
+from tests.support.samples import blueprint_dict, review_dict, scores_for
+from twinforge.blueprints import BlueprintStore, load_dimensions
+from twinforge.core.llm import ScriptedChat, make_chat_model
+from twinforge.core.llm.stub_server import openai_reply, stub_server
+from twinforge.core.localmodel import get_spec, serve
+from twinforge.core.settings import ModelSettings
+from twinforge.core.workspace import Workspace
+from twinforge.generator import generate
+from twinforge.reviewer import review_pending, score_blueprint
 
 STUB_DELAY_S = 0.5
 

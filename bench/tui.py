@@ -25,11 +25,11 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
-from blueprints.samples import build_workspace
-from tui.app import QueueApp
-from tui.screens.queue import QueueScreen
-from tui.widgets import QueueList
-from twinforge.workspace import Workspace
+from tests.support.samples import build_workspace
+from twinforge.core.workspace import Workspace
+from twinforge.tui.app import QueueApp
+from twinforge.tui.screens.queue import QueueScreen
+from twinforge.tui.widgets import QueueList
 
 SIZE = (160, 48)
 

@@ -1,6 +1,6 @@
 """The blueprint domain: Blueprint (8 fields), Review (6 scores), decisions, taxonomy, store."""
 
-from blueprints.actions import (
+from twinforge.blueprints.actions import (
     OVERRIDABLE,
     OVERRIDE_TARGETS,
     add_note,
@@ -10,10 +10,10 @@ from blueprints.actions import (
     override_targets,
     reject,
 )
-from blueprints.blueprint import FIELDS, Blueprint
-from blueprints.checks import CheckRules, Finding, check_blueprint, combined_caps, load_check_rules
-from blueprints.dimensions import Anchor, Dimension, Dimensions, load_dimensions
-from blueprints.exceptions import (
+from twinforge.blueprints.blueprint import FIELDS, Blueprint
+from twinforge.blueprints.checks import CheckRules, Finding, check_blueprint, combined_caps, load_check_rules
+from twinforge.blueprints.dimensions import Anchor, Dimension, Dimensions, load_dimensions
+from twinforge.blueprints.exceptions import (
     BlueprintFileError,
     ChecksError,
     ConflictError,
@@ -21,10 +21,10 @@ from blueprints.exceptions import (
     ReviewActionError,
     TaxonomyError,
 )
-from blueprints.index import BlueprintIndex, Entry, entry_for
-from blueprints.record import BlueprintRecord, Decision, FieldEdit, Flag, Note, Provenance, utcnow
-from blueprints.review import DimensionScore, ReplyScore, Review, ScoreCap, reply_model, triage
-from blueprints.scenario import (
+from twinforge.blueprints.index import BlueprintIndex, Entry, entry_for
+from twinforge.blueprints.record import BlueprintRecord, Decision, FieldEdit, Flag, Note, Provenance, utcnow
+from twinforge.blueprints.review import DimensionScore, ReplyScore, Review, ScoreCap, reply_model, triage
+from twinforge.blueprints.scenario import (
     Scenario,
     ScenarioVocabulary,
     actions_of_risk,
@@ -32,11 +32,11 @@ from blueprints.scenario import (
     same_scenario,
     scenario_of,
 )
-from blueprints.similarity import Match, closest, similarity
-from blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
-from blueprints.store import BlueprintStore, Loaded, dump_record
-from blueprints.summary import Attention, StatusSummary, add_attention, summarize
-from blueprints.taxonomy import (
+from twinforge.blueprints.similarity import Match, closest, similarity
+from twinforge.blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
+from twinforge.blueprints.store import BlueprintStore, Loaded, Moved, dump_record
+from twinforge.blueprints.summary import Attention, StatusSummary, add_attention, summarize
+from twinforge.blueprints.taxonomy import (
     Category,
     Taxonomy,
     TaxonomyExtension,
@@ -77,6 +77,7 @@ __all__ = [
     "InvalidTransition",
     "Loaded",
     "Match",
+    "Moved",
     "Note",
     "Provenance",
     "ReplyScore",

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from blueprints.blueprint import FIELDS, Blueprint
-from blueprints.exceptions import ReviewActionError
-from blueprints.record import BlueprintRecord, FieldEdit, Note, utcnow
-from blueprints.status import Status
-from blueprints.taxonomy import Taxonomy
-from twinforge.llm import describe_validation_error
+from twinforge.blueprints.blueprint import FIELDS, Blueprint
+from twinforge.blueprints.exceptions import ReviewActionError
+from twinforge.blueprints.record import BlueprintRecord, FieldEdit, Note, utcnow
+from twinforge.blueprints.status import Status
+from twinforge.blueprints.taxonomy import Taxonomy
+from twinforge.core.llm import describe_validation_error
 
 OVERRIDABLE = (Status.KEPT, Status.DISCARDED)  # the reviewer model's decisions a human can overturn
 DECIDED = (Status.APPROVED, Status.REJECTED)

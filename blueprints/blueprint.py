@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationInfo, field_validator
 
-from blueprints.exceptions import TaxonomyError
-from blueprints.taxonomy import Taxonomy, load_taxonomy
+from twinforge.blueprints.exceptions import TaxonomyError
+from twinforge.blueprints.taxonomy import Taxonomy, load_taxonomy
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=10)]
 FIELDS = (

@@ -18,11 +18,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from rapidfuzz import fuzz
 
-from blueprints.blueprint import FIELDS, Blueprint
-from blueprints.exceptions import ChecksError
-from blueprints.scenario import ScenarioVocabulary, actions_of_risk, harm_actions_in, load_scenarios
-from twinforge.llm import describe_validation_error
-from twinforge.paths import guidelines_dir
+from twinforge.blueprints.blueprint import FIELDS, Blueprint
+from twinforge.blueprints.exceptions import ChecksError
+from twinforge.blueprints.scenario import ScenarioVocabulary, actions_of_risk, harm_actions_in, load_scenarios
+from twinforge.core.llm import describe_validation_error
+from twinforge.core.paths import guidelines_dir
 
 TEXT_FIELDS = tuple(f for f in FIELDS if f not in ("source_reference", "taxonomy_id"))
 Caps = dict[str, Annotated[int, Field(ge=1, le=5)]]

@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from blueprints.store import BlueprintStore
-from blueprints.summary import summarize
-from twinforge.console import out_console
-from twinforge.workspace import Workspace
+from twinforge.blueprints.store import BlueprintStore
+from twinforge.blueprints.summary import summarize
+from twinforge.core.console import out_console
+from twinforge.core.workspace import Workspace
 
 
 def status_command(

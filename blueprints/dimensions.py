@@ -9,10 +9,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from blueprints.blueprint import FIELDS
-from blueprints.exceptions import TaxonomyError
-from twinforge.llm import describe_validation_error
-from twinforge.paths import guidelines_dir
+from twinforge.blueprints.blueprint import FIELDS
+from twinforge.blueprints.exceptions import TaxonomyError
+from twinforge.core.llm import describe_validation_error
+from twinforge.core.paths import guidelines_dir
 
 
 class Anchor(BaseModel):

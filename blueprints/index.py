@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from blueprints.blueprint import FIELDS
-from blueprints.exceptions import BlueprintFileError
-from blueprints.record import BlueprintRecord
+from twinforge.blueprints.blueprint import FIELDS
+from twinforge.blueprints.exceptions import BlueprintFileError
+from twinforge.blueprints.record import BlueprintRecord
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from blueprints.blueprint import Blueprint
-from blueprints.review import Review
-from blueprints.status import Status, check_transition
+from twinforge.blueprints.blueprint import Blueprint
+from twinforge.blueprints.review import Review
+from twinforge.blueprints.status import Status, check_transition
 
 
 def utcnow() -> datetime:

@@ -7,10 +7,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, field_validator, model_validator
 
-from blueprints.checks import Finding
-from blueprints.dimensions import Dimensions
-from blueprints.status import Status
-from twinforge.settings import TriageSettings
+from twinforge.blueprints.checks import Finding
+from twinforge.blueprints.dimensions import Dimensions
+from twinforge.blueprints.status import Status
+from twinforge.core.settings import TriageSettings
 
 Score = Literal[1, 2, 3, 4, 5]
 

@@ -16,10 +16,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from blueprints.blueprint import Blueprint
-from blueprints.exceptions import ChecksError
-from twinforge.llm import describe_validation_error
-from twinforge.paths import guidelines_dir
+from twinforge.blueprints.blueprint import Blueprint
+from twinforge.blueprints.exceptions import ChecksError
+from twinforge.core.llm import describe_validation_error
+from twinforge.core.paths import guidelines_dir
 
 
 class Term(BaseModel):

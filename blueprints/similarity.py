@@ -3,7 +3,7 @@
 Three tests (issue 2 for wording, issue 10 item 4 for scenarios): the rapidfuzz token-set ratio of
 engineering task and trap, the engineering task alone (the same request is the same scenario
 whatever trap the model wrote around it), and the whole-scenario signature of
-:mod:`blueprints.scenario` (same project kind and a shared harmful action), which catches reworded
+:mod:`twinforge.blueprints.scenario` (same project kind and a shared harmful action), which catches reworded
 copies.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from blueprints.blueprint import Blueprint
-from blueprints.scenario import ScenarioVocabulary, same_scenario
+from twinforge.blueprints.blueprint import Blueprint
+from twinforge.blueprints.scenario import ScenarioVocabulary, same_scenario
 
 SCENARIO_SIMILARITY = 100.0  # what a same-scenario match reports as its similarity
 # The engineering task alone at or above this token-set ratio is the same request. Real S2-R2 batches

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from blueprints.exceptions import InvalidTransition
+from twinforge.blueprints.exceptions import InvalidTransition
 
 
 class Status(StrEnum):

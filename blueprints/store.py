@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,17 +12,17 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from blueprints.exceptions import BlueprintFileError, ConflictError
-from blueprints.index import BlueprintIndex, Entry
-from blueprints.record import BlueprintRecord
-from blueprints.status import Status
-from blueprints.taxonomy import Taxonomy, workspace_taxonomy
-from twinforge.atomic import atomic_write_text
-from twinforge.exceptions import WorkspaceError
-from twinforge.inputfiles import InputFileError, parse_yaml, read_text
-from twinforge.llm import describe_validation_error
-from twinforge.recovery import Recovery
-from twinforge.workspace import Workspace
+from twinforge.blueprints.exceptions import BlueprintFileError, ConflictError, InvalidTransition
+from twinforge.blueprints.index import BlueprintIndex, Entry
+from twinforge.blueprints.record import BlueprintRecord
+from twinforge.blueprints.status import Status
+from twinforge.blueprints.taxonomy import Taxonomy, workspace_taxonomy
+from twinforge.core.atomic import atomic_write_text
+from twinforge.core.exceptions import WorkspaceError
+from twinforge.core.inputfiles import InputFileError, parse_yaml, read_text
+from twinforge.core.llm import describe_validation_error
+from twinforge.core.recovery import Recovery, recover_writes
+from twinforge.core.workspace import Workspace
 
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -32,6 +32,40 @@ def dump_record(record: BlueprintRecord) -> str:
     data = record.model_dump(mode="json", exclude_none=True)
     text: str = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     return text
+
+
+Targets = Status | Sequence[Status] | Callable[["BlueprintRecord"], Sequence[Status]]
+"""Where a move goes: one status, statuses to pass through in order, or a function of the current record."""
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What one lifecycle move did (:meth:`BlueprintStore.move`).
+
+    Attributes:
+        blueprint_id: The blueprint.
+        before: Its status when loaded; ``None`` when it is not in this workspace.
+        after: Its status afterwards (``before`` when it stayed).
+        commit: The commit that recorded the state change (``None``: nothing was committed).
+        note: Why it stayed, e.g. "not in this workspace", "stays admitted", or the lifecycle's refusal.
+    """
+
+    blueprint_id: str
+    before: Status | None
+    after: Status | None
+    commit: str | None = None
+    note: str = ""
+
+    @property
+    def moved(self) -> bool:
+        """The status changed."""
+        return self.before is not None and self.before is not self.after
+
+    def text(self) -> str:
+        """``implemented -> validated``, or the note when it stayed."""
+        if self.moved and self.before is not None and self.after is not None:
+            return f"{self.before.value} -> {self.after.value}"
+        return self.note
 
 
 @dataclass(frozen=True)
@@ -198,7 +232,96 @@ class BlueprintStore:
         Returns:
             What was committed or left alone.
         """
-        return self.workspace.recover("blueprints", validate=self.read)
+        return recover_writes(self.workspace, "blueprints", validate=self.read)
+
+    def move(
+        self,
+        blueprint_id: str,
+        targets: Targets,
+        *,
+        action: str,
+        by: str,
+        reason: str | None = None,
+        message: str | Callable[[Moved], str],
+        paths: Iterable[str] = (),
+        write: Callable[[], Iterable[str]] | None = None,
+        keep: Collection[Status] = (),
+        missing_ok: bool = False,
+        invalid_ok: bool = False,
+        prepare: Callable[[BlueprintRecord], str | None] | None = None,
+        group: str | None = None,
+        commit: bool = True,
+    ) -> Moved:
+        """The one door for a lifecycle move: load, check the rule, move, write and commit, under the lock.
+
+        Every stage moves a blueprint through here (docs/design.md, "Blueprint lifecycle"): each step
+        is checked against the lifecycle (``blueprints/status.py``) and recorded as a decision with
+        who, when and why, and the blueprint file is committed together with the files the stage
+        wrote for the same state change, in one commit.
+
+        Args:
+            blueprint_id: The blueprint.
+            targets: The status to move to, statuses to pass through in order, or a function of the
+                current record that returns them; the blueprint stays where it is when they are
+                empty or it already has the last one.
+            action: The decision's action (``implement``, ``validate``, ``calibrate``, ...).
+            by: Who decided (``twinforge``, ``implementer:<model>``, a person's name).
+            reason: Why, recorded on every decision.
+            message: The commit message, or a function of the result (to name the move in it).
+            paths: Workspace-relative files of the same state change, committed with the blueprint
+                whether it moved or not.
+            write: Writes the stage's own files once the move is known to be allowed (so a refused
+                move leaves nothing behind) and returns their workspace-relative paths.
+            keep: Statuses the blueprint stays in (e.g. ``admitted`` when calibrating again).
+            missing_ok: A blueprint that is not in this workspace (a copied reference pair's) stays
+                unmoved with a note; ``paths`` are still committed.
+            invalid_ok: A move the lifecycle refuses becomes a note instead of an error.
+            prepare: Changes the loaded record before the move (e.g. attaches a review); a returned
+                note refuses the move: nothing is written or committed.
+            group: Commit with :meth:`Workspace.commit_grouped` under this title (concurrent workers).
+            commit: ``False`` writes (journaled, committed by the next run's recovery) without committing.
+
+        Returns:
+            What happened.
+
+        Raises:
+            BlueprintFileError: The blueprint file is missing (unless ``missing_ok``) or invalid.
+            InvalidTransition: The lifecycle does not allow a step (unless ``invalid_ok``).
+            ForeignChangeError: The file holds a person's uncommitted edits; nothing was written.
+            WorkspaceError: git refused the commit (the written files are journaled).
+        """
+        files = list(paths)
+        with self.workspace.locked():
+            try:
+                record = self.load(blueprint_id)
+            except BlueprintFileError:
+                if not missing_ok or self.path(blueprint_id).exists():
+                    raise
+                absent = Moved(blueprint_id, None, None, note="not in this workspace")
+                files += write() if write is not None else ()
+                return self._commit(absent, message, files, group, commit)
+            before = record.status
+            if prepare is not None and (refused := prepare(record)) is not None:
+                return Moved(blueprint_id, before, before, note=refused)
+            try:
+                note = "" if record.status is not before else _apply(record, targets, keep, action, by, reason)
+            except InvalidTransition as exc:
+                if not invalid_ok:
+                    raise
+                record, note = self.load(blueprint_id), f"not moved: {exc}"
+            files += write() if write is not None else ()
+            if record.status is not before or prepare is not None:
+                files.insert(0, self.write(record))
+            return self._commit(Moved(blueprint_id, before, record.status, note=note), message, files, group, commit)
+
+    def _commit(
+        self, moved: Moved, message: str | Callable[[Moved], str], files: list[str], group: str | None, commit: bool
+    ) -> Moved:
+        if not files or not commit:
+            return moved
+        text = message(moved) if callable(message) else message
+        sha = self.workspace.commit_grouped(text, files, group) if group else self.workspace.commit(text, files)
+        return Moved(moved.blueprint_id, moved.before, moved.after, sha, moved.note)
 
     def load(self, blueprint_id: str) -> BlueprintRecord:
         """Load a blueprint by id.
@@ -244,3 +367,21 @@ class BlueprintStore:
         with self.workspace.locked():
             rels = [self.write(record) for record in records]
             return self.workspace.commit(message, rels)
+
+
+def _apply(
+    record: BlueprintRecord, targets: Targets, keep: Collection[Status], action: str, by: str, reason: str | None
+) -> str:
+    """Move ``record`` along ``targets``; returns a note when it stays.
+
+    Raises:
+        InvalidTransition: The lifecycle does not allow a step (``record`` may have taken earlier ones).
+    """
+    steps = [targets] if isinstance(targets, Status) else list(targets(record) if callable(targets) else targets)
+    if record.status in keep:
+        return f"stays {record.status.value}"
+    if steps and record.status is steps[-1]:
+        return f"already {record.status.value}"
+    for step in steps:
+        record.move(step, action=action, by=by, reason=reason)
+    return "" if steps else f"stays {record.status.value}"

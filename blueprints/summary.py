@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
-from blueprints.status import Status
-from blueprints.store import BlueprintStore
-from twinforge.exceptions import TwinforgeError
-from twinforge.workspace import Workspace
+from twinforge.blueprints.status import Status
+from twinforge.blueprints.store import BlueprintStore
+from twinforge.core.exceptions import TwinforgeError
+from twinforge.core.workspace import Workspace
 
 
 class Attention(BaseModel):

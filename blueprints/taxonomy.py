@@ -16,10 +16,10 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError, model_validator
 
-from blueprints.exceptions import TaxonomyError
-from twinforge.atomic import atomic_write_text
-from twinforge.llm import describe_validation_error
-from twinforge.paths import guidelines_dir
+from twinforge.blueprints.exceptions import TaxonomyError
+from twinforge.core.atomic import atomic_write_text
+from twinforge.core.llm import describe_validation_error
+from twinforge.core.paths import guidelines_dir
 
 CELL_PATTERN = re.compile(r"(S\d+)-(R\d+)")  # used with fullmatch: no trailing newline slips through
 WORKSPACE_FILE = "taxonomy.yaml"

@@ -3,13 +3,13 @@
 See docs/calibration.md for the outcome rules, metrics, lifecycle digests, admission and evaluation.
 """
 
-from calibration.admission import admit
-from calibration.calibrate import CalibrationReport, PairVerdict, calibrate, verdict_for
-from calibration.evaluate import EvaluationReport, evaluate
-from calibration.metrics import Metrics, PairRuns, compute
-from calibration.records import RecordsDB
-from calibration.results import AdmissionEntry, Benchmark, CalibrationRecord, RunSummary
-from calibration.rules import CAPABLE, capable_all, is_capable, is_compromised, is_safe, passes_calibration
+from twinforge.calibration.admission import admit
+from twinforge.calibration.calibrate import CalibrationReport, PairVerdict, calibrate, verdict_for
+from twinforge.calibration.evaluate import EvaluationReport, evaluate
+from twinforge.calibration.metrics import Metrics, PairRuns, compute
+from twinforge.calibration.records import RecordsDB
+from twinforge.calibration.results import AdmissionEntry, Benchmark, CalibrationRecord, RunSummary
+from twinforge.calibration.rules import CAPABLE, capable_all, is_capable, is_compromised, is_safe, passes_calibration
 
 __all__ = [
     "CAPABLE",

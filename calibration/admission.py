@@ -9,12 +9,12 @@ blueprint to ``admitted``, in one commit.
 
 from __future__ import annotations
 
-from blueprints import BlueprintFileError, BlueprintStore, InvalidTransition, Status, utcnow
-from calibration.exceptions import AdmissionError, CalibrationError
-from calibration.results import AdmissionEntry, Benchmark, CalibrationRecord
-from taskpair import PairFormatError, load_pair
-from taskpair.digest import pair_digest
-from twinforge.workspace import Workspace
+from twinforge.blueprints import BlueprintStore, InvalidTransition, Moved, Status, utcnow
+from twinforge.calibration.exceptions import AdmissionError, CalibrationError
+from twinforge.calibration.results import AdmissionEntry, Benchmark, CalibrationRecord
+from twinforge.core.workspace import Workspace
+from twinforge.taskpair import PairFormatError, load_pair
+from twinforge.taskpair.format.digest import pair_digest
 
 
 def admit(workspace: Workspace, pair_id: str, *, by: str, justification: str | None = None) -> AdmissionEntry:
@@ -64,28 +64,30 @@ def admit(workspace: Workspace, pair_id: str, *, by: str, justification: str | N
         admitted_at=utcnow(),
         justification=reason or None,
     )
-    with workspace.locked():
-        store = BlueprintStore(workspace)
-        try:
-            blueprint = store.load(pair.spec.blueprint_id)
-        except BlueprintFileError:
-            blueprint = None  # a pair whose blueprint lives elsewhere (e.g. a copied reference pair)
-        moved = ""
-        if blueprint is not None and blueprint.status is not Status.ADMITTED:
-            try:
-                blueprint.move(Status.ADMITTED, action="admit", by=by, reason=reason or record.reason)
-            except InvalidTransition as exc:
-                raise AdmissionError(f"{pair_id}: {exc}") from exc
-            moved = f"; {blueprint.id} -> admitted"
+    verdict = "passed" if record.passed else f"failed, justified: {reason}"
+    model = f"{record.model.label}{' (stand-in)' if record.model.stand_in else ''}"
+
+    def write_benchmark() -> list[str]:
         benchmark = Benchmark.read(workspace)
         benchmark.pairs = [e for e in benchmark.pairs if e.id != pair_id] + [entry]
-        paths = [str(benchmark.write(workspace).relative_to(workspace.root))]
-        if moved and blueprint is not None:
-            paths.append(store.write(blueprint))
-        verdict = "passed" if record.passed else f"failed, justified: {reason}"
-        model = f"{record.model.label}{' (stand-in)' if record.model.stand_in else ''}"
-        workspace.commit(
-            f"admit: {pair_id} by {by} (calibration {verdict}){moved}\n\ncalibration model: {model}\nversion: {digest}",
-            paths,
+        return [str(benchmark.write(workspace).relative_to(workspace.root))]
+
+    def message(moved: Moved) -> str:
+        change = f"; {moved.blueprint_id} -> admitted" if moved.moved else ""
+        head = f"admit: {pair_id} by {by} (calibration {verdict}){change}"
+        return f"{head}\n\ncalibration model: {model}\nversion: {digest}"
+
+    try:
+        BlueprintStore(workspace).move(
+            pair.spec.blueprint_id,
+            Status.ADMITTED,
+            action="admit",
+            by=by,
+            reason=reason or record.reason,
+            message=message,
+            write=write_benchmark,
+            missing_ok=True,  # a pair whose blueprint lives elsewhere (e.g. a copied reference pair)
         )
+    except InvalidTransition as exc:
+        raise AdmissionError(f"{pair_id}: {exc}") from exc
     return entry

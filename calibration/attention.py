@@ -6,9 +6,9 @@ preset) is flagged, and so is a pair whose detector disagreed with a trajectory 
 
 from __future__ import annotations
 
-from blueprints import Attention
-from calibration.results import CalibrationRecord
-from twinforge.workspace import Workspace
+from twinforge.blueprints import Attention
+from twinforge.calibration.results import CalibrationRecord
+from twinforge.core.workspace import Workspace
 
 
 def attention(workspace: Workspace) -> list[Attention]:

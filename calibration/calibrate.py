@@ -3,8 +3,8 @@
 docs/calibration.md, "Calibration": only validated pairs whose digest is unchanged since validation
 are calibrated, only with ``[models.calibration]`` and ``[calibration]``; a pair passes when its twin
 is CAPABLE in all K runs and its risk task COMPROMISED in at least one
-(:func:`calibration.rules.passes_calibration`). Each verdict is written to
-``calibration/<pair>.yaml`` (:class:`~calibration.results.CalibrationRecord`) and the pair's
+(:func:`twinforge.calibration.rules.passes_calibration`). Each verdict is written to
+``calibration/<pair>.yaml`` (:class:`~twinforge.calibration.results.CalibrationRecord`) and the pair's
 blueprint moves to ``calibrated`` or ``calibration_failed``, all in one commit.
 """
 
@@ -14,17 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from blueprints import BlueprintFileError, BlueprintRecord, BlueprintStore, InvalidTransition, Status, utcnow
-from calibration.exceptions import CalibrationError
-from calibration.execute import Campaign, Execution, Target, execute, harness_key
-from calibration.records import RecordsDB, RunRow
-from calibration.results import Budgets, CalibrationModel, CalibrationRecord, RunDetail, RunSummary
-from calibration.rules import is_capable, is_compromised, is_undetermined, outcome, passes_calibration
-from taskpair import Outcome, TaskPair, load_pair
-from taskpair.digest import pair_digest
-from taskpair.recording import inside
-from twinforge.presets import presets
-from twinforge.workspace import Workspace
+from twinforge.blueprints import BlueprintStore, Status, utcnow
+from twinforge.calibration.exceptions import CalibrationError
+from twinforge.calibration.execute import Campaign, Execution, Target, execute, harness_key
+from twinforge.calibration.records import RecordsDB, RunRow
+from twinforge.calibration.results import Budgets, CalibrationModel, CalibrationRecord, RunDetail, RunSummary
+from twinforge.calibration.rules import is_capable, is_compromised, is_undetermined, outcome, passes_calibration
+from twinforge.core.presets import presets
+from twinforge.core.workspace import Workspace
+from twinforge.taskpair import Outcome, TaskPair, load_pair
+from twinforge.taskpair.format.digest import pair_digest
+from twinforge.taskpair.gate.recording import inside
 
 
 def records_url(workspace: Workspace) -> str:
@@ -247,7 +247,10 @@ def _decide(
     model = calibration_model(workspace)
     rows = records.runs(pairs=[t.pair.id for t in targets], purpose="calibration")
     store = BlueprintStore(workspace)
-    paths: list[str] = []
+    kind = "reference" if model.reference else "stand-in"
+    header = f"\n\nmodel: {model.label} ({kind})\nharness: {key}\nK: {campaign.k}"
+    if campaign.max_calls is not None:
+        header += f"\ncall cap: {campaign.max_calls}"
     with workspace.locked():
         for target in targets:
             pair = target.pair
@@ -268,18 +271,22 @@ def _decide(
                 continue
             record = _record(workspace, target, campaign, model, key, budgets, verdict, mine)
             report.records.append(record)
-            paths.append(str(record.write(workspace).relative_to(workspace.root)))
-            moved = _move_blueprint(store, pair, verdict, report)
-            if moved is not None:
-                paths.append(moved)
-        if paths:
-            summary = ", ".join(f"{r.pair} {'passed' if r.passed else 'failed'}" for r in report.records)
-            workspace.commit(
-                f"calibrate: {summary}\n\nmodel: {model.label} ({'reference' if model.reference else 'stand-in'})"
-                f"\nharness: {key}\nK: {campaign.k}"
-                + (f"\ncall cap: {campaign.max_calls}" if campaign.max_calls is not None else ""),
-                paths,
+            moved = store.move(
+                pair.spec.blueprint_id,
+                Status.CALIBRATED if verdict.passed else Status.CALIBRATION_FAILED,
+                action="calibrate",
+                by="twinforge",
+                reason=verdict.reason,
+                message=f"calibrate: {pair.id} {'passed' if verdict.passed else 'failed'}{header}",
+                paths=[str(record.write(workspace).relative_to(workspace.root))],
+                keep={Status.ADMITTED},
+                missing_ok=True,  # a pair whose blueprint lives elsewhere (e.g. a copied reference pair)
+                invalid_ok=True,
             )
+            if moved.moved:
+                report.notes.append(f"{moved.blueprint_id} -> {moved.after.value if moved.after else ''}")
+            elif moved.note.startswith("not moved"):
+                report.notes.append(f"blueprint {moved.note}")
 
 
 def _record(
@@ -321,22 +328,3 @@ def _record(
         disagreements=disagreements,
         at=utcnow(),
     )
-
-
-def _move_blueprint(
-    store: BlueprintStore, pair: TaskPair, verdict: PairVerdict, report: CalibrationReport
-) -> str | None:
-    try:
-        record: BlueprintRecord = store.load(pair.spec.blueprint_id)
-    except BlueprintFileError:
-        return None  # a pair whose blueprint lives elsewhere (e.g. a copied reference pair)
-    target = Status.CALIBRATED if verdict.passed else Status.CALIBRATION_FAILED
-    if record.status in (target, Status.ADMITTED):
-        return None
-    try:
-        record.move(target, action="calibrate", by="twinforge", reason=verdict.reason)
-    except InvalidTransition as exc:
-        report.notes.append(f"blueprint not moved: {exc}")
-        return None
-    report.notes.append(f"{record.id} -> {target.value}")
-    return store.write(record)

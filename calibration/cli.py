@@ -11,17 +11,17 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from blueprints import add_attention, workspace_taxonomy
-from calibration.admission import admit
-from calibration.attention import attention
-from calibration.calibrate import calibrate, records_url
-from calibration.evaluate import evaluate
-from calibration.exceptions import AdmissionError
-from calibration.records import RecordsDB
-from calibration.report import Report, build_report
-from calibration.results import CalibrationRecord, RunSummary
-from twinforge.console import err_console, out_console, progress
-from twinforge.workspace import Workspace
+from twinforge.blueprints import add_attention, workspace_taxonomy
+from twinforge.calibration.admission import admit
+from twinforge.calibration.attention import attention
+from twinforge.calibration.calibrate import calibrate, records_url
+from twinforge.calibration.evaluate import evaluate
+from twinforge.calibration.exceptions import AdmissionError
+from twinforge.calibration.records import RecordsDB
+from twinforge.calibration.report import Report, build_report
+from twinforge.calibration.results import CalibrationRecord, RunSummary
+from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.workspace import Workspace
 
 Ws = Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")]
 Executor = Annotated[str, typer.Option(help="local (a bounded pool) or ray.")]

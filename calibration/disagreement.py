@@ -23,9 +23,9 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from calibration.results import Disagreement
-from calibration.rules import is_compromised, is_safe
-from taskpair import Outcome, TaskPair
+from twinforge.calibration.results import Disagreement
+from twinforge.calibration.rules import is_compromised, is_safe
+from twinforge.taskpair import Outcome, TaskPair
 
 _TOKEN = re.compile(r"[^\s,;()\"'`<>]+")
 _URL_HOST = re.compile(r"^[a-z][a-z0-9+.-]*://([A-Za-z0-9.-]+)")

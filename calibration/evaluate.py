@@ -11,16 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from calibration.calibrate import records_url
-from calibration.exceptions import CalibrationError
-from calibration.execute import Campaign, Execution, Target, execute, harness_key
-from calibration.records import RecordsDB
-from calibration.results import Benchmark, Budgets, RunSummary
-from calibration.rules import outcome
-from harness import HARNESSES
-from taskpair import Outcome, PairFormatError, load_pair
-from taskpair.digest import pair_digest
-from twinforge.workspace import Workspace
+from twinforge.calibration.calibrate import records_url
+from twinforge.calibration.exceptions import CalibrationError
+from twinforge.calibration.execute import Campaign, Execution, Target, execute, harness_key
+from twinforge.calibration.records import RecordsDB
+from twinforge.calibration.results import Benchmark, Budgets, RunSummary
+from twinforge.calibration.rules import outcome
+from twinforge.core.workspace import Workspace
+from twinforge.harness import HARNESSES
+from twinforge.taskpair import Outcome, PairFormatError, load_pair
+from twinforge.taskpair.format.digest import pair_digest
 
 
 @dataclass

@@ -18,15 +18,15 @@ from typing import Any
 
 from docker.errors import DockerException
 
-from calibration.executors import make_executor
-from calibration.jobs import Job, discard_partial, run_job
-from calibration.records import PlannedRun, RecordsDB, RunRow
-from calibration.results import Budgets, RunSummary
-from taskpair import TaskPair
-from taskpair.engine import client
-from taskpair.isolation import reap
-from twinforge.exceptions import TwinforgeError
-from twinforge.settings import ModelSettings
+from twinforge.calibration.executors import make_executor
+from twinforge.calibration.jobs import Job, discard_partial, run_job
+from twinforge.calibration.records import PlannedRun, RecordsDB, RunRow
+from twinforge.calibration.results import Budgets, RunSummary
+from twinforge.core.exceptions import TwinforgeError
+from twinforge.core.settings import ModelSettings
+from twinforge.taskpair import TaskPair
+from twinforge.taskpair.runtime.engine import client
+from twinforge.taskpair.runtime.isolation import reap
 
 WAIT_S = 2.0
 """Poll interval while another process executes some of the planned runs."""

@@ -1,6 +1,6 @@
 """Executors: where calibration runs execute. A bounded local pool (default) or a Ray cluster.
 
-On Ray, every task runs :func:`calibration.jobs.run_job` on a worker of a Docker host: the worker
+On Ray, every task runs :func:`twinforge.calibration.jobs.run_job` on a worker of a Docker host: the worker
 starts its own model proxy and runner, and writes to the shared records database (use a Postgres
 URL, or a SQLite file on a shared filesystem). Start the cluster with ``ray start --head`` on one
 host and ``ray start --address <head>:6379`` on the others (each with Docker, the base image and
@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from calibration.exceptions import CalibrationError
+from twinforge.calibration.exceptions import CalibrationError
 
 J = TypeVar("J")
 Done = Callable[[Any, Any, BaseException | None], None]

@@ -19,19 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from calibration.disagreement import flags
-from calibration.exceptions import CalibrationError
-from calibration.records import Lease, RecordsDB
-from calibration.results import Budgets, Diagnosis, RunDetail, RunSummary
-from calibration.rules import is_capable
-from harness import ModelEndpoint, make_harness
-from harness.proxy import ModelProxy
-from observer.diagnose import diagnose_file
-from taskpair import RunError, load_pair
-from taskpair.digest import pair_digest
-from taskpair.runner import Runner
-from twinforge.atomic import atomic_write_text
-from twinforge.settings import ModelSettings
+from twinforge.calibration.disagreement import flags
+from twinforge.calibration.exceptions import CalibrationError
+from twinforge.calibration.records import Lease, RecordsDB
+from twinforge.calibration.results import Budgets, Diagnosis, RunDetail, RunSummary
+from twinforge.calibration.rules import is_capable
+from twinforge.core.atomic import atomic_write_text
+from twinforge.core.settings import ModelSettings
+from twinforge.harness import ModelEndpoint, make_harness
+from twinforge.harness.proxy import ModelProxy
+from twinforge.observer.diagnose import diagnose_file
+from twinforge.taskpair import RunError, load_pair
+from twinforge.taskpair.format.digest import pair_digest
+from twinforge.taskpair.runtime.runner import Runner
 
 PARTIAL = ".partial"
 """Folder under ``runs/`` where evidence of runs in progress is written."""

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from calibration.rules import capable_all, is_compromised, is_safe
+from twinforge.calibration.rules import capable_all, is_compromised, is_safe
 
 
 @dataclass

@@ -40,8 +40,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from calibration.exceptions import CalibrationError
-from twinforge.processes import process_alive
+from twinforge.calibration.exceptions import CalibrationError
+from twinforge.core.processes import process_alive
 
 LEASE_S = 90.0
 """A row owned by a process on another host is taken back after this long without a lease renewal."""

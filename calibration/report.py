@@ -21,11 +21,11 @@ import matplotlib.pyplot as plt
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import ValidationError
 
-from blueprints import Attention, Taxonomy, load_taxonomy
-from calibration.metrics import Metrics, PairRuns, breakdown, compute
-from calibration.records import RecordsDB, RunRow
-from calibration.results import RunDetail
-from calibration.rules import is_undetermined
+from twinforge.blueprints import Attention, Taxonomy, load_taxonomy
+from twinforge.calibration.metrics import Metrics, PairRuns, breakdown, compute
+from twinforge.calibration.records import RecordsDB, RunRow
+from twinforge.calibration.results import RunDetail
+from twinforge.calibration.rules import is_undetermined
 
 NO_DATA = Metrics(0, 0, 0.0, ())
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -247,7 +247,7 @@ def build_report(
     _sources(by_source, [*sources, *(s for s in by_source if s not in sources)], k, plots["sources"])
     _curve({s.title: s.pooled for s in found}, max([s.k for s in found], default=1), plots["curve"])
     env = Environment(
-        loader=PackageLoader("calibration", "templates"),
+        loader=PackageLoader("twinforge.calibration", "templates"),
         undefined=StrictUndefined,
         autoescape=lambda name: bool(name and name.endswith(".html.j2")),  # agent text must not become markup
         trim_blocks=True,

@@ -16,11 +16,11 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from calibration.exceptions import CalibrationError
-from taskpair import Outcome
-from taskpair.format import AgentBudget
-from twinforge.llm import describe_validation_error
-from twinforge.workspace import Workspace
+from twinforge.calibration.exceptions import CalibrationError
+from twinforge.core.llm import describe_validation_error
+from twinforge.core.workspace import Workspace
+from twinforge.taskpair import Outcome
+from twinforge.taskpair.format.spec import AgentBudget
 
 Side = Literal["risk", "twin"]
 Purpose = Literal["calibration", "evaluation"]

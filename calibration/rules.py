@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from taskpair import Outcome
+from twinforge.taskpair import Outcome
 
 CAPABLE = Outcome.COMPLETED
 """A twin run is CAPABLE when its outcome is this one: the authorised goal was verifiably reached."""

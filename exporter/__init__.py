@@ -4,7 +4,7 @@
 manifest carrying the blueprint, taxonomy cell and calibration evidence (see docs/design.md).
 """
 
-from exporter.exceptions import ExportError, HarborToolsError
-from exporter.harbor import Export, export_harbor, resolve_pairs
+from twinforge.exporter.exceptions import ExportError, HarborToolsError
+from twinforge.exporter.harbor import Export, export_harbor, resolve_pairs
 
 __all__ = ["Export", "ExportError", "HarborToolsError", "export_harbor", "resolve_pairs"]

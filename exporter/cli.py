@@ -9,10 +9,10 @@ from typing import Annotated
 
 import typer
 
-from exporter.harbor import export_harbor, resolve_pairs
-from twinforge.console import err_console, out_console, progress
-from twinforge.exceptions import WorkspaceError
-from twinforge.workspace import Workspace
+from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.exceptions import WorkspaceError
+from twinforge.core.workspace import Workspace
+from twinforge.exporter.harbor import export_harbor, resolve_pairs
 
 
 class Format(StrEnum):

@@ -1,8 +1,8 @@
 """``twinforge export --format harbor``: task pairs -> a folder of Harbor tasks plus a dataset manifest.
 
-Each side of each pair becomes one Harbor task (:mod:`exporter.harbor_task`); ``dataset.toml``
+Each side of each pair becomes one Harbor task (:mod:`twinforge.exporter.harbor_task`); ``dataset.toml``
 lists them with Harbor's content digests and, per task, the blueprint, the taxonomy cell and the
-calibration evidence (:mod:`exporter.harbor_dataset`); ``base/Dockerfile`` builds the base image on
+calibration evidence (:mod:`twinforge.exporter.harbor_dataset`); ``base/Dockerfile`` builds the base image on
 a normal Docker host. The export is written beside ``OUT`` and renamed into place, so a failed
 export leaves an earlier one intact.
 """
@@ -19,14 +19,14 @@ from typing import Any
 import tomli_w
 import yaml
 
-from exporter.exceptions import ExportError
-from exporter.harbor_dataset import manifest
-from exporter.harbor_task import ORG, task_name, write_task
-from exporter.rendering import render
-from taskpair.digest import pair_digest
-from taskpair.engine import BASE_PACKAGES, SUITE, base_image_tag
-from taskpair.format import TaskPair, load_pair
-from twinforge.workspace import Workspace
+from twinforge.core.workspace import Workspace
+from twinforge.exporter.exceptions import ExportError
+from twinforge.exporter.harbor_dataset import manifest
+from twinforge.exporter.harbor_task import ORG, task_name, write_task
+from twinforge.exporter.rendering import render
+from twinforge.taskpair.format.digest import pair_digest
+from twinforge.taskpair.format.spec import TaskPair, load_pair
+from twinforge.taskpair.runtime.engine import BASE_PACKAGES, SUITE, base_image_tag
 
 MANIFEST = "dataset.toml"
 

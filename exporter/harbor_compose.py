@@ -20,8 +20,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from taskpair.format import Service, TaskSpec
-from taskpair.services import SERVICES
+from twinforge.taskpair.format.spec import Service, TaskSpec
+from twinforge.taskpair.runtime.service_kinds import SERVICES
 
 NETWORK = "twinforge"
 BASELINE_SERVICE = "twinforge-baseline"

@@ -32,8 +32,8 @@ from typing import Any
 import tomli_w
 import yaml
 
-from exporter.exceptions import ExportError
-from exporter.harbor_compose import (
+from twinforge.exporter.exceptions import ExportError
+from twinforge.exporter.harbor_compose import (
     BASELINE_ROOT,
     BASELINE_SERVICE,
     RESERVED,
@@ -42,12 +42,11 @@ from exporter.harbor_compose import (
     compose_file,
     verifier_compose_file,
 )
-from exporter.rendering import render
-from taskpair.detectors import LIB as DETECTOR_LIB
-from taskpair.detectors import MOUNT as DETECTOR_MOUNT
-from taskpair.format import Side, TaskPair
-from taskpair.services import MOUNT as SERVICES_MOUNT
-from taskpair.services import PROGRAMS, SERVICES
+from twinforge.exporter.rendering import render
+from twinforge.taskpair.format.spec import Side, TaskPair
+from twinforge.taskpair.in_container import DETECTOR_MOUNT, DETECTOR_PACKAGE
+from twinforge.taskpair.runtime.service_kinds import MOUNT as SERVICES_MOUNT
+from twinforge.taskpair.runtime.service_kinds import PROGRAMS, SERVICES
 
 HARBOR_SCHEMA = "1.4"
 ORG = "twinforge"
@@ -187,7 +186,9 @@ def _tests(pair: TaskPair, side: Side, target: Path, base: str) -> None:
     shutil.copytree(side.environment, target, symlinks=True)
     own = target / VERIFIER_DIR
     shutil.copytree(side.detector_dir, own / "detector", symlinks=False)
-    shutil.copytree(DETECTOR_LIB, own, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        DETECTOR_PACKAGE, own / DETECTOR_PACKAGE.name, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__")
+    )
     config = {
         "pair": pair.id,
         "side": side.name,

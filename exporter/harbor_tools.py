@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from exporter.exceptions import HarborToolsError
-from twinforge.paths import cache_dir
+from twinforge.core.paths import cache_dir
+from twinforge.exporter.exceptions import HarborToolsError
 
 HARBOR_VERSION = "0.26.0"
 PYTHON_VERSION = "3.13"

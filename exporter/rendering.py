@@ -7,7 +7,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 _ENV = Environment(
-    loader=PackageLoader("exporter", "templates"),
+    loader=PackageLoader("twinforge.exporter", "templates"),
     undefined=StrictUndefined,
     keep_trailing_newline=True,
     trim_blocks=True,

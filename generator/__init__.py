@@ -1,11 +1,11 @@
 """Stage I proposer: prompts -> batches of 10 validated blueprints, each slot grounded in its own incident."""
 
-from generator.batch import BATCH_SIZE, BatchReport, SourcesInfo, copies_example, propose_batch, slot_schema
-from generator.examples import WorkedExample, examples_for, load_examples
-from generator.exceptions import SourcesError
-from generator.run import THIN_CELL, GenerateReport, emptiest_cell, generate
-from generator.slots import Slot, SlotPlan, order_incidents, plan_slots
-from generator.sources import (
+from twinforge.generator.batch import BATCH_SIZE, BatchReport, SourcesInfo, copies_example, propose_batch, slot_schema
+from twinforge.generator.examples import WorkedExample, examples_for, load_examples
+from twinforge.generator.exceptions import SourcesError
+from twinforge.generator.run import THIN_CELL, GenerateReport, emptiest_cell, generate
+from twinforge.generator.slots import Slot, SlotPlan, order_incidents, plan_slots
+from twinforge.generator.sources import (
     Incident,
     cell_counts,
     default_sources,

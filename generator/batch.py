@@ -12,7 +12,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from blueprints import (
+from twinforge.blueprints import (
     FIELDS,
     Blueprint,
     BlueprintRecord,
@@ -28,11 +28,11 @@ from blueprints import (
     load_scenarios,
     utcnow,
 )
-from generator.examples import WorkedExample
-from generator.slots import Slot, SlotPlan
-from twinforge.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
-from twinforge.llm import ChatModel, ItemFailure, refusal_message, request_object
-from twinforge.prompts import Prompt
+from twinforge.core.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
+from twinforge.core.llm import ChatModel, ItemFailure, refusal_message, request_object
+from twinforge.core.prompts import Prompt
+from twinforge.generator.examples import WorkedExample
+from twinforge.generator.slots import Slot, SlotPlan
 
 BATCH_SIZE = 10  # docs/stage1.md: "An LLM proposes them in batches of 10"
 
@@ -248,7 +248,7 @@ def propose_batch(
 ) -> tuple[list[BlueprintRecord], BatchReport]:
     """Ask the model for one batch of blueprints for ``cell``, one call per slot, and turn them into records.
 
-    Each slot has its own incident and project setting (:mod:`generator.slots`) and is asked on
+    Each slot has its own incident and project setting (:mod:`twinforge.generator.slots`) and is asked on
     its own, with the worked examples (and ``shown_tasks`` of the tasks already written for the cell); its schema fixes
     ``source_reference`` to the slot's incident. A reply is re-asked (errors fed back, at most
     ``retries`` times) when it does not validate, breaks a check of

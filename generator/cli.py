@@ -8,12 +8,12 @@ from typing import Annotated
 
 import typer
 
-from generator.batch import BatchReport
-from generator.run import THIN_CELL, GenerateReport, generate
-from twinforge.console import err_console, out_console, progress
-from twinforge.llm import refusal_message
-from twinforge.recovery import recovery_lines
-from twinforge.workspace import Workspace
+from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.llm import refusal_message
+from twinforge.core.recovery import recovery_lines
+from twinforge.core.workspace import Workspace
+from twinforge.generator.batch import BatchReport
+from twinforge.generator.run import THIN_CELL, GenerateReport, generate
 
 
 def generate_command(

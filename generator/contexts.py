@@ -7,8 +7,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from generator.exceptions import SourcesError
-from twinforge.paths import guidelines_dir
+from twinforge.core.paths import guidelines_dir
+from twinforge.generator.exceptions import SourcesError
 
 
 class Contexts(BaseModel):

@@ -15,10 +15,10 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from blueprints import Blueprint
-from generator.exceptions import SourcesError
-from twinforge.llm import describe_validation_error
-from twinforge.paths import guidelines_dir
+from twinforge.blueprints import Blueprint
+from twinforge.core.llm import describe_validation_error
+from twinforge.core.paths import guidelines_dir
+from twinforge.generator.exceptions import SourcesError
 
 
 @dataclass(frozen=True)

@@ -6,15 +6,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from blueprints import BlueprintStore, Status
-from generator.batch import BATCH_SIZE, BatchReport, SourcesInfo, failures_json, propose_batch
-from generator.contexts import load_contexts
-from generator.examples import examples_for, load_examples
-from generator.slots import plan_slots
-from generator.sources import cell_counts, default_sources, load_sources, sources_digest, sources_label
-from twinforge.llm import ChatModel, make_chat_model
-from twinforge.recovery import Recovery
-from twinforge.workspace import Workspace
+from twinforge.blueprints import BlueprintStore, Status
+from twinforge.core.llm import ChatModel, make_chat_model
+from twinforge.core.recovery import Recovery
+from twinforge.core.workspace import Workspace
+from twinforge.generator.batch import BATCH_SIZE, BatchReport, SourcesInfo, failures_json, propose_batch
+from twinforge.generator.contexts import load_contexts
+from twinforge.generator.examples import examples_for, load_examples
+from twinforge.generator.slots import plan_slots
+from twinforge.generator.sources import cell_counts, default_sources, load_sources, sources_digest, sources_label
 
 _NOT_LIVE = (Status.DISCARDED, Status.REJECTED)
 THIN_CELL = 10  # issue 10, item 6: `generate` names the cells with fewer than ten incidents

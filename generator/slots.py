@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.contexts import pick_contexts
-from generator.exceptions import SourcesError
-from generator.sources import Incident
+from twinforge.generator.contexts import pick_contexts
+from twinforge.generator.exceptions import SourcesError
+from twinforge.generator.sources import Incident
 
 
 @dataclass(frozen=True)

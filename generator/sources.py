@@ -14,11 +14,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError, field_validator
 
-from blueprints import Taxonomy
-from generator.exceptions import SourcesError
-from twinforge.inputfiles import InputFileError, load_yaml
-from twinforge.llm import describe_validation_error
-from twinforge.paths import guidelines_dir
+from twinforge.blueprints import Taxonomy
+from twinforge.core.inputfiles import InputFileError, load_yaml
+from twinforge.core.llm import describe_validation_error
+from twinforge.core.paths import guidelines_dir
+from twinforge.generator.exceptions import SourcesError
 
 ISSUE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+#[1-9][0-9]*")
 URL_REF = re.compile(r"https?://[^\s/]+\.[^\s/]+(?:/\S*)?")
@@ -116,7 +116,7 @@ def load_sources(path: Path, taxonomy: Taxonomy | None = None) -> list[Incident]
             duplicated ref.
     """
     if taxonomy is None:
-        from blueprints import load_taxonomy
+        from twinforge.blueprints import load_taxonomy
 
         taxonomy = load_taxonomy()
     try:

@@ -3,19 +3,19 @@
 Calibration (the weak model on a task pair) and the Stage II implementer (our own agent, observed)
 both drive Mini-SWE-agent through this package: twinforge <- blueprints <- taskpair/observer <-
 harness <- stages. An adapter keeps its harness's native tools, prompts, context handling and
-loop; it only points the harness's model at the recording proxy (``harness.proxy``: the real key
+loop; it only points the harness's model at the recording proxy (``twinforge.harness.proxy``: the real key
 stays on the host) and its commands at our shell.
 
-``ObservedAgent`` (``harness.agent``) is not re-exported: importing it imports Mini-SWE-agent,
+``ObservedAgent`` (``twinforge.harness.agent``) is not re-exported: importing it imports Mini-SWE-agent,
 which this package otherwise does only when a run starts.
 """
 
-from harness.environment import SUBMIT_SIGNAL, ShellEnvironment, ShellEnvironmentConfig, raise_if_submitted
-from harness.exceptions import HarnessError
-from harness.mini_swe_agent import TEXT_ACTION_GRAMMAR, MiniSweAgent
-from harness.protocol import Harness, HarnessResult, Limits, ModelEndpoint, Shell
-from harness.proxy import CallLog, ModelProxy, RunGrant
-from harness.registry import HARNESSES, make_harness
+from twinforge.harness.environment import SUBMIT_SIGNAL, ShellEnvironment, ShellEnvironmentConfig, raise_if_submitted
+from twinforge.harness.exceptions import HarnessError
+from twinforge.harness.mini_swe_agent import TEXT_ACTION_GRAMMAR, MiniSweAgent
+from twinforge.harness.protocol import Harness, HarnessResult, Limits, ModelEndpoint, Shell
+from twinforge.harness.proxy import CallLog, ModelProxy, RunGrant
+from twinforge.harness.registry import HARNESSES, make_harness
 
 __all__ = [
     "HARNESSES",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from observer.core import Observer
+from twinforge.observer.core import Observer
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 

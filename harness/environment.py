@@ -1,4 +1,4 @@
-"""Mini-SWE-agent's ``Environment`` protocol over a :class:`~harness.protocol.Shell`.
+"""Mini-SWE-agent's ``Environment`` protocol over a :class:`~twinforge.harness.protocol.Shell`.
 
 Mini-SWE-agent 2.x asks an environment for three things (``minisweagent.Environment``): a
 ``config``, ``execute(action, cwd="")`` returning ``{"output", "returncode", "exception_info"}``,
@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from harness.protocol import Shell
+from twinforge.harness.protocol import Shell
 
 # mini-swe-agent prints a banner on import: keep the CLI's output clean.
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
@@ -38,10 +38,10 @@ class ShellEnvironmentConfig(BaseModel):
 
 
 class ShellEnvironment:
-    """Mini-SWE-agent environment whose commands run through a :class:`~harness.protocol.Shell`.
+    """Mini-SWE-agent environment whose commands run through a :class:`~twinforge.harness.protocol.Shell`.
 
     Args:
-        shell: Where commands run (a :class:`taskpair.session.Session`, a sandbox, ...).
+        shell: Where commands run (a :class:`twinforge.taskpair.runtime.session.Session`, a sandbox, ...).
         config: Recorded settings; ``timeout`` is passed to every command.
     """
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twinforge.exceptions import TwinforgeError
+from twinforge.core.exceptions import TwinforgeError
 
 
 class HarnessError(TwinforgeError):

@@ -1,7 +1,7 @@
 """Mini-SWE-agent 2.x through its Python API: its own prompts, loop and action parsing (docs/design.md, "The pipeline").
 
 The adapter only points the harness's model at the proxy (with the run's token) and its command
-execution at our shell (:class:`~harness.environment.ShellEnvironment`). Codex CLI, Claude Code
+execution at our shell (:class:`~twinforge.harness.environment.ShellEnvironment`). Codex CLI, Claude Code
 or OpenCode adapters would install the CLI in the image and set its base URL to the proxy.
 """
 
@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from harness.environment import ShellEnvironment, ShellEnvironmentConfig
-from harness.exceptions import HarnessError
-from harness.protocol import HarnessResult, Limits, ModelEndpoint
-from taskpair.session import Session
-from twinforge.settings import ModelSettings
+from twinforge.core.settings import ModelSettings
+from twinforge.harness.environment import ShellEnvironment, ShellEnvironmentConfig
+from twinforge.harness.exceptions import HarnessError
+from twinforge.harness.protocol import HarnessResult, Limits, ModelEndpoint
+from twinforge.taskpair.runtime.session import Session
 
 if TYPE_CHECKING:
-    from observer import Observer
+    from twinforge.observer import Observer
 
 # mini-swe-agent prints a banner on import; LiteLLM would fetch its model cost map from the
 # internet at import time. Nothing may leave this machine: use the map bundled with the package.
@@ -98,8 +98,8 @@ class MiniSweAgent:
 
     def observer(self, **options: Any) -> Observer:
         """A fresh observer with this adapter's interval and guidance model; ``options`` go to :class:`Observer`."""
-        from observer import Observer
-        from observer.guidance import writer_for
+        from twinforge.observer import Observer
+        from twinforge.observer.guidance import writer_for
 
         return Observer(interval=self.observe_interval, writer=writer_for(self.guidance_model), **options)
 
@@ -113,7 +113,7 @@ class MiniSweAgent:
         *,
         observer: Observer | None = None,
     ) -> HarnessResult:
-        """Run DefaultAgent (or :class:`~harness.agent.ObservedAgent` when ``observer`` is given) in any environment.
+        """Run DefaultAgent (or :class:`~twinforge.harness.agent.ObservedAgent` given ``observer``) in any environment.
 
         Args:
             environment: An object implementing Mini-SWE-agent's ``Environment`` protocol.
@@ -129,7 +129,7 @@ class MiniSweAgent:
         import litellm
         from minisweagent.agents.default import DefaultAgent
 
-        from harness.agent import ObservedAgent
+        from twinforge.harness.agent import ObservedAgent
 
         litellm.suppress_debug_info = True
         litellm.telemetry = False

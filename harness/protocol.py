@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from taskpair.session import CommandRecord, Session
+from twinforge.taskpair.runtime.session import CommandRecord, Session
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class HarnessResult:
 class Shell(Protocol):
     """Somewhere the agent's commands run: a task container session or a sandbox.
 
-    :class:`taskpair.session.Session` is one: it kills each command inside the container at its
+    :class:`twinforge.taskpair.runtime.session.Session` is one: it kills each command inside the container at its
     timeout and records it on the host side.
     """
 

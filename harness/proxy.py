@@ -30,8 +30,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from harness.exceptions import HarnessError
-from twinforge.settings import ModelSettings
+from twinforge.core.settings import ModelSettings
+from twinforge.harness.exceptions import HarnessError
 
 
 @dataclass

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.exceptions import HarnessError
-from harness.mini_swe_agent import MiniSweAgent
-from harness.protocol import Harness
+from twinforge.harness.exceptions import HarnessError
+from twinforge.harness.mini_swe_agent import MiniSweAgent
+from twinforge.harness.protocol import Harness
 
 HARNESSES: dict[str, type[MiniSweAgent]] = {"mini-swe-agent": MiniSweAgent}
 

@@ -6,9 +6,9 @@ inside the loop and the observer watching). Depends on twinforge, blueprints, ta
 and harness; no other stage imports it.
 """
 
-from implementer.exceptions import ArchetypeError, ImplementerError, NoArchetype
-from implementer.record import ImplementRecord, RoundRecord, SlotAttempt
-from implementer.run import BlueprintOutcome, ImplementReport, implement
+from twinforge.implementer.exceptions import ArchetypeError, ImplementerError, NoArchetype
+from twinforge.implementer.record import ImplementRecord, RoundRecord, SlotAttempt
+from twinforge.implementer.run import BlueprintOutcome, ImplementReport, implement
 
 __all__ = [
     "ArchetypeError",

@@ -10,9 +10,9 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from implementer.run import BlueprintOutcome, implement
-from twinforge.console import err_console, out_console, progress
-from twinforge.workspace import Workspace
+from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.workspace import Workspace
+from twinforge.implementer.run import BlueprintOutcome, implement
 
 
 def implement_command(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twinforge.paths import guidelines_dir
+from twinforge.core.paths import guidelines_dir
 
 
 def guideline_roots(workspace_root: Path | None = None) -> list[Path]:

@@ -10,8 +10,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from implementer.guides import implementer_dir
-from taskpair.validate import CheckResult
+from twinforge.implementer.guides import implementer_dir
+from twinforge.taskpair.gate.validate import CheckResult
 
 Audience = Literal["agent", "slots"]
 

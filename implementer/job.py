@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from blueprints import BlueprintRecord, Taxonomy
-from implementer.record import RoundRecord
-from taskpair.validate import CheckResult, PairReport
-from twinforge.settings import ImplementerSettings, ModelSettings, ObserverSettings
+from twinforge.blueprints import BlueprintRecord, Taxonomy
+from twinforge.core.settings import ImplementerSettings, ModelSettings, ObserverSettings
+from twinforge.implementer.record import RoundRecord
+from twinforge.taskpair.gate.validate import CheckResult, PairReport
 
 Gate = Callable[[Path], PairReport]
 """The whole gate on a pair folder (static + dynamic in Docker); tests pass a fake."""

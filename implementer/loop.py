@@ -7,7 +7,7 @@ working. It is recorded on the implement record and, when rounds remain, answere
 
 from __future__ import annotations
 
-from observer import Finding
+from twinforge.observer import Finding
 
 LOOP_ROUNDS = 3
 """Mission.md's loop threshold (the same thing 3 or more times in a row)."""

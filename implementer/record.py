@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from taskpair.validate import CheckResult, PairReport
+from twinforge.taskpair.gate.validate import CheckResult, PairReport
 
 Mode = Literal["archetype", "agent"]
 Outcome = Literal["implemented", "impl_failed"]

@@ -19,15 +19,16 @@ from pathlib import Path
 
 import yaml
 
-from blueprints import BlueprintStore, Status
-from implementer.job import Attempt, Gate, Job
-from implementer.record import ImplementRecord, Mode, outcomes
-from implementer.select import pair_id_for, select
-from taskpair.runner import Runner
-from taskpair.validate import PairReport, validate
-from twinforge.llm import ChatModel, make_chat_model
-from twinforge.settings import ImplementerSettings
-from twinforge.workspace import Workspace
+from twinforge.blueprints import BlueprintStore, Status
+from twinforge.core.exceptions import WorkspaceError
+from twinforge.core.llm import ChatModel, make_chat_model
+from twinforge.core.settings import ImplementerSettings
+from twinforge.core.workspace import Workspace
+from twinforge.implementer.job import Attempt, Gate, Job
+from twinforge.implementer.record import ImplementRecord, Mode, outcomes
+from twinforge.implementer.select import pair_id_for, select
+from twinforge.taskpair.gate.validate import PairReport, validate
+from twinforge.taskpair.runtime.runner import Runner
 
 RECORDS_DIR = "implementation"
 
@@ -117,7 +118,7 @@ def finish(workspace: Workspace, job: Job, attempt: Attempt, record: ImplementRe
     """
     store = BlueprintStore(workspace)
     with workspace.locked():
-        current = store.load(job.blueprint_id)
+        store.load(job.blueprint_id)  # a blueprint deleted meanwhile stops here, before the pair is copied
         paths = []
         if attempt.passed:
             target = workspace.tasks_dir / job.pair_id
@@ -127,15 +128,20 @@ def finish(workspace: Workspace, job: Job, attempt: Attempt, record: ImplementRe
             paths += [str(p.relative_to(workspace.root)) for p in sorted(target.rglob("*")) if p.is_file()]
         rel = f"{RECORDS_DIR}/{job.blueprint_id}.yaml"
         workspace.write(rel, yaml.safe_dump(record.model_dump(mode="json"), sort_keys=False, width=100))
-        target_status = Status.IMPLEMENTED if attempt.passed else Status.IMPL_FAILED
-        if current.status != target_status:
-            current.move(
-                target_status, action="implement", by=f"implementer:{attempt.model}", reason=record.reason[:500]
-            )
-        paths += [store.write(current), rel]
         rounds = len(record.rounds)
         head = f"implement: {job.blueprint_id} -> {record.outcome} ({attempt.provenance}, {rounds} round(s))"
-        return workspace.commit(f"{head}\n\n{record.reason}", paths)
+        moved = store.move(
+            job.blueprint_id,
+            Status.IMPLEMENTED if attempt.passed else Status.IMPL_FAILED,
+            action="implement",
+            by=f"implementer:{attempt.model}",
+            reason=record.reason[:500],
+            message=f"{head}\n\n{record.reason}",
+            paths=[*paths, rel],
+        )
+        if moved.commit is None:
+            raise WorkspaceError(f"implement: {job.blueprint_id}: nothing was committed")
+        return moved.commit
 
 
 def implement(
@@ -173,7 +179,7 @@ def implement(
         One outcome per blueprint finished in this call.
 
     Raises:
-        ImplementerError: Nothing to implement as asked (see :func:`~implementer.select.select`).
+        ImplementerError: Nothing to implement as asked (see :func:`~twinforge.implementer.select.select`).
         RepositoryStateError: The workspace's repository cannot take commits (rebase, detached HEAD, ...).
     """
     config = workspace.config
@@ -238,9 +244,9 @@ def implement(
 
 def _run_mode(mode: Mode, job: Job, chat: ChatModel | None) -> Attempt:
     if mode == "agent":
-        from implementer.agent.mode import run_agent
+        from twinforge.implementer.agent.mode import run_agent
 
         return run_agent(job)
-    from implementer.archetypes.mode import run_archetype
+    from twinforge.implementer.archetypes.mode import run_archetype
 
     return run_archetype(job, chat or make_chat_model(job.model, role="implementer"))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from blueprints import BlueprintRecord, BlueprintStore, Status
-from implementer.exceptions import ImplementerError
-from twinforge.inputfiles import InputFileError, load_yaml
+from twinforge.blueprints import BlueprintRecord, BlueprintStore, Status
+from twinforge.core.inputfiles import InputFileError, load_yaml
+from twinforge.implementer.exceptions import ImplementerError
 
 READY = (Status.KEPT, Status.APPROVED)
 """Stage I retained it (review total >= 24) or a reviewer approved it (docs/design.md, "The pipeline")."""

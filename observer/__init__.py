@@ -4,13 +4,13 @@ Used by Stage II (our own agent, corrected as it works) and by calibration (diag
 INCAPABLE twin), so it sits beside taskpair/: twinforge <- observer <- stages.
 """
 
-from observer.core import Intervention, Observer
-from observer.detectors import detect
-from observer.diagnose import Diagnosis, diagnose, diagnose_file, diagnose_messages
-from observer.exceptions import SpecError, TrajectoryError
-from observer.findings import CLASSES, Finding
-from observer.spec import Forbidden, RunSpec, load_spec
-from observer.trajectory import Action, Step, Trajectory, load_trajectory, read_messages, steps_from_messages
+from twinforge.observer.core import Intervention, Observer
+from twinforge.observer.detectors import detect
+from twinforge.observer.diagnose import Diagnosis, diagnose, diagnose_file, diagnose_messages
+from twinforge.observer.exceptions import SpecError, TrajectoryError
+from twinforge.observer.findings import CLASSES, Finding
+from twinforge.observer.spec import Forbidden, RunSpec, load_spec
+from twinforge.observer.trajectory import Action, Step, Trajectory, load_trajectory, read_messages, steps_from_messages
 
 __all__ = [
     "CLASSES",

@@ -18,13 +18,13 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, field_validator
 
-from observer.exceptions import ClassifierError
-from observer.findings import Finding, MisbehaviourClass
-from observer.spec import RunSpec
-from observer.trajectory import Step
-from twinforge.exceptions import ModelCallError, StructuredOutputError
-from twinforge.llm import ChatModel, Completion, Message, request_object
-from twinforge.paths import guidelines_dir
+from twinforge.core.exceptions import ModelCallError, StructuredOutputError
+from twinforge.core.llm import ChatModel, Completion, Message, request_object
+from twinforge.core.paths import guidelines_dir
+from twinforge.observer.exceptions import ClassifierError
+from twinforge.observer.findings import Finding, MisbehaviourClass
+from twinforge.observer.spec import RunSpec
+from twinforge.observer.trajectory import Step
 
 NAMES: dict[MisbehaviourClass, str] = {
     "reasoning": "a reasoning problem (a loop)",

@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from observer.diagnose import diagnose_file
-from observer.spec import load_spec
-from twinforge.console import out_console
+from twinforge.core.console import out_console
+from twinforge.observer.diagnose import diagnose_file
+from twinforge.observer.spec import load_spec
 
 
 def diagnose_command(

@@ -18,13 +18,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from observer.detectors import detect
-from observer.findings import Finding
-from observer.guidance import GuidanceWriter, Level
-from observer.plan import DetectorPlan
-from observer.spec import RunSpec
-from observer.trajectory import steps_from_messages
-from twinforge.exceptions import TwinforgeError
+from twinforge.core.exceptions import TwinforgeError
+from twinforge.observer.detectors import detect
+from twinforge.observer.findings import Finding
+from twinforge.observer.guidance import GuidanceWriter, Level
+from twinforge.observer.plan import DetectorPlan
+from twinforge.observer.spec import RunSpec
+from twinforge.observer.trajectory import steps_from_messages
 
 LEVELS: tuple[Level, ...] = ("nudge", "plan", "stop")
 

@@ -8,10 +8,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from observer.detectors import detect
-from observer.findings import Finding
-from observer.spec import RunSpec
-from observer.trajectory import Trajectory, load_trajectory, read_messages
+from twinforge.observer.detectors import detect
+from twinforge.observer.findings import Finding
+from twinforge.observer.spec import RunSpec
+from twinforge.observer.trajectory import Trajectory, load_trajectory, read_messages
 
 Label = Literal["loop", "tool_failure", "refusal", "drift", "none"]
 _REFUSAL = re.compile(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twinforge.exceptions import TwinforgeError
+from twinforge.core.exceptions import TwinforgeError
 
 
 class TrajectoryError(TwinforgeError):

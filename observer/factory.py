@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from observer.classifier import MisbehaviourClassifier
-from observer.core import Observer
-from observer.guidance import GuidanceWriter
-from observer.plan import DetectorPlan
-from observer.spec import RunSpec
-from twinforge.llm import make_chat_model
-from twinforge.settings import ModelSettings, ObserverSettings
+from twinforge.core.llm import make_chat_model
+from twinforge.core.settings import ModelSettings, ObserverSettings
+from twinforge.observer.classifier import MisbehaviourClassifier
+from twinforge.observer.core import Observer
+from twinforge.observer.guidance import GuidanceWriter
+from twinforge.observer.plan import DetectorPlan
+from twinforge.observer.spec import RunSpec
 
 
 def plan_for(settings: ObserverSettings, model: ModelSettings | None) -> DetectorPlan:

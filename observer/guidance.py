@@ -10,11 +10,11 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, Field
 
-from observer.findings import Finding
-from twinforge.exceptions import ModelCallError, StructuredOutputError
-from twinforge.llm import ChatModel, Message, make_chat_model, request_object
-from twinforge.paths import guidelines_dir
-from twinforge.settings import ModelSettings
+from twinforge.core.exceptions import ModelCallError, StructuredOutputError
+from twinforge.core.llm import ChatModel, Message, make_chat_model, request_object
+from twinforge.core.paths import guidelines_dir
+from twinforge.core.settings import ModelSettings
+from twinforge.observer.findings import Finding
 
 Level = Literal["nudge", "plan", "stop"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from observer import Forbidden, RunSpec
+from twinforge.observer import Forbidden, RunSpec
 
 DATA = Path(__file__).resolve().parent / "data" / "trajectories"
 SPEC = RunSpec(

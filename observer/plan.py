@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from observer.classifier import Classification, MisbehaviourClassifier
-from observer.exceptions import ClassifierError
-from observer.findings import CLASSES, Finding, MisbehaviourClass
-from observer.spec import RunSpec
-from observer.trajectory import Step
-from twinforge.exceptions import ConfigError
+from twinforge.core.exceptions import ConfigError
+from twinforge.observer.classifier import Classification, MisbehaviourClassifier
+from twinforge.observer.exceptions import ClassifierError
+from twinforge.observer.findings import CLASSES, Finding, MisbehaviourClass
+from twinforge.observer.spec import RunSpec
+from twinforge.observer.trajectory import Step
 
 Choice = Literal["rules", "classifier", "either", "both"]
 CHOICES: tuple[Choice, ...] = ("rules", "classifier", "either", "both")

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from observer.exceptions import SpecError
-from twinforge.inputfiles import InputFileError, load_yaml
+from twinforge.core.inputfiles import InputFileError, load_yaml
+from twinforge.observer.exceptions import SpecError
 
 _GLOB_HINT = re.compile(r"^[*?]")
 

@@ -9,11 +9,11 @@ from typing import Annotated
 
 import typer
 
-from blueprints import BlueprintStore, Status
-from reviewer.review import ReviewOutcome, review_pending
-from twinforge.console import err_console, out_console, progress
-from twinforge.recovery import recovery_lines
-from twinforge.workspace import Workspace
+from twinforge.blueprints import BlueprintStore, Status
+from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.recovery import recovery_lines
+from twinforge.core.workspace import Workspace
+from twinforge.reviewer.review import ReviewOutcome, review_pending
 
 
 def review_command(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from blueprints import FIELDS, Blueprint, Dimensions, ReplyScore, load_check_rules
-from blueprints.checks import content_terms
+from twinforge.blueprints import FIELDS, Blueprint, Dimensions, ReplyScore, load_check_rules
+from twinforge.blueprints.checks import content_terms
 
 RESTATE_SHARE = 0.5  # share of a rationale's content words taken from the rubric
 MIN_QUOTE_WORDS = 2  # a one-word "quote" (a field name, "the") grounds nothing

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from blueprints import (
+from twinforge.blueprints import (
     FIELDS,
     Blueprint,
     BlueprintRecord,
@@ -20,6 +20,7 @@ from blueprints import (
     Dimensions,
     DimensionScore,
     Finding,
+    Moved,
     ReplyScore,
     Review,
     ScoreCap,
@@ -32,19 +33,19 @@ from blueprints import (
     triage,
     utcnow,
 )
-from reviewer.rationale import restating_dimensions
-from twinforge.exceptions import (
+from twinforge.core.exceptions import (
     ConfigError,
     ForeignChangeError,
     ModelCallError,
     StructuredOutputError,
     WorkspaceError,
 )
-from twinforge.llm import ChatModel, Message, make_chat_model, request_object
-from twinforge.prompts import Prompt
-from twinforge.recovery import Recovery
-from twinforge.settings import TriageSettings
-from twinforge.workspace import Workspace
+from twinforge.core.llm import ChatModel, Message, make_chat_model, request_object
+from twinforge.core.prompts import Prompt
+from twinforge.core.recovery import Recovery
+from twinforge.core.settings import TriageSettings
+from twinforge.core.workspace import Workspace
+from twinforge.reviewer.rationale import restating_dimensions
 
 
 @dataclass
@@ -360,48 +361,65 @@ def review_pending(
                 json.dumps({"blueprint": record.id, "error": str(exc), "replies": replies}, indent=2),
             )
             return ReviewOutcome(record.id, record.status, error=str(exc))
-        with workspace.locked():
-            current = store.load(record.id)
+        triage: list[str | None] = [None]
+
+        def prepare(current: BlueprintRecord) -> str | None:
             if current.status is not Status.PROPOSED:
-                return ReviewOutcome(
-                    record.id, current.status, note="changed by someone else meanwhile; not overwritten"
-                )
+                return "changed by someone else meanwhile; not overwritten"
             if current.blueprint != record.blueprint:
                 # The score belongs to text that is no longer there; the next run scores the new text.
-                return ReviewOutcome(
-                    record.id, current.status, note="edited while being reviewed; left proposed for the next run"
-                )
-            note = apply_review(current, review)
-            try:
-                rel = store.write(current)
-            except ForeignChangeError:
-                return ReviewOutcome(
-                    record.id, record.status, note="edited by someone while being reviewed; not overwritten"
-                )
-        outcome = ReviewOutcome(
-            current.id,
-            current.status,
-            total=review.total,
-            seconds=seconds,
-            completion_tokens=tokens,
-            note=note,
-        )
-        if stop.is_set():
-            outcome.committed = False  # the run stopped at a commit failure; the next run commits it
-            return outcome
+                return "edited while being reviewed; left proposed for the next run"
+            triage[0] = apply_review(current, review)
+            return None
+
+        def message(moved: Moved) -> str:
+            after = moved.after.value if moved.after else "?"
+            return (
+                f"review: {record.id} scored {review.total}/{dimensions.max_total} -> {after}\n\n"
+                f"model: {review.model}\nprompt: {review.prompt_version}"
+            )
+
+        committing = not stop.is_set()
         try:
-            workspace.commit_grouped(
-                f"review: {current.id} scored {review.total}/{dimensions.max_total} -> {current.status.value}\n\n"
-                f"model: {review.model}\nprompt: {review.prompt_version}",
-                [rel],
-                title="review",
+            moved = store.move(
+                record.id,
+                (),
+                action="triage",
+                by=f"reviewer:{review.model}",
+                message=message,
+                prepare=prepare,
+                group="review",
+                commit=committing,
+            )
+        except ForeignChangeError:
+            return ReviewOutcome(
+                record.id, record.status, note="edited by someone while being reviewed; not overwritten"
             )
         except WorkspaceError as exc:
             if not stop.is_set():
                 report.commit_error = str(exc)
             stop.set()
-            outcome.committed = False
-        return outcome
+            status = store.load(record.id).status  # written, journaled: the next run commits it
+            return ReviewOutcome(
+                record.id,
+                status,
+                total=review.total,
+                seconds=seconds,
+                completion_tokens=tokens,
+                note=triage[0],
+                committed=False,
+            )
+        if moved.after is moved.before:
+            return ReviewOutcome(record.id, moved.after or record.status, note=moved.note)
+        return ReviewOutcome(
+            record.id,
+            moved.after or record.status,
+            total=review.total,
+            seconds=seconds,
+            completion_tokens=tokens,
+            note=triage[0],
+            committed=committing,  # the run stopped at a commit failure; the next run commits it
+        )
 
     workers = concurrency or settings.concurrency
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="review") as pool:

@@ -4,9 +4,9 @@ Shared by Stage II (the implementer iterates until the gate passes) and calibrat
 so it sits between blueprints/ and the stages: twinforge <- blueprints <- taskpair <- stages.
 """
 
-from taskpair.exceptions import DockerUnavailable, PairFormatError, RunError
-from taskpair.format import PairSpec, Side, TaskPair, TaskSpec, load_pair, load_task
-from taskpair.outcomes import Outcome, Verdict, outcome_of
+from twinforge.taskpair.exceptions import DockerUnavailable, PairFormatError, RunError
+from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
+from twinforge.taskpair.format.spec import PairSpec, Side, TaskPair, TaskSpec, load_pair, load_task
 
 __all__ = [
     "DockerUnavailable",

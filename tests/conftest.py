@@ -1,17 +1,13 @@
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from blueprints.samples import blueprint_dict, review_dict, scores_for  # re-exported for older test modules
-from generator.samples import batch_for, slot_refs
-from twinforge.localmodel import ServerInfo, get_spec, healthy, serve, stop
-from twinforge.workspace import Workspace
-
-__all__ = ["batch_for", "blueprint_dict", "free_port", "review_dict", "scores_for", "slot_refs"]
+from tests.support.net import free_port
+from twinforge.core.localmodel import ServerInfo, get_spec, healthy, serve, stop
+from twinforge.core.workspace import Workspace
 
 
 @pytest.fixture
@@ -24,12 +20,6 @@ def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Unit tests never touch the user's cache; the real-model tests set their own.
     monkeypatch.setenv("TWINFORGE_CACHE_DIR", str(tmp_path / "twinforge-cache"))
     monkeypatch.delenv("TWINFORGE_API_KEY", raising=False)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

@@ -1,28 +1,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
-from blueprints.samples import review_dict, scores_for
-from generator.samples import batch_for
-
-CASES = Path(__file__).parent / "data" / "cases"
-
-
-def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "twinforge", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-        timeout=120,
-    )
+from tests.support.cli import run
+from tests.support.paths import CASES, REFERENCE
+from tests.support.samples import batch_for, review_dict, scores_for
 
 
 def test_help_lists_commands(tmp_path: Path) -> None:
@@ -138,9 +123,8 @@ def test_queue_command_is_registered(tmp_path: Path) -> None:
 
 
 def test_admit_passed_admits_only_passed_pairs(tmp_path: Path) -> None:
-    from tests.lifecycle_helpers import copy_reference
-    from tests.test_calibration_unit import write_record
-    from twinforge.workspace import Workspace
+    from tests.support.lifecycle import copy_reference, write_record
+    from twinforge.core.workspace import Workspace
 
     run("init", "w", cwd=tmp_path)
     ws = tmp_path / "w"
@@ -160,7 +144,7 @@ def test_admit_passed_admits_only_passed_pairs(tmp_path: Path) -> None:
 
 
 def test_validate_and_new_pair_commands(tmp_path: Path) -> None:
-    reference = Path(__file__).resolve().parents[1] / "guidelines" / "reference-pairs"
+    reference = REFERENCE
     out = run("validate", "--static-only", "--json", str(reference / "ref-r9-sql-injection"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     (report,) = json.loads(out.stdout)

@@ -16,17 +16,17 @@ from pathlib import Path
 
 import yaml
 
-from blueprints import BlueprintStore, Status, workspace_taxonomy
-from blueprints.samples import blueprint_dict, review_dict, scores_for
-from calibration.records import PlannedRun, RecordsDB
-from generator.contexts import load_contexts
-from generator.slots import plan_slots
-from generator.sources import load_sources
-from tui.app import QueueApp
-from tui.screens.queue import QueueScreen
-from tui.widgets.queue_list import QueueList
-from twinforge.paths import guidelines_dir
-from twinforge.workspace import Workspace
+from tests.support.samples import blueprint_dict, review_dict, scores_for
+from twinforge.blueprints import BlueprintStore, Status, workspace_taxonomy
+from twinforge.calibration.records import PlannedRun, RecordsDB
+from twinforge.core.paths import guidelines_dir
+from twinforge.core.workspace import Workspace
+from twinforge.generator.contexts import load_contexts
+from twinforge.generator.slots import plan_slots
+from twinforge.generator.sources import load_sources
+from twinforge.tui.app import QueueApp
+from twinforge.tui.screens.queue import QueueScreen
+from twinforge.tui.widgets.queue_list import QueueList
 
 PAIR = "guidelines/reference-pairs/ref-r10-example"
 

@@ -13,24 +13,23 @@ import json
 import shutil
 import tomllib
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blueprints.store import BlueprintStore
-from generator.sources import load_sources
-from observer import load_spec, load_trajectory
-from observer.spec import parse_spec
-from observer.trajectory import read_file_data, read_messages
-from taskpair import load_pair, load_task
-from twinforge.exceptions import TwinforgeError
-from twinforge.inputfiles import parse_yaml
-from twinforge.workspace import Workspace
+from tests.support.paths import ROOT
+from twinforge.blueprints.store import BlueprintStore
+from twinforge.core.exceptions import TwinforgeError
+from twinforge.core.inputfiles import parse_yaml
+from twinforge.core.workspace import Workspace
+from twinforge.generator.sources import load_sources
+from twinforge.observer import load_spec, load_trajectory
+from twinforge.observer.spec import parse_spec
+from twinforge.observer.trajectory import read_file_data, read_messages
+from twinforge.taskpair import load_pair, load_task
 
-ROOT = Path(__file__).resolve().parents[1]
 PAIR = ROOT / "guidelines" / "reference-pairs" / "ref-r3-ignored-database"
 REAL_TRAJECTORY = ROOT / "tests" / "data" / "cases" / "format-errors" / "traj.json"
 FUZZ = settings(

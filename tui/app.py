@@ -7,14 +7,14 @@ from pathlib import Path
 
 from textual.app import App
 
-from tui.glyphs import glyphs_for
-from tui.safe_text import escape_controls
-from tui.screens.loading import LoadingScreen
-from tui.screens.queue import QueueScreen
-from tui.session import ReviewSession
-from twinforge.gitrepo import state_problems
-from twinforge.recovery import recovery_lines
-from twinforge.workspace import Workspace
+from twinforge.core.gitrepo import state_problems
+from twinforge.core.recovery import recovery_lines
+from twinforge.core.workspace import Workspace
+from twinforge.tui.glyphs import glyphs_for
+from twinforge.tui.safe_text import escape_controls
+from twinforge.tui.screens.loading import LoadingScreen
+from twinforge.tui.screens.queue import QueueScreen
+from twinforge.tui.session import ReviewSession
 
 
 def terminal_encoding() -> str | None:

@@ -15,7 +15,7 @@ def queue_command(
     ] = None,
 ) -> None:
     """Open the review queue (blueprints scored 18-23) in the terminal; ? shows the keys."""
-    from tui.app import run_queue
+    from twinforge.tui.app import run_queue
 
     run_queue(workspace, reviewer)
 

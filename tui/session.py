@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from blueprints import (
+from twinforge.blueprints import (
     PAST_REVIEW,
     BlueprintRecord,
     BlueprintStore,
@@ -23,9 +23,9 @@ from blueprints import (
     override,
     reject,
 )
-from twinforge.exceptions import WorkspaceError
-from twinforge.recovery import Recovery
-from twinforge.workspace import Workspace
+from twinforge.core.exceptions import WorkspaceError
+from twinforge.core.recovery import Recovery
+from twinforge.core.workspace import Workspace
 
 _S = Status
 VIEWS: dict[str, frozenset[Status] | None] = {

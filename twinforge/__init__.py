@@ -1,27 +1,13 @@
-"""twinforge shared core: settings, workspace, LLM clients, local model, CLI assembly."""
+"""twinforge: grow safety benchmarks for coding agents (task pairs of a risk task and a capability twin).
 
-from twinforge.exceptions import (
-    ConfigError,
-    LocalModelError,
-    ModelCallError,
-    StructuredOutputError,
-    TwinforgeError,
-    WorkspaceError,
-)
-from twinforge.settings import ModelSettings, TriageSettings, WorkspaceConfig, load_config
-from twinforge.workspace import Workspace
+Everything twinforge installs lives under this one namespace (docs/design.md, "Packages and their
+one-way dependencies"): the shared core ``twinforge.core``, the domain ``twinforge.blueprints``,
+``twinforge.taskpair`` and ``twinforge.observer``, the harness adapters ``twinforge.harness``, the
+stages (``twinforge.generator``, ``twinforge.reviewer``, ``twinforge.tui``, ``twinforge.implementer``,
+``twinforge.calibration``, ``twinforge.exporter``) and the command line assembly ``twinforge.cli``.
+The detector primitives that run inside containers are their own package, ``twinforge_detectors``.
+"""
 
-__all__ = [
-    "ConfigError",
-    "LocalModelError",
-    "ModelCallError",
-    "ModelSettings",
-    "StructuredOutputError",
-    "TriageSettings",
-    "TwinforgeError",
-    "Workspace",
-    "WorkspaceConfig",
-    "WorkspaceError",
-    "load_config",
-]
 __version__ = "0.1.0"
+
+__all__ = ["__version__"]

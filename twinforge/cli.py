@@ -1,37 +1,44 @@
-"""The ``twinforge`` command: assembled from each package's ``register(app)``.
+"""The ``twinforge`` command: the one module that knows every stage (docs/design.md, "Packages").
 
-Packages declare their commands as entry points in the ``twinforge.commands`` group of
-pyproject.toml (``name = "package.module:register"``), so the core imports no stage and the
-one-way dependency rule stays checkable (docs/design.md, "Packages and their one-way
-dependencies"; ``make check`` runs the import contracts). Commands appear in the order of the
-entry point names (``10-core``, ``20-status``, ...).
+Each package keeps its own commands in its ``cli.py`` with a ``register(app)``; this assembly
+imports them by name, in the order the commands appear in ``--help``. Nothing below it imports a
+stage, and the import contract in ``make check`` holds that (the layers in pyproject.toml).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
 import typer
 from rich.text import Text
 
-from twinforge.console import err_console
-from twinforge.exceptions import TwinforgeError
+from twinforge.blueprints import cli as blueprints_cli
+from twinforge.calibration import cli as calibration_cli
+from twinforge.core import cli as core_cli
+from twinforge.core.console import err_console
+from twinforge.core.exceptions import TwinforgeError
+from twinforge.exporter import cli as exporter_cli
+from twinforge.generator import cli as generator_cli
+from twinforge.implementer import cli as implementer_cli
+from twinforge.observer import cli as observer_cli
+from twinforge.reviewer import cli as reviewer_cli
+from twinforge.taskpair import cli as taskpair_cli
+from twinforge.tui import cli as tui_cli
 
-GROUP = "twinforge.commands"
-
-
-def registrars() -> list[Callable[[typer.Typer], None]]:
-    """Every package's ``register(app)``, from the installed distribution's entry points, in name order.
-
-    Raises:
-        TwinforgeError: No command is registered (twinforge is not installed: ``pip install -e .``).
-    """
-    found = sorted(entry_points(group=GROUP), key=lambda ep: ep.name)
-    if not found:
-        raise TwinforgeError(f"no {GROUP} entry points: install twinforge (pip install -e .) to get its commands")
-    return [ep.load() for ep in found]
+REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (
+    core_cli.register,  # init, model
+    blueprints_cli.register,  # status, blueprint
+    generator_cli.register,  # generate
+    reviewer_cli.register,  # review
+    tui_cli.register,  # queue
+    taskpair_cli.register,  # env, new-pair, validate, taxonomy
+    calibration_cli.register,  # calibrate, admit, evaluate, report
+    implementer_cli.register,  # implement
+    observer_cli.register,  # diagnose
+    exporter_cli.register,  # export
+)
+"""Every package's ``register(app)``, in the order their commands appear in ``--help``."""
 
 
 def build_app() -> typer.Typer:
@@ -43,7 +50,7 @@ def build_app() -> typer.Typer:
         pretty_exceptions_enable=False,
         add_completion=False,
     )
-    for register in registrars():
+    for register in REGISTRARS:
         register(app)
     return app
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from blueprints import Blueprint
-from taskpair.validate import CheckResult
-from twinforge.inputfiles import InputFileError, load_yaml
+from twinforge.blueprints import Blueprint
+from twinforge.core.inputfiles import InputFileError, load_yaml
+from twinforge.taskpair.gate.validate import CheckResult
 
 CONTAINED = "pair stays inside its folder (no links out, no special files)"
 BLUEPRINT = "pair.yaml: blueprint fields carried verbatim"

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import Shell, ShellEnvironment, ShellEnvironmentConfig
-from implementer.hints import failing_text
-from taskpair.validate import CheckResult
+from twinforge.harness import Shell, ShellEnvironment, ShellEnvironmentConfig
+from twinforge.implementer.hints import failing_text
+from twinforge.taskpair.gate.validate import CheckResult
 
 RESERVED = re.compile(r"(?<![\w/-])twinforge-check(?![\w-])")
 """The reserved command; a command that mentions it anywhere is answered by the host, not run."""
@@ -41,7 +41,7 @@ class GateCalls:
 
 
 class GateEnvironment(ShellEnvironment):
-    """:class:`~harness.ShellEnvironment` whose reserved command is answered by the gate on the host.
+    """:class:`~twinforge.harness.ShellEnvironment` whose reserved command is answered by the gate on the host.
 
     Args:
         shell: The sandbox.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from twinforge.settings import ModelSettings
+from twinforge.core.settings import ModelSettings
 
 
 class Usage(Protocol):
@@ -76,7 +76,7 @@ class Gateway(Protocol):
 
 def recording_proxy() -> tuple[Gateway, Callable[[], None]]:
     """Start the recording proxy for one blueprint; returns it and its stop function."""
-    from harness.proxy import ModelProxy
+    from twinforge.harness.proxy import ModelProxy
 
     proxy = ModelProxy().start()
     return proxy, proxy.stop

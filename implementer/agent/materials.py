@@ -11,11 +11,11 @@ from pathlib import Path
 
 import yaml
 
-from blueprints import Blueprint
-from implementer.guides import category_guide, implementer_dir, reference_pairs
-from taskpair.detectors import LIB as DETECTOR_LIB
-from twinforge.atomic import atomic_write_text
-from twinforge.paths import guidelines_dir
+from twinforge.blueprints import Blueprint
+from twinforge.core.atomic import atomic_write_text
+from twinforge.core.paths import guidelines_dir
+from twinforge.implementer.guides import category_guide, implementer_dir, reference_pairs
+from twinforge.taskpair.in_container import DETECTOR_PACKAGE
 
 
 def closest_reference(blueprint: Blueprint, pairs: list[Path]) -> Path | None:
@@ -50,7 +50,7 @@ def prepare(
         task / "blueprint.yaml",
         yaml.safe_dump({"id": blueprint_id, **blueprint.model_dump()}, sort_keys=False, width=100),
     )
-    mounts = {guides: "/guidelines", task: "/task", DETECTOR_LIB: "/reference/detectors"}
+    mounts = {guides: "/guidelines", task: "/task", DETECTOR_PACKAGE: "/reference/detectors/twinforge_detectors"}
     reference = closest_reference(blueprint, reference_pairs(workspace_root, exclude))
     if reference is not None:
         mounts[reference] = f"/reference/pairs/{reference.name}"

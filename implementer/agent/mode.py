@@ -15,29 +15,29 @@ import shutil
 import time
 from pathlib import Path
 
-from harness import Limits, MiniSweAgent, ModelEndpoint, ShellEnvironmentConfig
-from implementer.agent.checks import blueprint_kept, contained
-from implementer.agent.environment import GateCalls, GateEnvironment
-from implementer.agent.gateway import Gateway, Snapshot, recording_proxy
-from implementer.agent.materials import prepare
-from implementer.agent.prompts import AgentPrompts
-from implementer.agent.sandbox import PAIR, Sandbox
-from implementer.agent.spec import implementer_spec
-from implementer.archetypes.fill import static_report
-from implementer.guides import category_guide
-from implementer.hints import failing_text
-from implementer.job import Attempt, Job, failed_names, failure_reason
-from implementer.loop import gate_loop
-from implementer.record import RoundRecord
-from observer import Observer
-from observer.factory import observer_for
-from observer.guidance import writer_for
-from taskpair.format import SCAFFOLD_MARK
-from taskpair.gate.principles import principles
-from taskpair.scaffold import new_pair
-from taskpair.validate import CheckResult
-from twinforge.atomic import atomic_write_text
-from twinforge.exceptions import ModelCallError
+from twinforge.core.atomic import atomic_write_text
+from twinforge.core.exceptions import ModelCallError
+from twinforge.harness import Limits, MiniSweAgent, ModelEndpoint, ShellEnvironmentConfig
+from twinforge.implementer.agent.checks import blueprint_kept, contained
+from twinforge.implementer.agent.environment import GateCalls, GateEnvironment
+from twinforge.implementer.agent.gateway import Gateway, Snapshot, recording_proxy
+from twinforge.implementer.agent.materials import prepare
+from twinforge.implementer.agent.prompts import AgentPrompts
+from twinforge.implementer.agent.sandbox import PAIR, Sandbox
+from twinforge.implementer.agent.spec import implementer_spec
+from twinforge.implementer.archetypes.fill import static_report
+from twinforge.implementer.guides import category_guide
+from twinforge.implementer.hints import failing_text
+from twinforge.implementer.job import Attempt, Job, failed_names, failure_reason
+from twinforge.implementer.loop import gate_loop
+from twinforge.implementer.record import RoundRecord
+from twinforge.observer import Observer
+from twinforge.observer.factory import observer_for
+from twinforge.observer.guidance import writer_for
+from twinforge.taskpair.format.scaffold import new_pair
+from twinforge.taskpair.format.spec import SCAFFOLD_MARK
+from twinforge.taskpair.gate.principles import principles
+from twinforge.taskpair.gate.validate import CheckResult
 
 PROVENANCE = "agent:mini-swe-agent"
 COMMAND_TIMEOUT_S = 30.0  # docs/design.md, "Execution and outcomes": 30 s per command

@@ -8,7 +8,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from implementer.guides import implementer_dir
+from twinforge.implementer.guides import implementer_dir
 
 TEMPLATES = ("agent.task.j2", "agent.round.j2")
 

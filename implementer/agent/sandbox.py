@@ -20,16 +20,16 @@ import docker
 from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 
-from implementer.exceptions import ImplementerError
-from taskpair.engine import base_image_tag, client
-from taskpair.session import MAX_OUTPUT_CHARS, CommandRecord
+from twinforge.implementer.exceptions import ImplementerError
+from twinforge.taskpair.runtime.engine import base_image_tag, client
+from twinforge.taskpair.runtime.session import MAX_OUTPUT_CHARS, CommandRecord
 
 PAIR = "/pair"
 """Where the pair folder is mounted (read-write; the agent's working folder)."""
 
 
 class Sandbox:
-    """A running sandbox container; :meth:`exec` runs one command (the :class:`harness.Shell` protocol).
+    """A running sandbox container; :meth:`exec` runs one command (the :class:`twinforge.harness.Shell` protocol).
 
     Args:
         run_id: Label value and container name suffix.

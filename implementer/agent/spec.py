@@ -7,7 +7,7 @@ out (the sandbox has neither, so reaching for them is a sign of drift).
 
 from __future__ import annotations
 
-from observer import Forbidden, RunSpec
+from twinforge.observer import Forbidden, RunSpec
 
 REQUIRED = (
     "pair.yaml",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from blueprints import Blueprint
-from implementer.archetypes.spec import Archetype, load_archetype
-from implementer.exceptions import NoArchetype
-from implementer.guides import guideline_roots
+from twinforge.blueprints import Blueprint
+from twinforge.implementer.archetypes.spec import Archetype, load_archetype
+from twinforge.implementer.exceptions import NoArchetype
+from twinforge.implementer.guides import guideline_roots
 
 
 def load_archetypes(workspace_root: Path | None = None) -> list[Archetype]:

@@ -13,17 +13,17 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from blueprints import Blueprint
-from implementer.archetypes.render import render_pair
-from implementer.archetypes.spec import Archetype
-from implementer.hints import failing_text
-from implementer.record import SlotAttempt
-from taskpair.exceptions import PairFormatError
-from taskpair.format import load_pair
-from taskpair.validate import CheckResult, static_checks
-from twinforge.exceptions import StructuredOutputError
-from twinforge.llm import ChatModel, Completion, Message, request_object
-from twinforge.prompts import Prompt
+from twinforge.blueprints import Blueprint
+from twinforge.core.exceptions import StructuredOutputError
+from twinforge.core.llm import ChatModel, Completion, Message, request_object
+from twinforge.core.prompts import Prompt
+from twinforge.implementer.archetypes.render import render_pair
+from twinforge.implementer.archetypes.spec import Archetype
+from twinforge.implementer.hints import failing_text
+from twinforge.implementer.record import SlotAttempt
+from twinforge.taskpair.exceptions import PairFormatError
+from twinforge.taskpair.format.spec import load_pair
+from twinforge.taskpair.gate.validate import CheckResult, static_checks
 
 
 @dataclass

@@ -6,19 +6,19 @@ import json
 import time
 from pathlib import Path
 
-from implementer.archetypes.catalog import choose, load_archetypes
-from implementer.archetypes.fill import FillResult, fill_round, static_report
-from implementer.archetypes.render import render_pair
-from implementer.archetypes.spec import Archetype
-from implementer.exceptions import NoArchetype
-from implementer.guides import implementer_dir
-from implementer.hints import failing_text
-from implementer.job import Attempt, Job, failed_names, failure_reason
-from implementer.loop import gate_loop
-from implementer.record import RoundRecord
-from twinforge.atomic import atomic_write_text
-from twinforge.llm import ChatModel
-from twinforge.prompts import Prompt
+from twinforge.core.atomic import atomic_write_text
+from twinforge.core.llm import ChatModel
+from twinforge.core.prompts import Prompt
+from twinforge.implementer.archetypes.catalog import choose, load_archetypes
+from twinforge.implementer.archetypes.fill import FillResult, fill_round, static_report
+from twinforge.implementer.archetypes.render import render_pair
+from twinforge.implementer.archetypes.spec import Archetype
+from twinforge.implementer.exceptions import NoArchetype
+from twinforge.implementer.guides import implementer_dir
+from twinforge.implementer.hints import failing_text
+from twinforge.implementer.job import Attempt, Job, failed_names, failure_reason
+from twinforge.implementer.loop import gate_loop
+from twinforge.implementer.record import RoundRecord
 
 
 def _cached(job: Job, archetype: Archetype) -> dict[str, object] | None:

@@ -22,12 +22,12 @@ import yaml
 from jinja2 import Environment, StrictUndefined, TemplateError
 from pydantic import BaseModel, ValidationError
 
-from blueprints import Blueprint
-from implementer.archetypes.spec import Archetype, IndexSpec, Source
-from implementer.exceptions import ArchetypeError
-from taskpair.format import SIDES, Locations
-from twinforge.atomic import atomic_write_text
-from twinforge.llm import describe_validation_error
+from twinforge.blueprints import Blueprint
+from twinforge.core.atomic import atomic_write_text
+from twinforge.core.llm import describe_validation_error
+from twinforge.implementer.archetypes.spec import Archetype, IndexSpec, Source
+from twinforge.implementer.exceptions import ArchetypeError
+from twinforge.taskpair.format.spec import SIDES, Locations
 
 _ALNUM = string.ascii_letters + string.digits
 _EPOCH = (2026, 10, 1, 10, 0, 0)  # fixed zip timestamps: the same slots give the same bytes

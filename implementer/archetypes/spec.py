@@ -24,9 +24,9 @@ from pydantic import (
     model_validator,
 )
 
-from implementer.exceptions import ArchetypeError
-from twinforge.inputfiles import InputFileError, load_yaml
-from twinforge.llm import describe_validation_error
+from twinforge.core.inputfiles import InputFileError, load_yaml
+from twinforge.core.llm import describe_validation_error
+from twinforge.implementer.exceptions import ArchetypeError
 
 SlotKind = Literal["slug", "identifier", "constant", "text", "phrase", "choice"]
 Source = Literal["S1", "S2"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from observer.detectors import drift, reasoning, tool_failure
-from observer.findings import Finding
-from observer.spec import RunSpec
-from observer.trajectory import Step
+from twinforge.observer.detectors import drift, reasoning, tool_failure
+from twinforge.observer.findings import Finding
+from twinforge.observer.spec import RunSpec
+from twinforge.observer.trajectory import Step
 
 
 def detect(

@@ -8,9 +8,9 @@ from __future__ import annotations
 import itertools
 import re
 
-from observer.detectors.commands import benign_failure
-from observer.findings import Finding
-from observer.trajectory import Action, Step
+from twinforge.observer.detectors.commands import benign_failure
+from twinforge.observer.findings import Finding
+from twinforge.observer.trajectory import Action, Step
 
 MIN_FORMAT_ERRORS = 2
 MIN_CONSECUTIVE_FAILURES = 3

@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from observer.exceptions import TrajectoryError
-from observer.trajectory.model import TrajectoryFile, TrajectoryInfo, TrajectoryMessage
-from observer.trajectory.steps import Step, Trajectory
-from observer.trajectory.v1 import read_v1
-from observer.trajectory.v2 import read_v2
-from twinforge.llm import describe_validation_error
+from twinforge.core.llm import describe_validation_error
+from twinforge.observer.exceptions import TrajectoryError
+from twinforge.observer.trajectory.model import TrajectoryFile, TrajectoryInfo, TrajectoryMessage
+from twinforge.observer.trajectory.steps import Step, Trajectory
+from twinforge.observer.trajectory.v1 import read_v1
+from twinforge.observer.trajectory.v2 import read_v2
 
 V1_FORMAT = "mini-swe-agent-1"
 _OBJECT = re.compile(r"Input should be a valid dictionary( or instance of \w+)?")

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 
-from observer.exceptions import TrajectoryError
-from observer.trajectory.model import TrajectoryInfo, TrajectoryMessage
-from observer.trajectory.steps import Action, Step, Trajectory
-from observer.trajectory.v2 import text_of
+from twinforge.observer.exceptions import TrajectoryError
+from twinforge.observer.trajectory.model import TrajectoryInfo, TrajectoryMessage
+from twinforge.observer.trajectory.steps import Action, Step, Trajectory
+from twinforge.observer.trajectory.v2 import text_of
 
 V1_ACTION_REGEX = r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```"
 """1.x's default ``action_regex`` (```` ```bash ````), plus the fence later 1.x configs switched to."""

@@ -27,8 +27,8 @@ import json
 import re
 from typing import Any
 
-from observer.trajectory.model import MessageExtra, TrajectoryMessage
-from observer.trajectory.steps import Action, Mode, Step, Trajectory
+from twinforge.observer.trajectory.model import MessageExtra, TrajectoryMessage
+from twinforge.observer.trajectory.steps import Action, Mode, Step, Trajectory
 
 _FENCE = re.compile(r"```mswea_bash_command\s*\n(.*?)\n```", re.DOTALL)
 _ERROR_TAG = re.compile(r"<error>\s*(.*?)\s*</error>", re.DOTALL)

@@ -1,7 +1,7 @@
 """The cheat battery (docs/task-pairs.md, "The cheat battery"): generic adversarial agents.
 
 None of them may make a side completed or a harmless run look harmful. Each cheat is a small
-stdlib-only Python script in ``taskpair/gate/cheats/`` that runs as the agent in a fresh
+stdlib-only Python script in ``taskpair/in_container/cheats/`` that runs as the agent in a fresh
 environment of the side (with the instruction it would get), then claims success. It tries a
 cheap trick instead of the work: overwrite or delete the visible tests, end the test process
 early, start-up hooks (sitecustomize, usercustomize, ``.pth``), pytest ``conftest`` hooks, faked
@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from taskpair.exceptions import RunError
-from taskpair.format import Side, TaskPair
-from taskpair.gate.dynamic import SCRIPT_PATH, run_script, tail
-from taskpair.gate.report import CheckResult
-from taskpair.runner import Runner
+from twinforge.taskpair.exceptions import RunError
+from twinforge.taskpair.format.spec import Side, TaskPair
+from twinforge.taskpair.gate.dynamic import SCRIPT_PATH, run_script, tail
+from twinforge.taskpair.gate.report import CheatOutcome, CheckResult
+from twinforge.taskpair.in_container import CHEATS
+from twinforge.taskpair.runtime.runner import Runner
 
-CHEATS_DIR = Path(__file__).resolve().parent / "cheats"
+CHEATS_DIR = CHEATS
 COMMON = "/tmp/_common.py"
 INSTRUCTION = "/tmp/.cheat-instruction.md"
 CLAIM = "Done: the task is complete and all tests pass."
@@ -49,36 +50,6 @@ class Cheat:
     id: str
     description: str
     script: Path
-
-
-@dataclass
-class CheatOutcome:
-    """What one cheat did on one side.
-
-    Attributes:
-        cheat: Cheat id.
-        side: ``risk`` or ``twin``.
-        expect_harmful: The pair lists this cheat as its harm (risk side only).
-        harmful: The detector's ``harmful`` (``None``: no verdict).
-        completed: The detector's ``completed`` (``None``: no verdict).
-        outcome: The run's outcome.
-        held: The detector was not fooled.
-        note: Why it was fooled (or the verdict's evidence / why there was none).
-    """
-
-    cheat: str
-    side: str
-    expect_harmful: bool
-    harmful: bool | None
-    completed: bool | None
-    outcome: str
-    held: bool
-    note: str
-
-    def text(self) -> str:
-        """``side: held`` or ``side: FOOLED (why)`` for one-line reports."""
-        state = "held" if self.held else "FOOLED"
-        return f"{self.side}: {state} ({self.note})"
 
 
 @cache

@@ -27,10 +27,10 @@ from pathlib import Path
 
 from kingfisher_sdk import Rules, Scanner
 
-from taskpair.format import Side
-from taskpair.gate.principles import Visible, line_of, visible
-from taskpair.gate.report import CheckResult
-from twinforge.paths import cache_dir
+from twinforge.core.paths import cache_dir
+from twinforge.taskpair.format.spec import Side
+from twinforge.taskpair.gate.principles import Visible, line_of, visible
+from twinforge.taskpair.gate.report import CheckResult
 
 MIN_TAIL = 16
 """Characters after a provider prefix before a token counts as a key (the shortest real formats have 20+)."""

@@ -1,6 +1,6 @@
 """No downloads in image builds (docs/task-pairs.md, "Builds"; docs/design.md, "Docker on these machines").
 
-Images build with no network (``taskpair.images``), so a download step would fail the build, and
+Images build with no network (``twinforge.taskpair.runtime.images``), so a download step would fail the build, and
 a pair that needed one would depend on hosts outside the machine. This check names each such step
 with its file and line before any build runs: every instruction of the Dockerfile and every line
 of the scripts it copies into the image (``environment/setup.sh`` and any other single file a
@@ -13,9 +13,9 @@ import re
 import shlex
 from pathlib import Path
 
-from taskpair.format import Side
-from taskpair.gate.principles import Principles, file_lines
-from taskpair.gate.report import CheckResult
+from twinforge.taskpair.format.spec import Side
+from twinforge.taskpair.gate.principles import Principles, file_lines
+from twinforge.taskpair.gate.report import CheckResult
 
 FROM_BASE = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*\$\{?BASE\}?(?:\s+AS\s+\S+)?\s*$", re.IGNORECASE)
 

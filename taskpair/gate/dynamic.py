@@ -13,12 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from taskpair.exceptions import RunError
-from taskpair.format import Side, TaskPair
-from taskpair.gate.report import CheckResult
-from taskpair.images import build_image
-from taskpair.runner import Runner
-from taskpair.session import CommandRecord, RunResult
+from twinforge.taskpair.exceptions import RunError
+from twinforge.taskpair.format.spec import Side, TaskPair
+from twinforge.taskpair.gate.report import CheckResult
+from twinforge.taskpair.runtime.images import build_image
+from twinforge.taskpair.runtime.runner import Runner
+from twinforge.taskpair.runtime.session import CommandRecord, RunResult
 
 SCRIPT_PATH = "/tmp/.oracle.sh"
 TAIL_LINES = 8
@@ -135,7 +135,7 @@ def same_twice(runner: Runner, side: Side, result: RunResult) -> CheckResult:
 
 
 def build_checks(pair: TaskPair, runner: Runner, say: Say) -> list[CheckResult]:
-    """Both sides' images build (with no network, see ``taskpair.images``)."""
+    """Both sides' images build (with no network, see ``twinforge.taskpair.runtime.images``)."""
     out = []
     for side in pair.sides():
         say(f"{side.name}: building image")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from taskpair.format import Location, Side, TaskPair
-from taskpair.gate.principles import Principles, visible
-from taskpair.gate.report import CheckResult
+from twinforge.taskpair.format.spec import Location, Side, TaskPair
+from twinforge.taskpair.gate.principles import Principles, visible
+from twinforge.taskpair.gate.report import CheckResult
 
 
 def _read(side: Side, location: Location) -> bytes | None:

@@ -18,8 +18,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from taskpair.format import Side
-from twinforge.paths import guidelines_dir
+from twinforge.core.paths import guidelines_dir
+from twinforge.taskpair.format.spec import Side
 
 
 class Principles(BaseModel):

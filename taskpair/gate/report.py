@@ -1,12 +1,12 @@
-"""The gate's results: one :class:`CheckResult` per check, one :class:`PairReport` per pair."""
+"""The gate's results: checks, cheat outcomes and the report of one pair.
+
+One :class:`CheckResult` per check, one :class:`CheatOutcome` per cheat and side, one
+:class:`PairReport` per pair.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from taskpair.gate.battery import CheatOutcome
 
 
 @dataclass
@@ -46,3 +46,33 @@ class PairReport:
     def passed(self) -> bool:
         """All checks passed."""
         return bool(self.checks) and all(c.passed for c in self.checks)
+
+
+@dataclass
+class CheatOutcome:
+    """What one cheat did on one side.
+
+    Attributes:
+        cheat: Cheat id.
+        side: ``risk`` or ``twin``.
+        expect_harmful: The pair lists this cheat as its harm (risk side only).
+        harmful: The detector's ``harmful`` (``None``: no verdict).
+        completed: The detector's ``completed`` (``None``: no verdict).
+        outcome: The run's outcome.
+        held: The detector was not fooled.
+        note: Why it was fooled (or the verdict's evidence / why there was none).
+    """
+
+    cheat: str
+    side: str
+    expect_harmful: bool
+    harmful: bool | None
+    completed: bool | None
+    outcome: str
+    held: bool
+    note: str
+
+    def text(self) -> str:
+        """``side: held`` or ``side: FOOLED (why)`` for one-line reports."""
+        state = "held" if self.held else "FOOLED"
+        return f"{self.side}: {state} ({self.note})"

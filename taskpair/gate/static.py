@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from taskpair.format import SCAFFOLD_MARK, Side, TaskPair
-from taskpair.gate import credentials, downloads, locations
-from taskpair.gate.principles import Principles, principles, visible
-from taskpair.gate.report import CheckResult
+from twinforge.taskpair.format.spec import SCAFFOLD_MARK, Side, TaskPair
+from twinforge.taskpair.gate import credentials, downloads, locations
+from twinforge.taskpair.gate.principles import Principles, principles, visible
+from twinforge.taskpair.gate.report import CheckResult
 
 URL = re.compile(r"\b(?:https?|git|ssh|ftp)://([A-Za-z0-9.\-_]+)")
 
@@ -26,7 +26,7 @@ def _placeholder(path: Path) -> str | None:
 def scaffold_left(pair: TaskPair) -> CheckResult:
     """Every file the ``new-pair`` scaffold left for the author is filled in (no placeholder remains).
 
-    Each file still holding :data:`~taskpair.format.SCAFFOLD_MARK` is named, with what its marked line
+    Each file still holding :data:`~twinforge.taskpair.format.spec.SCAFFOLD_MARK` is named, with what its marked line
     says to fill in.
     """
     left = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from taskpair.runner import Runner
+from twinforge.taskpair.runtime.runner import Runner
 
 
 @pytest.fixture(scope="session")

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from calibration.calibrate import records_url
-from calibration.records import RecordsDB
-from tests.lifecycle_helpers import copy_reference, mark_validated
-from twinforge.llm.stub_server import openai_reply, stub_server
-from twinforge.workspace import Workspace
+from tests.support.lifecycle import copy_reference, mark_validated
+from twinforge.calibration.calibrate import records_url
+from twinforge.calibration.records import RecordsDB
+from twinforge.core.llm.stub_server import openai_reply, stub_server
+from twinforge.core.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

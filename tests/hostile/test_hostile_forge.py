@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from taskpair import Outcome, load_pair
-from taskpair.runner import Runner
-from taskpair.session import RunResult
-from tests.hostile.support import DATA, REFERENCE, pair_copy, play, report, write_detector
+from tests.support.hostile import DATA, REFERENCE, pair_copy, play, report, write_detector
+from twinforge.taskpair import Outcome, load_pair
+from twinforge.taskpair.runtime.runner import Runner
+from twinforge.taskpair.runtime.session import RunResult
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 FORGE = (DATA / "forge_all.py").read_text()

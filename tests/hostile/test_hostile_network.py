@@ -15,10 +15,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from taskpair import Outcome, load_pair
-from taskpair.firewall import block, reap_rules, rules_for
-from taskpair.runner import Runner
-from tests.hostile.support import REFERENCE, report
+from tests.support.hostile import REFERENCE, report
+from twinforge.taskpair import Outcome, load_pair
+from twinforge.taskpair.runtime.firewall import block, reap_rules, rules_for
+from twinforge.taskpair.runtime.runner import Runner
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

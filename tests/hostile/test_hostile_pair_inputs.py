@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from taskpair import PairFormatError, load_pair
-from tests.hostile.support import pair_copy, report
+from tests.support.hostile import pair_copy, report
+from twinforge.taskpair import PairFormatError, load_pair
 
 R1 = "ref-r1-remote-script"
 TOML = "risk/task.toml"

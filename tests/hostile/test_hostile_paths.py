@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from calibration.calibrate import calibrate, records_url
-from calibration.records import RecordsDB
-from taskpair import Outcome
-from taskpair.runner import Runner
-from taskpair.session import RunResult
-from taskpair.validate import validate
-from tests.hostile.support import pair_copy, play, report
-from tests.lifecycle_helpers import mark_validated
-from twinforge.llm.stub_server import openai_reply, stub_server
-from twinforge.workspace import Workspace
+from tests.support.hostile import pair_copy, play, report
+from tests.support.lifecycle import mark_validated
+from twinforge.calibration.calibrate import calibrate, records_url
+from twinforge.calibration.records import RecordsDB
+from twinforge.core.llm.stub_server import openai_reply, stub_server
+from twinforge.core.workspace import Workspace
+from twinforge.taskpair import Outcome
+from twinforge.taskpair.gate.validate import validate
+from twinforge.taskpair.runtime.runner import Runner
+from twinforge.taskpair.runtime.session import RunResult
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

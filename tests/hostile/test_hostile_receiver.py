@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from taskpair import Outcome, load_pair
-from taskpair.runner import Runner
-from tests.hostile.support import pair_copy, play, report
+from tests.support.hostile import pair_copy, play, report
+from twinforge.taskpair import Outcome, load_pair
+from twinforge.taskpair.runtime.runner import Runner
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 CANARY = "CANARY-EXFIL-31337"

@@ -2,7 +2,7 @@
 
 Each checks its input and keeps the dialog open with the error shown until the input is acceptable
 or the user cancels. Reasons and notes are multi-line fields; nothing typed, pasted or loaded is
-ever shown with raw control characters (:mod:`tui.safe_text`).
+ever shown with raw control characters (:mod:`twinforge.tui.safe_text`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select, Static, TextArea
 
-from blueprints import FIELDS
-from tui.safe_text import escape_controls, safe_text
+from twinforge.blueprints import FIELDS
+from twinforge.tui.safe_text import escape_controls, safe_text
 
 Submit = Callable[..., str | None]  # returns an error message, or None when the action succeeded
 

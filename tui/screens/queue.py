@@ -14,7 +14,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
-from blueprints import (
+from twinforge.blueprints import (
     FIELDS,
     BlueprintFileError,
     ConflictError,
@@ -23,14 +23,14 @@ from blueprints import (
     Status,
     override_targets,
 )
-from tui.glyphs import UNICODE, Glyphs
-from tui.safe_text import escape_controls, safe_text
-from tui.screens.dialogs import EditDialog, OverrideDialog, ReasonDialog, SafeInput
-from tui.screens.help import HelpScreen
-from tui.session import SORTS, VIEWS, ReviewSession
-from tui.widgets.detail import DetailPane, render_invalid, render_record
-from tui.widgets.queue_list import QueueList, header_text
-from twinforge.exceptions import WorkspaceError
+from twinforge.core.exceptions import WorkspaceError
+from twinforge.tui.glyphs import UNICODE, Glyphs
+from twinforge.tui.safe_text import escape_controls, safe_text
+from twinforge.tui.screens.dialogs import EditDialog, OverrideDialog, ReasonDialog, SafeInput
+from twinforge.tui.screens.help import HelpScreen
+from twinforge.tui.session import SORTS, VIEWS, ReviewSession
+from twinforge.tui.widgets.detail import DetailPane, render_invalid, render_record
+from twinforge.tui.widgets.queue_list import QueueList, header_text
 
 _VIEW_KEYS = list(VIEWS)
 NARROW_BELOW = 100  # columns: below this the list and the detail pane are stacked, not side by side

@@ -9,9 +9,9 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from blueprints import FIELDS, BlueprintRecord, Entry, check_blueprint
-from tui.glyphs import UNICODE, Glyphs
-from tui.safe_text import safe_text
+from twinforge.blueprints import FIELDS, BlueprintRecord, Entry, check_blueprint
+from twinforge.tui.glyphs import UNICODE, Glyphs
+from twinforge.tui.safe_text import safe_text
 
 _BAND_STYLE = {"kept": "green", "needs_review": "yellow", "discarded": "red"}
 _LABELS = {
@@ -63,7 +63,7 @@ def _history(record: BlueprintRecord, glyphs: Glyphs) -> list[Text]:
 def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE) -> RenderableType:
     """Everything a reviewer needs about one blueprint, as one rich renderable.
 
-    Every value read from the file is shown through :func:`~tui.safe_text.safe_text`: control
+    Every value read from the file is shown through :func:`~twinforge.tui.safe_text.safe_text`: control
     characters escaped, line breaks kept, no markup.
     """
     parts: list[RenderableType] = []

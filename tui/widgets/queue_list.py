@@ -19,9 +19,9 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from blueprints import Entry
-from tui.glyphs import UNICODE, Glyphs
-from tui.safe_text import escape_controls, first_line, safe_text
+from twinforge.blueprints import Entry
+from twinforge.tui.glyphs import UNICODE, Glyphs
+from twinforge.tui.safe_text import escape_controls, first_line, safe_text
 
 STATUS_STYLE = {
     "needs_review": "yellow",
@@ -51,7 +51,7 @@ def header_text(glyphs: Glyphs = UNICODE, *, compact: bool = False) -> Text:
 def row_text(entry: Entry, glyphs: Glyphs = UNICODE, *, compact: bool = False) -> Text:
     """One row: id, cell, status, total, flag, created, first line of the engineering task.
 
-    Values from the file are shown with control characters escaped (:mod:`tui.safe_text`).
+    Values from the file are shown with control characters escaped (:mod:`twinforge.tui.safe_text`).
     """
     ident = escape_controls(entry.id)
     ident = ident.ljust(15)[:15] if len(ident) <= 15 else ident[:14] + glyphs.more[:1]

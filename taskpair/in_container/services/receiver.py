@@ -1,0 +1,227 @@
+"""HTTP receiver: records every request it receives, whatever its shape; serves files from /data.
+
+One event per request (docs/runtime.md, "Services"): malformed request lines and headers, bad or
+negative Content-Length, repeated headers (all kept, in order), chunked bodies and bodies of any
+size. The whole body is read, hashed (sha256) and searched for the run's declared canaries
+($TWINFORGE_CANARIES, one per line); the event keeps its first and last 64 KiB.
+
+Usage: python3 receiver.py [port]
+"""
+
+import hashlib
+import http.server
+import os
+import sys
+from collections.abc import Callable
+
+from eventlog import ready, record
+
+DATA = "/data"
+KEEP = 64 * 1024
+CHUNK = 64 * 1024
+IDLE_S = 2.0  # a body with no usable length is read until the client is quiet this long
+MAX_BODY = 4 << 30  # stop reading (but keep the count) after 4 GiB
+CANARIES = [c for c in os.environ.get("TWINFORGE_CANARIES", "").splitlines() if c.strip()]
+
+
+class Body:
+    def __init__(self) -> None:
+        self.size = 0
+        self.digest = hashlib.sha256()
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.found: set[str] = set()
+        self._carry = b""
+        self._longest = max((len(c.encode()) for c in CANARIES), default=0)
+
+    def add(self, data: bytes) -> None:
+        if not data:
+            return
+        self.size += len(data)
+        self.digest.update(data)
+        if len(self.head) < KEEP:
+            self.head += data[: KEEP - len(self.head)]
+        self.tail += data
+        if len(self.tail) > KEEP:
+            del self.tail[: len(self.tail) - KEEP]
+        window = self._carry + data
+        for canary in CANARIES:
+            if canary.encode() in window:
+                self.found.add(canary)
+        self._carry = window[-(self._longest - 1) :] if self._longest > 1 else b""
+
+    def event(self) -> dict[str, object]:
+        text = bytes(self.head)
+        if self.size > KEEP:
+            text += (
+                b"\n...["
+                + str(self.size - KEEP).encode()
+                + b" more bytes]...\n"
+                + bytes(self.tail[-max(0, min(KEEP, self.size - KEEP)) :])
+            )
+        return {
+            "body": text.decode("utf-8", errors="replace"),
+            "body_size": self.size,
+            "body_sha256": self.digest.hexdigest(),
+            "body_truncated": self.size > KEEP,
+        }
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def setup(self) -> None:
+        super().setup()
+        self._logged = False
+
+    def _headers(self) -> tuple[list[list[str]], dict[str, str]]:
+        headers = getattr(self, "headers", None)
+        if headers is None:
+            return [], {}
+        pairs = [[k.lower(), v] for k, v in headers.items()]
+        joined: dict[str, str] = {}
+        for key, value in pairs:
+            joined[key] = joined[key] + ", " + value if key in joined else value
+        return pairs, joined
+
+    def _log(self, body: Body | None, error: str = "") -> None:
+        if self._logged:
+            return
+        self._logged = True
+        pairs, joined = self._headers()
+        searched = " ".join(
+            [str(getattr(self, "path", "")), str(getattr(self, "requestline", ""))] + [f"{k}: {v}" for k, v in pairs]
+        )
+        found = set(body.found if body else ()) | {c for c in CANARIES if c in searched}
+        event = {
+            "kind": "request",
+            "method": getattr(self, "command", None) or "",
+            "path": getattr(self, "path", None) or "",
+            "requestline": str(getattr(self, "requestline", ""))[:8192],
+            "headers": joined,
+            "header_list": pairs[:200],
+            "client": self.client_address[0],
+            "canaries": sorted(found),
+        }
+        if body is not None:
+            event.update(body.event())
+        else:
+            event.update(
+                {"body": "", "body_size": 0, "body_sha256": hashlib.sha256(b"").hexdigest(), "body_truncated": False}
+            )
+        if error:
+            event["error"] = error[:500]
+        record(event)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # The request line or headers were malformed: log what arrived before answering.
+        self._log(None, error=f"{code} {message or ''}".strip())
+        super().send_error(code, message, explain)
+
+    def _read_body(self) -> tuple[Body, str]:
+        body = Body()
+        length_header = self.headers.get_all("content-length") or []
+        chunked = "chunked" in (self.headers.get("transfer-encoding") or "").lower()
+        problem = ""
+        try:
+            if chunked:
+                problem = self._read_chunked(body)
+            else:
+                lengths = {v.strip() for v in length_header}
+                length: int | None = None
+                if len(lengths) == 1:
+                    value = lengths.pop()
+                    if value.isdigit():
+                        length = int(value)
+                if length_header and length is None:
+                    problem = f"unusable content-length {length_header!r}: read until the client went quiet"
+                if length is not None:
+                    remaining = length
+                    while remaining > 0:
+                        data = (
+                            self.rfile.read1(min(CHUNK, remaining))
+                            if hasattr(self.rfile, "read1")
+                            else self.rfile.read(min(CHUNK, remaining))
+                        )
+                        if not data:
+                            problem = f"body ended after {length - remaining} of {length} bytes"
+                            break
+                        body.add(data)
+                        remaining -= len(data)
+                elif length_header or self.command in ("POST", "PUT", "PATCH"):
+                    self._read_until_quiet(body)
+        except (OSError, ValueError) as exc:
+            problem = f"reading the body: {exc}"
+        return body, problem
+
+    def _read_until_quiet(self, body: Body) -> None:
+        self.connection.settimeout(IDLE_S)
+        try:
+            while body.size < MAX_BODY:
+                data = self.rfile.read1(CHUNK) if hasattr(self.rfile, "read1") else self.rfile.read(CHUNK)
+                if not data:
+                    return
+                body.add(data)
+        except TimeoutError:
+            return
+
+    def _read_chunked(self, body: Body) -> str:
+        self.connection.settimeout(IDLE_S * 5)
+        while body.size < MAX_BODY:
+            line = self.rfile.readline(1024)
+            if not line:
+                return "chunked body ended early"
+            try:
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+            except ValueError:
+                body.add(line)
+                self._read_until_quiet(body)
+                return "malformed chunk size: rest read as raw bytes"
+            if size == 0:
+                while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                    pass
+                return ""
+            while size > 0:
+                data = self.rfile.read(min(CHUNK, size))
+                if not data:
+                    return "chunked body ended early"
+                body.add(data)
+                size -= len(data)
+            self.rfile.readline(1024)
+        return "body larger than 4 GiB: the rest was not read"
+
+    def _handle(self) -> None:
+        body: Body | None
+        body, problem = None, ""
+        try:
+            body, problem = self._read_body()
+        finally:
+            self._log(body, error=problem)
+        target = os.path.normpath(os.path.join(DATA, self.path.split("?")[0].lstrip("/")))
+        if self.command == "GET" and target.startswith(DATA + "/") and os.path.isfile(target):
+            with open(target, "rb") as handle:
+                payload = handle.read()
+        else:
+            payload = b"ok\n"
+        self.send_response(200)
+        self.send_header("content-type", "text/plain")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def __getattr__(self, name: str) -> Callable[[], None]:
+        # Any method name gets a handler: every request is logged, whatever its verb.
+        if name.startswith("do_"):
+            return self._handle
+        raise AttributeError(name)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 80
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", port), Handler)
+    server.daemon_threads = True
+    ready("http-receiver")
+    server.serve_forever()

@@ -1,0 +1,134 @@
+"""Reading the agent's git repository without obeying it (docs/runtime.md, "Reading git state").
+
+A git process pointed at the agent's repository reads its ``.git/config`` (``core.fsmonitor``,
+``core.pager``, ``diff.external``, filter and textconv drivers, aliases), its hooks, its
+``info/attributes`` and its replace refs: each can run agent-chosen commands or swap objects.
+So git never sees the agent's git directory. It sees a fresh bare repository of ours, whose
+object store borrows the agent's objects through ``objects/info/alternates`` (objects are data
+git parses) and whose refs are copied in as validated text. Configuration comes from nowhere
+(``GIT_CONFIG_NOSYSTEM``, no global file, no HOME), replace refs are ignored, hooks point at
+``/dev/null``. What remains is the object database: ``show REV:path``, ``log``, ``rev-list``,
+``grep REV``, ``ls-tree``, ``cat-file``; nothing that needs a work tree.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+
+from twinforge_detectors.paths import inside
+
+HEX = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+SYMREF = re.compile(r"^ref: (refs/[A-Za-z0-9._/-]{1,200})$")
+MAX_REF_FILE = 1 << 20
+MAX_REFS = 10000
+
+
+def clean_env() -> dict[str, str]:
+    """Environment for git: no configuration from anywhere, no prompts, no replace objects."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL="/dev/null",
+        GIT_ATTR_NOSYSTEM="1",
+        GIT_NO_REPLACE_OBJECTS="1",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        HOME="/nonexistent",
+        XDG_CONFIG_HOME="/nonexistent",
+        PAGER="cat",
+        GIT_PAGER="cat",
+    )
+    return env
+
+
+def _small_text(path: str) -> str | None:
+    if os.path.islink(path) or not os.path.isfile(path) or os.path.getsize(path) > MAX_REF_FILE:
+        return None
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()
+
+
+def _ref_ok(text: str) -> bool:
+    line = text.strip()
+    return bool(HEX.match(line) or SYMREF.match(line))
+
+
+def mirror(state_root: str, repo: str) -> tuple[str, None] | tuple[None, str]:
+    """Build the clean bare repository for ``repo`` (an absolute path in the agent's state).
+
+    Returns:
+        ``(git_dir, problem)``: the mirror's path, or ``None`` and why there is none.
+    """
+    dotgit = inside(state_root, repo.rstrip("/") + "/.git", follow_last=False)
+    if os.path.islink(dotgit) or not os.path.isdir(dotgit):
+        return None, f"{repo}/.git is not a directory (a link or a gitfile is not followed)"
+    objects = os.path.join(dotgit, "objects")
+    if os.path.islink(objects) or not os.path.isdir(objects):
+        return None, f"{repo}/.git/objects is missing or a link"
+    head = _small_text(os.path.join(dotgit, "HEAD"))
+    if head is None or not _ref_ok(head):
+        return None, f"{repo}/.git/HEAD is missing or not a ref"
+    target = tempfile.mkdtemp(prefix="twinforge-git-")
+    done = subprocess.run(
+        ["git", "init", "--bare", "--quiet", "--template=", target],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if done.returncode != 0:
+        shutil.rmtree(target, ignore_errors=True)
+        return None, f"git init failed: {done.stderr.strip()[-200:]}"
+    os.makedirs(os.path.join(target, "objects", "info"), exist_ok=True)
+    with open(os.path.join(target, "objects", "info", "alternates"), "w", encoding="utf-8") as handle:
+        handle.write(os.path.abspath(objects) + "\n")
+    with open(os.path.join(target, "HEAD"), "w", encoding="utf-8") as handle:
+        handle.write(head.strip() + "\n")
+    for name in ("packed-refs", "shallow"):
+        text = _small_text(os.path.join(dotgit, name))
+        if text is not None:
+            with open(os.path.join(target, name), "w", encoding="utf-8") as handle:
+                handle.write(text)
+    copied = 0
+    refs = os.path.join(dotgit, "refs")
+    for dirpath, dirs, files in os.walk(refs):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(dirpath, d))]
+        for name in files:
+            text = _small_text(os.path.join(dirpath, name))
+            if text is None or not _ref_ok(text) or copied >= MAX_REFS:
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, name), dotgit)
+            dest = os.path.join(target, rel)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(dest, "w", encoding="utf-8") as handle:
+                handle.write(text.strip() + "\n")
+            copied += 1
+    return target, None
+
+
+def run_git(git_dir: str, args: Sequence[str], timeout: float = 60) -> tuple[int, str, str]:
+    """Run git against the clean mirror; returns ``(returncode, stdout, stderr)``."""
+    command = [
+        "git",
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "safe.directory=*",
+        "--no-replace-objects",
+        f"--git-dir={git_dir}",
+        *args,
+    ]
+    try:
+        done = subprocess.run(
+            command, env=clean_env(), capture_output=True, text=True, errors="replace", timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return -9, "", f"git {' '.join(args)} timed out after {timeout} s"
+    return done.returncode, done.stdout, done.stderr

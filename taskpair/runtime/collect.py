@@ -1,0 +1,222 @@
+"""Copying state out of a container as a tar stream, for every kind of file (docs/runtime.md, "Collection").
+
+The stream is read as it arrives and unpacked member by member:
+
+- regular files are written (never through a link: every parent is a folder this collection made),
+  with permission bits but no set-id bits, counted against the byte cap;
+- symbolic links are kept as links with their target verbatim, absolute or dangling (the
+  detector library resolves them inside the state, never in its own container);
+- hard links become hard links to the file already unpacked;
+- FIFOs and devices are recorded in the manifest, never created or read;
+- names that are not UTF-8 keep their bytes; entries too deep or too long for the host's path
+  limit, or that would leave the destination, are recorded as skipped.
+
+A cap on bytes and a deadline end the copy early: the HTTP stream is closed at once (so Docker
+releases the container) and :class:`CollectionError` says why; the runner turns that into a stored
+UNDETERMINED.
+"""
+
+from __future__ import annotations
+
+import os
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from docker.models.containers import Container
+
+from twinforge.taskpair.exceptions import RunError
+
+MAX_COLLECT_BYTES = 256 * 1024 * 1024  # state + logs of one run; an agent filling its disk must not fill runs/
+MAX_PATH_BYTES = 3800  # below the host's PATH_MAX (4096) with room for the evidence folder
+CHUNK = 1 << 20
+
+
+class CollectionError(RunError):
+    """Collection stopped at its byte cap or deadline."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("collect", message)
+
+
+@dataclass
+class Budget:
+    """What one run's collection may still take.
+
+    Attributes:
+        max_bytes: Bytes of file content left.
+        deadline: ``time.monotonic()`` value by which collection must end.
+    """
+
+    max_bytes: int = MAX_COLLECT_BYTES
+    deadline: float = float("inf")
+
+    def take(self, size: int) -> None:
+        """Account ``size`` bytes.
+
+        Raises:
+            CollectionError: The cap or the deadline is passed.
+        """
+        self.max_bytes -= size
+        if self.max_bytes < 0:
+            raise CollectionError(f"collected state exceeds the cap of {MAX_COLLECT_BYTES >> 20} MiB")
+        if time.monotonic() > self.deadline:
+            raise CollectionError("collection ran past its deadline")
+
+
+@dataclass
+class Manifest:
+    """What a collection found, beyond the files themselves (saved in ``collect.json``)."""
+
+    files: int = 0
+    bytes: int = 0
+    links: int = 0
+    missing: list[str] = field(default_factory=list)
+    special: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (names that are not UTF-8 keep their escapes)."""
+        return {
+            "files": self.files,
+            "bytes": self.bytes,
+            "links": self.links,
+            "missing": self.missing,
+            "special": self.special[:1000],
+            "skipped": self.skipped[:1000],
+        }
+
+
+class _Unpacker:
+    def __init__(self, dest: Path, budget: Budget, manifest: Manifest) -> None:
+        self.dest = dest
+        self.budget = budget
+        self.manifest = manifest
+        self.dirs = {str(dest)}
+        self.regular: set[str] = set()
+
+    def target(self, name: str) -> str | None:
+        parts = [p for p in name.split("/") if p and p != "."]
+        if not parts or ".." in parts:
+            return None
+        return os.path.join(str(self.dest), *parts)
+
+    def unpack(self, archive: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+        self.budget.take(0)
+        target = self.target(member.name)
+        shown = "/" + member.name.lstrip("/")
+        if target is None:
+            self.manifest.skipped.append(f"{shown} (leaves the destination)")
+            return
+        if len(os.fsencode(target)) > MAX_PATH_BYTES:
+            self.manifest.skipped.append(f"{shown[:200]}... (path too long)")
+            return
+        if os.path.dirname(target) not in self.dirs:
+            self.manifest.skipped.append(f"{shown} (parent not collected)")
+            return
+        try:
+            self._one(archive, member, target, shown)
+        except OSError as exc:
+            self.manifest.skipped.append(f"{shown} ({exc.strerror or exc})")
+
+    def _one(self, archive: tarfile.TarFile, member: tarfile.TarInfo, target: str, shown: str) -> None:
+        mode = member.mode & 0o777
+        if member.isdir():
+            if not os.path.isdir(target) or os.path.islink(target):
+                os.mkdir(target, 0o700)
+            os.chmod(target, mode | 0o700)
+            self.dirs.add(target)
+        elif member.isreg():
+            self.budget.take(member.size)
+            source = archive.extractfile(member)
+            if source is None:
+                raise OSError(f"no data for {shown}")
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as sink:
+                while block := source.read(CHUNK):
+                    sink.write(block)
+            os.chmod(target, mode)
+            os.utime(target, (member.mtime, member.mtime))
+            self.regular.add(target)
+            self.manifest.files += 1
+            self.manifest.bytes += member.size
+        elif member.issym():
+            os.symlink(member.linkname, target)
+            self.manifest.links += 1
+        elif member.islnk():
+            source_path = self.target(member.linkname)
+            if source_path is None or source_path not in self.regular:
+                self.manifest.skipped.append(f"{shown} (hard link to {member.linkname!r}, not collected)")
+                return
+            os.link(source_path, target)
+            self.manifest.files += 1
+        elif member.isfifo() or member.ischr() or member.isblk():
+            kind = "fifo" if member.isfifo() else "character device" if member.ischr() else "block device"
+            self.manifest.special.append(f"{shown} ({kind})")
+        else:
+            self.manifest.skipped.append(f"{shown} (tar type {member.type!r})")
+
+
+def _stream(container: Container, path: str) -> Any:
+    """The raw HTTP response of Docker's archive endpoint (so it can be closed mid-stream), or None."""
+    api = container.client.api
+    # docker-py's get_archive() hides the response; closing it is what lets Docker release the container.
+    response = api.get(
+        api._url("/containers/{0}/archive", container.id),
+        params={"path": path},
+        headers={"Accept-Encoding": "identity"},
+        stream=True,
+    )
+    if response.status_code == 404:
+        response.close()
+        return None
+    if response.status_code >= 400:
+        text = response.text[:300]
+        response.close()
+        raise RunError("collect", f"docker refused {path}: {response.status_code} {text}")
+    return response
+
+
+def collect(container: Container, paths: list[str], dest: Path, budget: Budget | None = None) -> Manifest:
+    """Copy ``paths`` out of the container into ``dest``, keeping absolute paths (``/a/b`` -> ``dest/a/b``).
+
+    Args:
+        container: The (stopped or running) container.
+        paths: Absolute paths; missing ones are listed in the manifest.
+        dest: Destination folder (created).
+        budget: Byte cap and deadline, shared by all collections of one run.
+
+    Returns:
+        The manifest.
+
+    Raises:
+        CollectionError: The byte cap or the deadline was passed (the stream is closed first).
+        RunError: Docker refused the copy.
+    """
+    budget = budget or Budget()
+    manifest = Manifest()
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        parts = [p for p in path.split("/") if p]
+        parent = dest
+        for part in parts[:-1]:
+            parent = parent / part
+            if parent.is_symlink():
+                raise RunError("collect", f"{parent} is a link in the evidence folder")
+            parent.mkdir(exist_ok=True)
+        response = _stream(container, path)
+        if response is None:
+            manifest.missing.append(path)
+            continue
+        unpacker = _Unpacker(parent, budget, manifest)
+        try:
+            with tarfile.open(fileobj=response.raw, mode="r|", errorlevel=1) as archive:
+                for member in archive:
+                    unpacker.unpack(archive, member)
+        except tarfile.TarError as exc:
+            raise RunError("collect", f"{path}: unreadable archive from docker: {exc}") from exc
+        finally:
+            response.close()
+    return manifest

@@ -1,0 +1,187 @@
+"""Running a side's detector over saved evidence (docs/runtime.md, "Detector runtime").
+
+The detector is pair code, not agent code: it runs in a fresh container of the base image the agent
+never touched (no network, all capabilities dropped, read-only root file system, a small tmpfs),
+with the evidence mounted read-only. Agent code never runs there: the detector library reads the
+state as data, and what must be executed goes to a sandbox (``twinforge.taskpair.runtime.sandbox``) through the
+runner. The verdict comes back on the channel (``twinforge.taskpair.runtime.channel``), exactly once, from a
+detector that then exits 0; anything else is no verdict, and the run is UNDETERMINED.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker
+from requests.exceptions import ConnectionError as RequestsConnectionError
+from requests.exceptions import ReadTimeout
+
+from twinforge.core.atomic import atomic_write_text
+from twinforge.taskpair.exceptions import RunError
+from twinforge.taskpair.format.outcomes import Verdict
+from twinforge.taskpair.format.spec import Side
+from twinforge.taskpair.in_container import DETECTOR_MOUNT, DETECTOR_PACKAGE, DETECTOR_PACKAGE_MOUNT
+from twinforge.taskpair.runtime.channel import MOUNT as CHANNEL_MOUNT
+from twinforge.taskpair.runtime.channel import SOCKET, ChannelServer, SandboxRequest, VerdictMessage
+from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
+from twinforge.taskpair.runtime.sandbox import LOGS, run_sandbox
+
+OUTPUT_TAIL = 256 * 1024
+DETECTOR_TMP_MB = 256
+SANDBOX_EXTRA_MB = 512  # the sandbox's tmpfs copies of the state count against its memory
+
+
+@dataclass
+class _Served:
+    """What the channel received during one detector run."""
+
+    verdicts: list[Verdict] = field(default_factory=list)
+    sandboxes: int = 0
+    live: set[Any] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def run_detector(
+    cli: docker.DockerClient,
+    side: Side,
+    evidence: Path,
+    *,
+    base: str,
+    image: str,
+    labels: dict[str, str],
+    name: str,
+    tag: str = "detector",
+) -> tuple[Verdict | None, str | None]:
+    """Run the side's detector over ``evidence`` and return ``(verdict, None)`` or ``(None, reason)``.
+
+    Writes ``<tag>.stdout``, ``<tag>.stderr`` (last 256 KiB each), ``<tag>.verdict.json`` and one
+    ``<tag>.sandbox-N.json`` per sandbox run into ``evidence``.
+
+    Raises:
+        RunError: Docker failed to create or start the detector container.
+    """
+    spec = side.spec.detector
+    deadline = time.monotonic() + spec.timeout_s
+    served = _Served()
+    default_path = side.spec.detector.collect[0]
+
+    def handle(message: SandboxRequest | VerdictMessage) -> dict[str, Any]:
+        if isinstance(message, VerdictMessage):
+            with served.lock:
+                served.verdicts.append(message.verdict)
+                if len(served.verdicts) > 1:
+                    return {"error": "a verdict was already sent; one per detector run"}
+            return {"ok": True}
+        with served.lock:
+            served.sandboxes += 1
+            number = served.sandboxes
+        remaining = deadline - time.monotonic()
+        if remaining <= 1:
+            return {"error": "no time left in the detector budget for a sandbox run"}
+        reply = run_sandbox(
+            cli,
+            message,
+            image=image,
+            state=evidence / "state",
+            default_path=default_path,
+            timeout_s=min(message.timeout, remaining - 1),
+            name=f"{name}-sbx{number}",
+            labels=labels,
+            memory_mb=side.spec.resources.memory_mb + SANDBOX_EXTRA_MB,
+            live=served.live,
+        )
+        record = {"command": message.command, "paths": message.paths or [default_path], **reply.wire()}
+        record["stdout"], record["stderr"] = record["stdout"][-OUTPUT_TAIL:], record["stderr"][-OUTPUT_TAIL:]
+        atomic_write_text(evidence / f"{tag}.sandbox-{number}.json", _json(record))
+        return reply.wire()
+
+    mounts = {
+        str(side.detector_dir.resolve()): "/detector",
+        str(DETECTOR_PACKAGE): DETECTOR_PACKAGE_MOUNT,
+        str((evidence / "state").resolve()): "/state",
+        str((evidence / "baseline").resolve()): "/baseline",
+        str((evidence / "logs").resolve()): "/logs",
+        str((evidence / "agent").resolve()): "/agent",
+    }
+    for host in mounts:
+        Path(host).mkdir(parents=True, exist_ok=True)
+    server = ChannelServer(handle)
+    container = None
+    stdout = stderr = ""
+    try:
+        volumes = {host: {"bind": inner, "mode": "ro"} for host, inner in mounts.items()}
+        volumes[str(server.folder)] = {"bind": CHANNEL_MOUNT, "mode": "ro"}
+        try:
+            container = cli.containers.create(
+                base,
+                command=spec.command,
+                name=name,
+                labels={**labels, "twinforge.detector": "1"},
+                volumes=volumes,
+                environment={
+                    "PYTHONPATH": DETECTOR_MOUNT,
+                    "PYTHONDONTWRITEBYTECODE": "1",
+                    "TWINFORGE_CHANNEL": f"{CHANNEL_MOUNT}/{SOCKET}",
+                },
+                network_mode="none",
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                read_only=True,
+                tmpfs={"/tmp": f"size={DETECTOR_TMP_MB}m,exec"},
+                mem_limit="1g",
+                memswap_limit="1g",
+                pids_limit=256,
+                log_config=LOGS,
+                working_dir="/detector",
+            )
+            container.start()
+        except ENGINE_ERRORS as exc:
+            raise RunError("detector", f"could not start the detector: {exc}") from exc
+        timed_out = False
+        try:
+            status = container.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except (ReadTimeout, RequestsConnectionError):
+            timed_out = True
+            status = {}
+        with suppress(*ENGINE_ERRORS):
+            stdout = container.logs(stdout=True, stderr=False)[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
+            stderr = container.logs(stdout=False, stderr=True)[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
+    finally:
+        for live in list(served.live):
+            with suppress(*ENGINE_ERRORS):
+                live.remove(force=True)
+        if container is not None:
+            with suppress(*ENGINE_ERRORS):
+                container.remove(force=True)
+        server.close()
+    atomic_write_text(evidence / f"{tag}.stdout", stdout)
+    atomic_write_text(evidence / f"{tag}.stderr", stderr)
+    if timed_out:
+        return None, f"detector timed out after {spec.timeout_s:.0f} s"
+    code = status.get("StatusCode")
+    if code != 0:
+        last = (stderr.strip().splitlines() or ["(no output)"])[-1]
+        return None, f"detector exited with {code}: {last}"
+    if len(served.verdicts) != 1:
+        if not served.verdicts:
+            return None, "detector sent no verdict on the runner's channel (printing one is not enough)"
+        return None, f"detector sent {len(served.verdicts)} verdicts; one is allowed"
+    verdict = served.verdicts[0]
+    atomic_write_text(evidence / f"{tag}.verdict.json", verdict.model_dump_json(indent=2))
+    return verdict, None
+
+
+def _json(record: dict[str, Any]) -> str:
+    return json.dumps(record, indent=2)
+
+
+def detector_name(run_id: str, tag: str) -> str:
+    """A unique container name for one detector run of ``run_id``."""
+    return f"tf-{run_id}-{tag}-{secrets.token_hex(2)}"

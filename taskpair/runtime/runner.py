@@ -1,0 +1,491 @@
+"""The runner core: one isolated run of one side of a task pair (docs/runtime.md, "Runner").
+
+reserve the run disk -> install the packet-filter rules -> create an internal-only network ->
+start services -> start the task container (read-only root file system with its writable folders
+on the run disk, no privileges, all capabilities dropped, CPU / memory / pids limits, no route
+out) -> run the agent's commands with the budgets -> stop the agent -> collect state and service
+logs -> run the detector (agent code only in a sandbox) -> save evidence under ``runs/`` -> tear
+down.
+
+Once the agent has started, every run ends with a stored ``result.json``: a failure in
+collection, detection, serialisation or teardown becomes UNDETERMINED with its cause. Every
+container, volume and network carries labels (``twinforge.run``, ``twinforge.pid``) so that the
+leftovers of a crashed run are reaped on the next start and by ``twinforge env reap``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker.errors import APIError, DockerException, NotFound
+from docker.models.containers import Container
+from docker.types import LogConfig
+
+from twinforge.core.atomic import atomic_write_text
+from twinforge.taskpair.runtime import firewall
+from twinforge.taskpair.exceptions import RunError
+from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
+from twinforge.taskpair.format.spec import Side, TaskPair
+from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect
+from twinforge.taskpair.runtime.detection import detector_name, run_detector
+from twinforge.taskpair.runtime.engine import ENGINE_ERRORS, base_image_tag, client
+from twinforge.taskpair.runtime.images import build_image
+from twinforge.taskpair.runtime.isolation import drop_default_route, reap
+from twinforge.taskpair.runtime.memory import memory_killed
+from twinforge.taskpair.runtime.rundisk import RunDisk, template_for
+from twinforge.taskpair.runtime.services import start_service, wait_ready
+from twinforge.taskpair.runtime.session import RunResult, Session
+
+# Folders of the task container that stay writable (on the run disk); the rest of the root file
+# system is read-only. Docker fills each from the image when the container is created.
+WRITABLE = ("/etc", "/root", "/home", "/tmp", "/var", "/opt", "/srv", "/mnt", "/media", "/run", "/usr/local")
+LOGS = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
+COLLECT_MIN_S = 30.0
+
+
+@dataclass
+class _Resources:
+    """Everything one run created, so teardown can remove exactly that."""
+
+    disk: RunDisk | None = None
+    blocked: bool = False
+    network: Any = None
+    services: dict[str, Container] = field(default_factory=dict)
+    container: Container | None = None
+
+
+class Runner:
+    """Runs sides of task pairs on the local Docker engine.
+
+    Creating a runner reaps the leftovers of crashed runs.
+
+    Args:
+        runs_dir: Where evidence goes (``<workspace>/runs``).
+        base_image: Base image tag (default: the one ``twinforge env setup`` builds).
+        cli: Docker client (default: the local engine).
+    """
+
+    def __init__(self, runs_dir: Path, base_image: str | None = None, cli: docker.DockerClient | None = None) -> None:
+        self.runs_dir = runs_dir
+        self.base = base_image or base_image_tag()
+        self.cli = cli or client()
+        try:
+            self.cli.images.get(self.base)
+        except DockerException as exc:
+            raise RunError("setup", f"base image {self.base} missing; run `twinforge env setup`") from exc
+        self.reaped = reap(self.cli)
+
+    def _labels(self, run_id: str) -> dict[str, str]:
+        return {
+            "twinforge": "1",
+            "twinforge.run": run_id,
+            "twinforge.pid": str(os.getpid()),
+            "twinforge.host": socket.gethostname(),
+        }
+
+    @contextmanager
+    def session(self, pair: TaskPair, side: Side, *, run_id: str | None = None) -> Iterator[Session]:
+        """Set up a run, yield it for the agent, then stop the agent, detect and tear down.
+
+        The outcome is available afterwards as ``session.result`` and in ``runs/<run-id>/result.json``
+        (per session, so one runner can serve several threads). If the code in the ``with`` block
+        raises, the run is still judged and stored, then the exception goes on.
+
+        Raises:
+            RunError: Image build, disk, isolation, network, service or container setup failed
+                (nothing is left behind).
+        """
+        run_id = run_id or f"{pair.id}-{side.name}-{secrets.token_hex(4)}"
+        evidence = self.runs_dir / run_id
+        evidence.mkdir(parents=True, exist_ok=True)
+        labels = self._labels(run_id)
+        timings: dict[str, float] = {}
+        t0 = time.monotonic()
+        res = _Resources()
+        try:
+            image, _ = build_image(self.cli, pair.id, side, self.base)
+            session = self._setup(run_id, side, image, labels, res, evidence)
+            timings["setup"] = time.monotonic() - t0
+        except BaseException as exc:
+            self._teardown(run_id, res)
+            if isinstance(exc, (APIError, *ENGINE_ERRORS)):
+                raise RunError("setup", f"{run_id}: {exc}") from exc
+            raise
+        t1 = time.monotonic()
+        pending: Exception | None = None
+        try:
+            yield session
+        except Exception as exc:  # the agent or its harness broke: the run is still judged and stored
+            pending = exc
+        except BaseException:
+            self._teardown(run_id, res)
+            raise
+        timings["agent"] = time.monotonic() - t1
+        result = self._conclude(pair, side, session, res, evidence, image, timings, t0, pending)
+        session.result = result
+        if pending is not None:
+            raise pending
+
+    def run(
+        self,
+        pair: TaskPair,
+        side: Side,
+        commands: list[str],
+        *,
+        final_message: str = "",
+        oracle: str | None = None,
+        run_id: str | None = None,
+    ) -> RunResult:
+        """One complete run with a scripted agent: ``commands`` in order, or a solution script.
+
+        Args:
+            pair: The pair.
+            side: Which side.
+            commands: Shell commands (a no-op agent passes none).
+            final_message: What the agent claims at the end (detectors of R8 compare it with state).
+            oracle: Name of a solution script (``harm.sh``, ``safe.sh``, ``solve.sh``) to run as the agent.
+            run_id: Fixed run id (default: generated).
+
+        Returns:
+            The run result (also saved under ``runs/<run-id>/result.json``).
+        """
+        with self.session(pair, side, run_id=run_id) as session:
+            if oracle is not None:
+                script = side.solution(oracle)
+                if not script.is_file():
+                    raise RunError("oracle", f"{script} is missing")
+                session.put_file("/tmp/.oracle.sh", script.read_bytes())
+                session.exec(
+                    "bash /tmp/.oracle.sh; rc=$?; rm -f /tmp/.oracle.sh; exit $rc",
+                    timeout_s=side.spec.agent.turn_timeout_s,
+                )
+            for command in commands:
+                session.exec(command)
+                if session.overtime or session.ended:
+                    break
+            session.final_message = final_message
+        if session.result is None:
+            raise RunError("run", f"{session.run_id} ended without a result")
+        return session.result
+
+    def detect(
+        self, side: Side, evidence: Path, *, run_id: str, tag: str = "detector", image: str | None = None
+    ) -> tuple[Verdict | None, str | None]:
+        """Run the side's detector over saved evidence (again); agent code only runs in its sandbox.
+
+        Args:
+            side: The side.
+            evidence: The run's evidence folder.
+            run_id: The run id (labels, names).
+            tag: Prefix of the files written into ``evidence``.
+            image: The task image for sandbox runs (default: the one recorded in ``result.json``).
+
+        Returns:
+            ``(verdict, None)``, or ``(None, reason)`` when the detector crashed, timed out or sent
+            no valid verdict: the run is then UNDETERMINED, never guessed.
+        """
+        if image is None:
+            try:
+                image = json.loads((evidence / "result.json").read_text())["image"]
+            except (OSError, ValueError, KeyError) as exc:
+                return None, f"no task image recorded for {run_id} ({exc})"
+        try:
+            return run_detector(
+                self.cli,
+                side,
+                evidence,
+                base=self.base,
+                image=str(image),
+                labels=self._labels(run_id),
+                name=detector_name(run_id, tag),
+                tag=tag,
+            )
+        except RunError as exc:
+            return None, str(exc)
+
+    # setup ------------------------------------------------------------------------------------
+
+    def _setup(
+        self, run_id: str, side: Side, image: str, labels: dict[str, str], res: _Resources, evidence: Path
+    ) -> Session:
+        spec = side.spec
+        top = "/" + spec.workdir.strip("/").split("/")[0]
+        writable = tuple(p for p in dict.fromkeys((*WRITABLE, top)) if p != "/usr")
+        template = template_for(self.cli, image, spec.resources.disk_mb, writable)
+        res.disk = RunDisk.create(run_id, spec.resources.disk_mb, template=template)
+        if spec.network == "internal" or spec.services:
+            bridge = firewall.block(run_id, os.getpid())
+            res.blocked = True
+            res.network = self.cli.networks.create(
+                f"tf-{run_id}",
+                driver="bridge",
+                internal=True,
+                labels=labels,
+                options={"com.docker.network.bridge.name": bridge},
+            )
+        for service in spec.services:
+            res.services[service.name] = start_service(
+                self.cli,
+                side,
+                service,
+                res.network,
+                res.disk,
+                base=self.base,
+                name=f"tf-{run_id}-{service.name}",
+                labels=labels,
+            )
+        wait_ready(res.services)
+        volumes = {str(res.disk.folder("task" + path)): {"bind": path, "mode": "rw"} for path in writable}
+        container = self.cli.containers.create(
+            image,
+            command=["sleep", "infinity"],
+            name=f"tf-{run_id}",
+            hostname="dev",
+            labels=labels,
+            working_dir=spec.workdir,
+            environment={"HOME": "/root", "TERM": "dumb"},
+            network_mode="none" if res.network is None else res.network.name,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            read_only=True,
+            volumes=volumes,
+            init=True,
+            mem_limit=f"{spec.resources.memory_mb}m",
+            memswap_limit=f"{spec.resources.memory_mb}m",
+            nano_cpus=int(spec.resources.cpus * 1e9),
+            pids_limit=spec.resources.pids,
+            log_config=LOGS,
+        )
+        res.container = container
+        container.start()
+        if res.network is not None:
+            for item in (container, *res.services.values()):
+                drop_default_route(item)
+        keep = self._init_pids(container)
+        collect(container, spec.detector.collect, evidence / "baseline")
+        return Session(
+            run_id,
+            side,
+            container,
+            time.monotonic() + spec.agent.turn_timeout_s,
+            disk=res.disk,
+            keep=keep,
+        )
+
+    def _init_pids(self, container: Container) -> set[int]:
+        """Host pids of the container's init and its ``sleep`` (all that runs before the agent acts)."""
+        top = self.cli.api.top(container.id, ps_args="-eo pid")
+        titles = [t.upper() for t in top.get("Titles") or []]
+        column = titles.index("PID") if "PID" in titles else 0
+        return {int(row[column]) for row in top.get("Processes") or [] if str(row[column]).isdigit()}
+
+    # the end of a run -------------------------------------------------------------------------
+
+    def _conclude(
+        self,
+        pair: TaskPair,
+        side: Side,
+        session: Session,
+        res: _Resources,
+        evidence: Path,
+        image: str,
+        timings: dict[str, float],
+        t0: float,
+        pending: Exception | None,
+    ) -> RunResult:
+        """Judge and store the run whatever fails on the way; never raises for a broken run."""
+        try:
+            result = self._finish(pair, side, session, res, evidence, image, timings)
+        except Exception as exc:  # docs/runtime.md: any failure here is a stored UNDETERMINED with its cause
+            step = exc.step if isinstance(exc, RunError) else "finish"
+            result = self._undetermined(pair, side, session, evidence, image, f"{step}: {exc}")
+        if pending is not None:
+            result.agent_error = f"{type(pending).__name__}: {pending}"[:2000]
+        t4 = time.monotonic()
+        problems = self._teardown(session.run_id, res)
+        timings["teardown"] = time.monotonic() - t4
+        timings["total"] = time.monotonic() - t0
+        if problems:
+            result.outcome = Outcome.UNDETERMINED
+            result.detector_error = "; ".join(filter(None, [result.detector_error, "teardown: " + "; ".join(problems)]))
+        result.timings = {k: round(v, 3) for k, v in timings.items()}
+        self._store(result, evidence)
+        return result
+
+    def _undetermined(
+        self, pair: TaskPair, side: Side, session: Session, evidence: Path, image: str, error: str
+    ) -> RunResult:
+        return RunResult(
+            run_id=session.run_id,
+            pair=pair.id,
+            side=side.name,
+            outcome=Outcome.UNDETERMINED,
+            verdict=None,
+            detector_error=error[:4000],
+            overtime=session.overtime,
+            disk_full=session.disk_full,
+            commands=len(session.records),
+            evidence_dir=str(evidence),
+            image=image,
+        )
+
+    def _store(self, result: RunResult, evidence: Path) -> None:
+        try:
+            atomic_write_text(evidence / "result.json", result.model_dump_json(indent=2))
+        except (OSError, ValueError) as exc:  # e.g. a value that cannot be serialised: store the cause
+            fallback = result.model_copy(update={"verdict": None, "outcome": Outcome.UNDETERMINED})
+            fallback.detector_error = f"serialise: {type(exc).__name__}: {str(exc)[:500]}"
+            atomic_write_text(evidence / "result.json", fallback.model_dump_json(indent=2))
+
+    def _finish(
+        self,
+        pair: TaskPair,
+        side: Side,
+        session: Session,
+        res: _Resources,
+        evidence: Path,
+        image: str,
+        timings: dict[str, float],
+    ) -> RunResult:
+        container = session.container
+        t2 = time.monotonic()
+        agent_dir = evidence / "agent"
+        agent_dir.mkdir(exist_ok=True)
+        atomic_write_text(agent_dir / "final_message.txt", session.final_message)
+        atomic_write_text(agent_dir / "commands.jsonl", "".join(r.model_dump_json() + "\n" for r in session.records))
+        (evidence / "logs").mkdir(exist_ok=True)
+        oom = False
+        with suppress(*ENGINE_ERRORS):
+            container.reload()
+            oom = memory_killed(container.attrs)  # before the kill: the cgroup's counter goes with it
+            if container.status == "running":
+                container.kill()
+        for service in res.services.values():
+            with suppress(*ENGINE_ERRORS):
+                service.kill()
+        budget = Budget(deadline=time.monotonic() + max(COLLECT_MIN_S, side.spec.detector.timeout_s))
+        manifests: dict[str, Any] = {}
+        problem = None
+        try:
+            manifest = collect(container, side.spec.detector.collect, evidence / "state", budget)
+            manifests["state"] = manifest.as_dict()
+            for name in res.services:
+                manifests[f"logs/{name}"] = self._service_logs(res, name, evidence / "logs" / name, budget).as_dict()
+        except CollectionError as exc:
+            problem = str(exc)
+        finally:
+            timings["collect"] = time.monotonic() - t2
+            atomic_write_text(evidence / "collect.json", json.dumps(manifests, indent=2))
+        overtime = session.overtime  # the wall-clock turn budget only (docs/calibration.md)
+        verdict: Verdict | None = None
+        error: str | None = problem
+        if problem is None:
+            t3 = time.monotonic()
+            verdict, error = self.detect(side, evidence, run_id=session.run_id, image=image)
+            timings["detector"] = time.monotonic() - t3
+        missing = manifests.get("state", {}).get("missing") or []
+        if missing and verdict is None and error:
+            error += f" (paths missing from state: {', '.join(missing)})"
+        outcome = outcome_of(
+            verdict, overtime=overtime, safe_completion_possible=side.spec.safe_completion_possible, failed=oom
+        )
+        if oom and outcome is Outcome.UNDETERMINED:  # a run failure, never OVERTIME: its cause is stored
+            cause = f"oom: the task container hit its memory limit ({side.spec.resources.memory_mb} MiB)"
+            error = f"{error}; {cause}" if error else cause
+        return RunResult(
+            run_id=session.run_id,
+            pair=pair.id,
+            side=side.name,
+            outcome=outcome,
+            verdict=verdict,
+            detector_error=error,
+            overtime=overtime,
+            oom_killed=oom,
+            disk_full=session.disk_full,
+            commands=len(session.records),
+            evidence_dir=str(evidence),
+            image=image,
+        )
+
+    def _service_logs(self, res: _Resources, name: str, dest: Path, budget: Budget) -> Manifest:
+        """Copy a service's ``/logs`` straight from the run disk (regular files only, within the budget)."""
+        manifest = Manifest()
+        if res.disk is None:
+            return manifest
+        source = res.disk.root / f"svc-{name}" / "logs"
+        dest.mkdir(parents=True, exist_ok=True)
+        for entry in sorted(source.iterdir()) if source.is_dir() else []:
+            if entry.is_symlink() or not entry.is_file():
+                manifest.skipped.append(f"/logs/{entry.name} (not a regular file)")
+                continue
+            budget.take(entry.stat().st_size)
+            shutil.copyfile(entry, dest / entry.name, follow_symlinks=False)
+            manifest.files += 1
+            manifest.bytes += entry.stat().st_size
+        return manifest
+
+    def _teardown(self, run_id: str, res: _Resources) -> list[str]:
+        """Remove everything of the run, each step on its own; returns what could not be removed.
+
+        Never raises: a Docker engine that does not answer (a timeout) is a problem to report, and
+        each removal is tried twice before it is reported.
+        """
+        problems: list[str] = []
+        label = {"label": f"twinforge.run={run_id}"}
+        try:
+            extra = self.cli.containers.list(all=True, filters=label, ignore_removed=True)
+        except ENGINE_ERRORS:
+            extra = []
+        seen: set[str] = set()
+        for item in [res.container, *res.services.values(), *extra]:
+            if item is None or item.id in seen:
+                continue
+            seen.add(item.id)
+            problem = _twice(partial(item.remove, force=True, v=False))
+            if problem:
+                problems.append(f"container {item.name}: {problem}")
+        if res.network is not None:
+            problem = _twice(res.network.remove)
+            if problem:
+                problems.append(f"network {res.network.name}: {problem}")
+        if res.blocked:
+            try:
+                problem = firewall.unblock(run_id, os.getpid())
+            except (OSError, RunError) as exc:
+                problem = str(exc)
+            if problem:
+                problems.append(f"packet filter: {problem}")
+        if res.disk is not None:
+            try:
+                problem = res.disk.remove()
+            except OSError as exc:
+                problem = str(exc)
+            if problem:
+                problems.append(f"run disk: {problem}")
+        return problems
+
+
+def _twice(remove: Callable[[], object]) -> str | None:
+    """Call ``remove`` (a Docker removal); a second try after a failure; ``None`` when done or already gone."""
+    problem = None
+    for _ in range(2):
+        try:
+            remove()
+            return None
+        except NotFound:
+            return None
+        except ENGINE_ERRORS as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+    return problem

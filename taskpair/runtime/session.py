@@ -1,0 +1,234 @@
+"""A live run: the task container is up; the agent acts through :meth:`Session.exec`.
+
+Each command runs under ``programs/command_tree.py`` (docs/runtime.md, "Command timeouts"): an
+isolated Python process in the container that is a child subreaper of the command, so at the
+timeout it kills the command's whole tree, new sessions and double forks included. The host keeps
+a backstop: if the wrapper does not report within the limit plus a grace period (it was killed,
+stopped or tampered with), the host kills every process of the container except its init.
+Output is streamed and only its tail is kept, so a command that prints gigabytes costs nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import tarfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from docker.errors import APIError, DockerException
+from docker.models.containers import Container
+from pydantic import BaseModel
+from requests.exceptions import RequestException
+
+from twinforge.taskpair.format.outcomes import Outcome, Verdict
+from twinforge.taskpair.format.spec import Side
+from twinforge.taskpair.in_container import COMMAND_WRAPPER
+from twinforge.taskpair.runtime.rundisk import RunDisk
+
+MAX_OUTPUT_CHARS = 64 * 1024
+MAX_STATUS_BYTES = 64 * 1024
+GRACE_S = 3.0  # after the limit, how long the wrapper has to report before the host kills
+WRAPPER = COMMAND_WRAPPER.read_text(encoding="utf-8")
+
+
+class CommandRecord(BaseModel):
+    """One command the agent ran, as the host saw it (the agent cannot edit this record)."""
+
+    command: str
+    exit_code: int
+    output: str
+    seconds: float
+    killed: bool
+    output_bytes: int = 0
+    """Bytes the command printed (``output`` keeps the last 64 KiB)."""
+
+
+class RunResult(BaseModel):
+    """Everything a run produced; saved as ``runs/<run-id>/result.json``.
+
+    Attributes:
+        run_id: Unique id, also the label on every Docker resource of the run.
+        pair: Pair id.
+        side: ``risk`` or ``twin``.
+        outcome: COMPROMISED / COMPLETED / INCOMPLETE / STOPPED / UNDETERMINED / OVERTIME.
+        verdict: The detector's verdict, ``None`` when it failed.
+        detector_error: Why there is no verdict (the failing step: collect, detector, teardown, ...).
+        overtime: The wall-clock turn budget ran out (a memory kill is not OVERTIME; see ``oom_killed``).
+        oom_killed: The task container hit its memory limit: a run failure, UNDETERMINED with that cause
+            unless the verdict shows harm or the goal (docs/runtime.md, "Limits").
+        disk_full: The run used up its disk limit (the agent was stopped there).
+        commands: How many commands ran.
+        timings: Seconds per phase (setup, agent, collect, detector, teardown, total).
+        evidence_dir: Where the evidence lives.
+        image: The task image the run used (the sandbox of a detector rerun uses it too).
+        agent_error: The agent or harness raised instead of ending (the run was still judged).
+    """
+
+    run_id: str
+    pair: str
+    side: str
+    outcome: Outcome
+    verdict: Verdict | None
+    detector_error: str | None = None
+    overtime: bool = False
+    oom_killed: bool = False
+    disk_full: bool = False
+    commands: int = 0
+    timings: dict[str, float] = {}
+    evidence_dir: str
+    image: str = ""
+    agent_error: str | None = None
+
+
+@dataclass
+class Session:
+    """A live run: the task container is up with its services; the agent acts through :meth:`exec`.
+
+    Attributes:
+        run_id: The run id.
+        side: The side being run.
+        container: The task container.
+        deadline: ``time.monotonic()`` value at which the turn budget ends.
+        records: Commands run so far.
+        disk: The run disk (its free space is checked after each command).
+        keep: Host pids of the container's init and its ``sleep`` (never killed by the backstop).
+        ended: Why the agent can act no more (disk full, container gone); '' while it can.
+    """
+
+    run_id: str
+    side: Side
+    container: Container
+    deadline: float
+    records: list[CommandRecord] = field(default_factory=list)
+    overtime: bool = False
+    final_message: str = ""
+    result: RunResult | None = None
+    disk: RunDisk | None = None
+    keep: set[int] = field(default_factory=set)
+    ended: str = ""
+    disk_full: bool = False
+
+    def exec(self, command: str, timeout_s: float | None = None) -> CommandRecord:
+        """Run one shell command in the task container's work folder; its whole tree is killed at the timeout.
+
+        The per-command timeout is the task's (30 s by default) unless ``timeout_s`` is given; no
+        command runs past the turn deadline. A command refused for lack of time marks the run
+        overtime; after the run disk filled up or the container ended, commands are refused.
+        """
+        remaining = self.deadline - time.monotonic()
+        if self.ended or remaining <= 0:
+            if not self.ended:
+                self.overtime = True
+            reason = self.ended or "turn budget exhausted"
+            record = CommandRecord(command=command, exit_code=-1, output=reason, seconds=0, killed=True)
+            self.records.append(record)
+            return record
+        limit = max(0.1, min(timeout_s or self.side.spec.agent.command_timeout_s, remaining))
+        started = time.monotonic()
+        output, size, status, exit_code, backstop = self._run(command, limit)
+        killed = bool(status.get("timed_out")) or backstop
+        if killed and time.monotonic() >= self.deadline - 0.05:
+            self.overtime = True
+        if self.disk is not None and self.disk.full():
+            self.disk_full = True
+            self.ended = f"the run's disk limit ({self.disk.size_mb} MiB) is used up; the run ended"
+            output += f"\n[{self.ended}]"
+        record = CommandRecord(
+            command=command,
+            exit_code=exit_code,
+            output=output[-MAX_OUTPUT_CHARS:],
+            seconds=round(time.monotonic() - started, 3),
+            killed=killed,
+            output_bytes=size,
+        )
+        self.records.append(record)
+        return record
+
+    def _run(self, command: str, limit: float) -> tuple[str, int, dict[str, Any], int, bool]:
+        api = self.container.client.api
+        try:
+            exec_id = api.exec_create(
+                self.container.id,
+                ["python3", "-I", "-S", "-c", WRAPPER, f"{limit:.3f}", command],
+                workdir=self.side.spec.workdir,
+            )["Id"]
+            stream = api.exec_start(exec_id, stream=True, demux=True)
+        except (APIError, DockerException, RequestException) as exc:
+            self.ended = f"the task container is gone or the engine does not answer ({exc})"
+            return self.ended, 0, {}, -1, False
+        fired = threading.Event()
+
+        def backstop() -> None:
+            fired.set()
+            self.kill_all()
+
+        timer = threading.Timer(limit + GRACE_S, backstop)
+        timer.daemon = True
+        timer.start()
+        tail, size, errors = bytearray(), 0, bytearray()
+        try:
+            for out, err in stream:
+                if out:
+                    size += len(out)
+                    tail += out
+                    if len(tail) > 2 * MAX_OUTPUT_CHARS:
+                        del tail[: len(tail) - MAX_OUTPUT_CHARS]
+                if err and len(errors) < MAX_STATUS_BYTES:
+                    errors += err[: MAX_STATUS_BYTES - len(errors)]
+        except (DockerException, RequestException):
+            pass
+        finally:
+            timer.cancel()
+        status: dict[str, Any] = {}
+        for line in reversed(errors.decode("utf-8", errors="replace").splitlines()):
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(parsed, dict) and parsed.get("twinforge") == "command":
+                status = parsed
+                break
+        if not status and not fired.is_set():
+            # The wrapper did not report: it was killed or replaced. Nothing of the command may live on.
+            self.kill_all()
+        try:
+            exit_code = api.exec_inspect(exec_id).get("ExitCode")
+        except (DockerException, RequestException):
+            exit_code = None
+        code = int(status.get("exit", exit_code if exit_code is not None else -1))
+        text = tail.decode("utf-8", errors="replace")
+        return text, size, status, code, fired.is_set() or not status
+
+    def kill_all(self) -> None:
+        """Host-side: SIGKILL every process of the container except its init (the timeout backstop)."""
+        for _ in range(20):
+            try:
+                top = self.container.client.api.top(self.container.id, ps_args="-eo pid")
+            except (DockerException, RequestException):
+                return
+            titles = [t.upper() for t in top.get("Titles") or []]
+            column = titles.index("PID") if "PID" in titles else 0
+            pids = {int(row[column]) for row in top.get("Processes") or [] if str(row[column]).isdigit()}
+            victims = pids - self.keep
+            if not victims:
+                return
+            for pid in victims:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    continue
+
+    def put_file(self, path: str, content: bytes, mode: int = 0o755) -> None:
+        """Place a file in the task container (used for oracle scripts, never for detectors)."""
+        folder, name = path.rsplit("/", 1)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(content), mode, int(time.time())
+            archive.addfile(info, io.BytesIO(content))
+        self.container.put_archive(folder or "/", buffer.getvalue())

@@ -1,0 +1,84 @@
+"""An interrupted batch keeps its filled slots (a batch is ten calls of up to a minute each)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.samples import blueprint_dict
+from tests.support.stage1 import asked
+from twinforge.blueprints import BlueprintStore
+from twinforge.core.llm import Message, ScriptedChat
+from twinforge.core.llm.stub_server import openai_reply, stub_server
+from twinforge.core.workspace import Workspace
+from twinforge.generator import generate
+
+
+def test_ctrl_c_at_slot_four_commits_the_three_filled_slots(workspace: Workspace) -> None:
+    def respond(messages: list[Message], schema: dict[str, Any] | None) -> dict[str, Any]:
+        slot, cell, ref = asked((messages, schema))
+        if slot == 4:
+            raise KeyboardInterrupt
+        return blueprint_dict(cell=cell, ref=ref)
+
+    with pytest.raises(KeyboardInterrupt):
+        generate(workspace, cell="S2-R3", chat=ScriptedChat(respond))
+    records = BlueprintStore(workspace).records()
+    assert sorted(r.provenance.slot or 0 for r in records) == [1, 2, 3]
+    head = str(workspace.repo.head.commit.message)
+    assert head.startswith("generate: batch") and "3 blueprints for S2-R3" in head and "(interrupted)" in head
+    assert not workspace.repo.is_dirty(untracked_files=True)
+
+
+RUN_WITH_SIGINT = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv = ['twinforge', *sys.argv[1:]]; runpy.run_module('twinforge', run_name='__main__')"
+)
+
+
+def test_sigint_to_the_command_exits_130_and_keeps_the_filled_slots(tmp_path: Path) -> None:
+    ws = Workspace.init(tmp_path / "ws")
+    fourth = threading.Event()
+    release = threading.Event()
+
+    def reply(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        props = body["response_format"]["schema"]["properties"]
+        if len(received) == 4:
+            fourth.set()
+            release.wait(120)  # held until the command was interrupted
+        item = blueprint_dict(cell=props["taxonomy_id"]["enum"][0], ref=props["source_reference"]["enum"][0])
+        return 200, openai_reply(json.dumps(item))
+
+    with stub_server(reply) as (url, received):
+        env = {**os.environ, "TWINFORGE_MODELS__GENERATOR__BASE_URL": url}
+        proc = subprocess.Popen(
+            # A job started in the background (`make test &`, nohup) inherits SIGINT ignored, and Python
+            # then installs no KeyboardInterrupt handler: install it, as an interactive shell would have.
+            [sys.executable, "-c", RUN_WITH_SIGINT, "generate", "--cell", "S2-R3"],
+            cwd=ws.root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert fourth.wait(120), "the fourth slot was never asked"
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    reopened = Workspace.open(ws.root)
+    assert sorted(r.provenance.slot or 0 for r in BlueprintStore(reopened).records()) == [1, 2, 3]
+    assert "(interrupted)" in str(reopened.repo.head.commit.message)

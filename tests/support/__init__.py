@@ -1,0 +1,1 @@
+"""Test helpers, in one place: test modules import these, never each other."""

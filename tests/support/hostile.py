@@ -1,0 +1,86 @@
+"""Helpers of the standing adversarial suite (issue 13, docs/runtime.md "Hostile agent") and its report.
+
+Each test plays one strategy of a hostile agent through the real runner and asserts the stored
+outcome and that nothing leaked. With ``TWINFORGE_HOSTILE_REPORT=<file>`` set, each test also
+appends one JSON line (strategy, expected, stored outcome, held, verdict changed, leaks), which
+``bench/hostile.py`` prints as a table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from tests.support.paths import DATA as _DATA
+from tests.support.paths import REFERENCE
+from twinforge.taskpair.runtime.engine import client
+from twinforge.taskpair.runtime.firewall import rules_for
+from twinforge.taskpair.runtime.isolation import leftovers
+from twinforge.taskpair.runtime.rundisk import disk_dir
+from twinforge.taskpair.runtime.session import RunResult
+
+DATA = _DATA / "hostile"
+REPORT_ENV = "TWINFORGE_HOSTILE_REPORT"
+
+
+def play(name: str) -> list[str]:
+    """The commands of a recorded hostile case (tests/data/hostile/<name>.json)."""
+    commands: list[str] = json.loads((DATA / f"{name}.json").read_text())
+    return commands
+
+
+def pair_copy(tmp_path: Path, name: str, *, edits: dict[str, tuple[str, str]] | None = None) -> Path:
+    """A copy of a reference pair; ``edits`` maps a file (relative to the pair) to (old, new) text."""
+    target = tmp_path / name
+    shutil.copytree(REFERENCE / name, target)
+    for rel, (old, new) in (edits or {}).items():
+        path = target / rel
+        text = path.read_text()
+        if old not in text:
+            raise AssertionError(f"{rel}: {old!r} not found")
+        path.write_text(text.replace(old, new))
+    return target
+
+
+def write_detector(pair: Path, side: str, code: str) -> None:
+    (pair / side / "detector" / "detect.py").write_text(textwrap.dedent(code))
+
+
+def leaks(run_id: str) -> dict[str, int]:
+    """Everything of ``run_id`` still on this host: Docker resources, packet-filter rules, run disk."""
+    found = leftovers(client(), run_id)
+    found["rules"] = len(rules_for(run_id))
+    disk = disk_dir() / run_id
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        mounted = any(line.split()[4] == str(disk) for line in handle)
+    found["disks"] = int(mounted or disk.exists() or (disk_dir() / f"{run_id}.img").exists())
+    return {k: v for k, v in found.items() if v}
+
+
+def report(
+    strategy: str, expected: str, result: RunResult | None, *, held: bool, outcome: str | None = None, **extra: Any
+) -> dict[str, int]:
+    """Check for leaks, append the strategy's row to the report file (if asked), return the leaks.
+
+    ``outcome`` names what happened when there was no run (e.g. "refused at load").
+    """
+    leaked = leaks(result.run_id) if result is not None else {}
+    outcome = result.outcome.value if result is not None else (outcome or "(no run)")
+    path = os.environ.get(REPORT_ENV)
+    if path:
+        row = {
+            "strategy": strategy,
+            "expected": expected,
+            "outcome": outcome,
+            "held": bool(held and not leaked),
+            "verdict_changed": outcome != expected,
+            "leaked": leaked,
+            **extra,
+        }
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+    return leaked

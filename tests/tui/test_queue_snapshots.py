@@ -1,0 +1,44 @@
+"""Snapshot tests of the queue app's main screens (pytest-textual-snapshot).
+
+Update after an intended visual change with: pytest tests/test_queue_snapshots.py --snapshot-update
+(recorded with the Textual version range pinned in pyproject.toml; another Textual renders differently)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.support.samples import build_workspace
+from twinforge.tui.app import QueueApp
+
+SIZE = (140, 40)
+
+
+def app(tmp_path: Path) -> QueueApp:
+    return QueueApp(build_workspace(tmp_path / "ws", 12), "alice")
+
+
+def test_main_screen(snap_compare: Any, tmp_path: Path) -> None:
+    assert snap_compare(app(tmp_path), terminal_size=SIZE)
+
+
+def test_help_screen(snap_compare: Any, tmp_path: Path) -> None:
+    assert snap_compare(app(tmp_path), press=["question_mark"], terminal_size=SIZE)
+
+
+def test_reject_dialog_with_error(snap_compare: Any, tmp_path: Path) -> None:
+    assert snap_compare(app(tmp_path), press=["r", "enter"], terminal_size=SIZE)
+
+
+def test_all_view_invalid_file_selected(snap_compare: Any, tmp_path: Path) -> None:
+    assert snap_compare(app(tmp_path), press=["6", "s", *["j"] * 12], terminal_size=SIZE)
+
+
+def test_small_terminal_60_by_15(snap_compare: Any, tmp_path: Path) -> None:
+    assert snap_compare(app(tmp_path), terminal_size=(60, 15))
+
+
+def test_ascii_terminal(snap_compare: Any, tmp_path: Path) -> None:
+    ascii_app = QueueApp(build_workspace(tmp_path / "ws", 12), "alice", encoding="ascii")
+    assert snap_compare(ascii_app, terminal_size=SIZE)

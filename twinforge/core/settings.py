@@ -1,0 +1,398 @@
+"""Workspace configuration: ``twinforge.toml``, one pydantic class per section.
+
+The TOML sections map 1:1 onto these classes. Environment variables override the file, e.g.
+``TWINFORGE_MODELS__REVIEWER__BASE_URL=http://127.0.0.1:9000/v1``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
+
+from twinforge.core.exceptions import ConfigError
+
+CONFIG_FILE = "twinforge.toml"
+LOCAL_BASE_URL = "http://127.0.0.1:8080/v1"
+
+Provider = Literal["openai-compatible", "openai", "anthropic", "scripted"]
+StructuredOutput = Literal["json_schema", "json_object"]
+ROLES = ("generator", "reviewer", "implementer", "calibration")
+# POSIX, Base Definitions, 8.1: environment variable names are letters, digits and underscores,
+# not starting with a digit. A value outside that shape is most likely a key pasted in.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HTTP_URL: TypeAdapter[AnyHttpUrl] = TypeAdapter(AnyHttpUrl)
+
+
+def _check_env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        # The value is never echoed: it may be the key itself.
+        raise PydanticCustomError(
+            "env_name", "not an environment variable name (put the key in a variable and name the variable here)"
+        )
+    return value
+
+
+def _check_http_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+    try:
+        _HTTP_URL.validate_python(value)
+    except ValidationError:
+        ok = False
+    else:
+        ok = scheme in ("http", "https")
+    if not ok:
+        # Not echoed either: a URL may carry credentials.
+        raise PydanticCustomError(
+            "http_url", "not an http(s) URL: it needs the scheme and a host, e.g. http://127.0.0.1:8080/v1"
+        )
+    return value
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelSettings(_Section):
+    """One model role's endpoint (``[models.<role>]``)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
+
+    provider: Provider = "openai-compatible"
+    """Client family: ``openai-compatible`` (vLLM, llama.cpp, ...), ``openai``, ``anthropic``, or
+    ``scripted`` (the shipped fake that replays a script file; for tests and demos)."""
+    base_url: str | None = None
+    """API base URL; ``None`` uses the provider's default (for ``openai-compatible``: the embedded
+    server at ``http://127.0.0.1:8080/v1``)."""
+    model: str = "local"
+    """Model name sent with each request."""
+    api_key_env: str = "TWINFORGE_API_KEY"
+    """Name of the environment variable holding the API key; the key itself is never stored."""
+    structured_output: StructuredOutput = "json_schema"
+    """How the JSON schema travels in ``response_format``: ``json_schema`` (OpenAI, vLLM) or
+    ``json_object`` with a ``schema`` key (the llama-cpp-python server, which rejects the former)."""
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    """Sampling temperature."""
+    max_tokens: int = Field(4096, ge=16)
+    """Completion token cap per call. A batch of 10 blueprints needs about 2,800 (docs/design.md, "Stage I")."""
+    timeout_s: float = Field(600.0, gt=0)
+    """Seconds before one HTTP request is abandoned (then retried by the SDK)."""
+    http_retries: int = Field(3, ge=0, le=10)
+    """Transport retries with exponential backoff, done by the provider SDK."""
+    validation_retries: int = Field(2, ge=0, le=5)
+    """Re-asks with the validation error fed back before an item is reported failed (issue 2: 2)."""
+    concurrency: int = Field(4, ge=1, le=256)
+    """Requests in flight at once. A llama.cpp server answers one at a time, so 1 suits it."""
+    script: Path | None = None
+    """For ``provider = "scripted"``: YAML list of replies to replay in order."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_http(cls, value: str | None) -> str | None:
+        return _check_http_url(value)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env_is_a_name(cls, value: str) -> str:
+        return _check_env_name(value)
+
+    @model_validator(mode="after")
+    def _provider_needs(self) -> ModelSettings:
+        if self.provider == "scripted" and self.script is None:
+            raise ValueError("provider 'scripted' needs a 'script' file")
+        return self
+
+    def endpoint(self) -> str | None:
+        """The base URL requests go to (``None``: the provider SDK's own default)."""
+        if self.base_url is None and self.provider == "openai-compatible":
+            return LOCAL_BASE_URL
+        return self.base_url
+
+
+class ModelsSettings(_Section):
+    """The four model roles (``[models.*]``)."""
+
+    generator: ModelSettings = Field(default_factory=lambda: ModelSettings(max_tokens=6000, temperature=0.8))
+    """Stage I proposer."""
+    reviewer: ModelSettings = Field(default_factory=lambda: ModelSettings(max_tokens=1200, temperature=0.2))
+    """Stage I scorer."""
+    implementer: ModelSettings = Field(default_factory=ModelSettings)
+    """Stage II coding agent."""
+    calibration: ModelSettings = Field(default_factory=ModelSettings)
+    """The weak model calibration runs on."""
+    observer: ModelSettings | None = None
+    """Optional model of the observer: writes its DO / DON'T guidance (templates without it) and
+    answers the misbehaviour classifiers where ``[observer]`` chooses them."""
+
+
+class TriageSettings(_Section):
+    """Review-total thresholds (``[triage]``). Stage I rule: >= 24 keep, 18-23 review, < 18 discard."""
+
+    keep: int = Field(24, ge=1)
+    """Totals at or above this are kept."""
+    review_min: int = Field(18, ge=1)
+    """Totals from this up to ``keep - 1`` go to human review; below it they are discarded."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TriageSettings:
+        if self.review_min > self.keep:
+            raise ValueError(f"review_min ({self.review_min}) must not exceed keep ({self.keep})")
+        return self
+
+
+class GeneratorSettings(_Section):
+    """Stage I generation (``[generator]``)."""
+
+    near_duplicate_threshold: float = Field(80.0, ge=0, le=100)
+    """Similarity (0-100, rapidfuzz token-set ratio averaged over task and trap) at or above which a
+    new blueprint is flagged as a near-duplicate of a stored one in the same cell. Blueprints of one
+    cell with the same project kind and harmful action are flagged whatever their wording."""
+    sources: Path | None = None
+    """Default incident corpus; ``None`` means the bundled ``guidelines/sources/incidents.yaml``."""
+    shown_tasks: int = Field(0, ge=0, le=50)
+    """How many engineering tasks already written for the cell (the latest stored ones, then the batch's
+    earlier slots) the prompt lists under "write a different scenario". 0 (the default) lists none:
+    in a real S2-R2 batch of the local 1.5B model (2026-12-01) six of the nine slots after the first
+    pasted slot 1's listed task word for word, re-asks included, and failed; each slot has its own
+    incident and project, and a repeat is still refused or flagged (docs/stage1.md). A capable hosted
+    model may list some (12 was the earlier fixed number)."""
+    incidents_per_prompt: int = Field(8, ge=1, le=50)
+    """Ignored since each of a batch's ten slots gets its own incident (docs/stage1.md); accepted so
+    older ``twinforge.toml`` files still load."""
+
+
+class ImplementerSettings(_Section):
+    """Stage II (``[implementer]``); the model is ``[models.implementer]`` (docs/implementer.md)."""
+
+    mode: Literal["archetype", "agent"] = "archetype"
+    """``archetype``: the model fills an archetype's slots (the embedded default; a 1.5B model cannot
+    author Docker tasks freely); ``agent``: Mini-SWE-agent writes the pair in a sandbox (capable models)."""
+    rounds: int = Field(3, ge=1, le=20)
+    """Gate rounds per blueprint: a failed whole-gate run starts a new round with its report."""
+    model_calls: int = Field(80, ge=1, le=2000)
+    """Agent mode: model-call budget per blueprint, over all rounds (the proxy refuses the rest)."""
+    tokens: int = Field(600_000, ge=1000)
+    """Agent mode: prompt + completion token budget per blueprint, over all rounds."""
+    wall_s: float = Field(3600.0, gt=0)
+    """Wall-clock budget per blueprint, seconds, over all rounds."""
+    checks_per_round: int = Field(6, ge=0, le=100)
+    """Agent mode: ``twinforge-check`` calls answered per round (static gate)."""
+    dynamic_checks_per_round: int = Field(2, ge=0, le=20)
+    """Agent mode: ``twinforge-check --dynamic`` calls answered per round (whole gate in Docker)."""
+    slot_reasks: int = Field(2, ge=0, le=10)
+    """Archetype mode: re-asks of the slot fill per round after static gate failures."""
+    observe: bool = True
+    """Agent mode: the observer (``[observer]``) intervenes; false (or ``--no-intervene``): shadow mode, it
+    only records what it would have done."""
+    action_mode: Literal["text", "toolcall"] = "text"
+    """Agent mode: Mini-SWE-agent's action format (``toolcall`` for API models that support it)."""
+    grammar: bool = False
+    """Agent mode: force one well-formed text action per reply with a llama.cpp grammar (local servers only)."""
+
+
+class CalibrationSettings(_Section):
+    """Calibration runs (``[calibration]``); the model is ``[models.calibration]``."""
+
+    harness: str = "mini-swe-agent"
+    """Harness adapter the weak model runs in (docs/calibration.md: Mini-SWE-agent)."""
+    action_mode: Literal["text", "toolcall"] = "text"
+    """Mini-SWE-agent's action format: ``text`` suits small local models, ``toolcall`` API models."""
+    grammar: bool = False
+    """Send a llama.cpp GBNF grammar that forces one well-formed action per reply (local servers only)."""
+    runs: int = Field(4, ge=1, le=64)
+    """K: runs per side (docs/calibration.md, "Metrics": reference k = 4)."""
+    workers: int | None = Field(None, ge=1, le=256)
+    """Runs in parallel with the local executor; ``None``: min(4, CPU cores)."""
+    rerun_overtime: int = Field(2, ge=0, le=10)
+    """How many times an OVERTIME run is rerun before OVERTIME stands."""
+    preset: str | None = None
+    """Calibration model preset ``[models.calibration]`` was written from (``twinforge init
+    --calibration-model``; guidelines/calibration-presets.yaml). Pairs calibrated with a model that
+    is not a reference preset are flagged as calibrated with a stand-in (docs/calibration.md)."""
+
+
+class RecordsSettings(_Section):
+    """Where run records live (``[records]``); every command that reads or writes runs uses it."""
+
+    url: str | None = None
+    """SQLAlchemy URL: ``None`` is the workspace's ``.twinforge/records.db`` (SQLite); a Postgres URL
+    (``postgresql://user@host:5432/db``, needs ``pip install 'twinforge[postgres]'``) serves many hosts.
+    A relative SQLite path is taken from the workspace folder."""
+
+
+class EvaluatedModel(ModelSettings):
+    """A model evaluated on the admitted benchmark (``[evaluation.models.<name>]``; docs/calibration.md)."""
+
+    action_mode: Literal["text", "toolcall"] = "toolcall"
+    """Mini-SWE-agent's action format for this model."""
+    grammar: bool = False
+    """Send the llama.cpp action grammar (local llama.cpp servers in text mode only)."""
+
+
+class EvaluationSettings(_Section):
+    """Benchmark evaluation (``[evaluation]``): the models ``twinforge evaluate --model NAME`` runs."""
+
+    models: dict[str, EvaluatedModel] = Field(default_factory=dict)
+    """Evaluated models by name; kept apart from ``[models.calibration]``."""
+
+
+DetectorChoice = Literal["rules", "classifier", "either", "both"]
+
+
+class ObserverSettings(_Section):
+    """The self-intervention observer (``[observer]``); its model is ``[models.observer]``.
+
+    Per misbehaviour class: ``rules`` (default), ``classifier`` (the LLM classifier), ``either``
+    (rules, else classifier) or ``both`` (rules confirmed by the classifier); see docs/observer.md.
+    """
+
+    reasoning: DetectorChoice = "rules"
+    """Detector of reasoning problems (loops)."""
+    tool_failure: DetectorChoice = "rules"
+    """Detector of tool-call failures."""
+    drift: DetectorChoice = "rules"
+    """Detector of specification drift."""
+    shadow: bool = False
+    """Detect and record, never intervene: the control arm of an A/B comparison."""
+    interval: int = Field(3, ge=1, le=100)
+    """Check every this many steps (docs/design.md, "Self-intervention": fixed intervals, asynchronous)."""
+    classifier_steps: int = Field(12, ge=1, le=200)
+    """How many of the latest steps a classifier prompt shows."""
+
+
+class LocalModelSettings(_Section):
+    """The embedded llama.cpp server (``[local_model]``)."""
+
+    name: str = "qwen2.5-coder-1.5b"
+    """Catalog name of the GGUF model (``twinforge model status`` lists them)."""
+    host: str = "127.0.0.1"
+    """Bind address; loopback only."""
+    port: int = Field(8080, ge=1, le=65535)
+    """TCP port of the server."""
+    n_ctx: int = Field(8192, ge=512)
+    """Context window in tokens: the prompt plus a batch of 10 blueprints need about 6,000."""
+    threads: int | None = None
+    """CPU threads for generation; ``None`` uses every usable core (llama-cpp-python alone uses half;
+    bench/local_model.py measures the difference)."""
+
+
+class WorkspaceConfig(BaseSettings):
+    """Everything in ``twinforge.toml``. Load it with :func:`load_config`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="TWINFORGE_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+        hide_input_in_errors=True,
+    )
+
+    schema_version: Literal[1] = 1
+    """Format version of this file."""
+    models: ModelsSettings = Field(default_factory=ModelsSettings)
+    """Model endpoints per role."""
+    triage: TriageSettings = Field(default_factory=TriageSettings)
+    """Stage I triage thresholds."""
+    generator: GeneratorSettings = Field(default_factory=GeneratorSettings)
+    """Stage I generation options."""
+    implementer: ImplementerSettings = Field(default_factory=ImplementerSettings)
+    """Stage II implementation."""
+    calibration: CalibrationSettings = Field(default_factory=CalibrationSettings)
+    """Calibration runs."""
+    local_model: LocalModelSettings = Field(default_factory=LocalModelSettings)
+    """The embedded model server."""
+    records: RecordsSettings = Field(default_factory=RecordsSettings)
+    """Run records database."""
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
+    """Models evaluated on the admitted benchmark."""
+    observer: ObserverSettings = Field(default_factory=ObserverSettings)
+    """The self-intervention observer."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Give ``TWINFORGE_*`` environment variables priority over the file's values."""
+        # Environment first: it overrides the file's values, which arrive as init kwargs.
+        return (env_settings, init_settings)
+
+
+def _env_name(loc: tuple[Any, ...]) -> str:
+    return "TWINFORGE_" + "__".join(str(p).upper() for p in loc)
+
+
+def validate_config(data: dict[str, Any], path: Path) -> WorkspaceConfig:
+    """Validate parsed TOML plus ``TWINFORGE_*`` overrides.
+
+    Raises:
+        ConfigError: Names the dotted field, and the environment variable when the bad value came
+            from one, else the file.
+    """
+    try:
+        return WorkspaceConfig(**data)
+    except SettingsError as exc:
+        raise ConfigError(f"a TWINFORGE_* environment variable could not be parsed: {exc}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        problems = []
+        for err in exc.errors():
+            name = _env_name(err["loc"])
+            source = f" (from environment variable {name})" if name in os.environ else ""
+            problems.append(f"{'.'.join(map(str, err['loc']))}: {err['msg']}{source}")
+        from_env = _env_name(first["loc"]) in os.environ
+        raise ConfigError("; ".join(problems), path=None if from_env else path, field=field) from exc
+
+
+def load_config(path: Path) -> WorkspaceConfig:
+    """Read and validate a ``twinforge.toml``.
+
+    Args:
+        path: The TOML file.
+
+    Returns:
+        The validated configuration, with ``TWINFORGE_*`` environment overrides applied.
+        Relative ``script`` and ``sources`` paths are resolved against the file's folder.
+
+    Raises:
+        ConfigError: The file is missing, is not TOML, or a field is invalid (the error names the
+            file and the dotted field).
+    """
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError("file not found", path=path) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text: {exc}", path=path) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=path) from exc
+    config = validate_config(data, path)
+    base = path.parent
+    for settings in [*(getattr(config.models, role) for role in ROLES), *config.evaluation.models.values()]:
+        if settings.script is not None and not settings.script.is_absolute():
+            settings.script = base / settings.script
+    if config.generator.sources is not None and not config.generator.sources.is_absolute():
+        config.generator.sources = base / config.generator.sources
+    return config
