@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
 import typer
 from rich.table import Table
 
 from twinforge.blueprints.store import BlueprintStore
 from twinforge.blueprints.summary import summarize
-from twinforge.core.console import out_console
+from twinforge.core.console import out_console, print_json
+from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.workspace import Workspace
 
 
 def status_command(
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print {counts, coverage, invalid_files, attention} as JSON.")
-    ] = False,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Counts of blueprints per status and the source x risk coverage matrix."""
     store = BlueprintStore(Workspace.open(workspace))
     summary = summarize(store)
     if json_out:
-        out_console.print_json(summary.model_dump_json())
+        print_json(summary)
         return
     counts = Table(title="blueprints by status")
     counts.add_column("status")

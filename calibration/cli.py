@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,17 +19,16 @@ from twinforge.calibration.exceptions import AdmissionError
 from twinforge.calibration.records import RecordsDB
 from twinforge.calibration.report import Report, build_report
 from twinforge.calibration.results import CalibrationRecord, RunSummary
-from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.console import err_console, out_console, print_json, progress
+from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.workspace import Workspace
 
-Ws = Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")]
 Executor = Annotated[str, typer.Option(help="local (a bounded pool) or ray.")]
 Address = Annotated[str | None, typer.Option(help="Ray cluster address, e.g. head:6379 (default: a local cluster).")]
 Workers = Annotated[int | None, typer.Option(min=1, help="Parallel runs.")]
 MaxCalls = Annotated[
     int | None, typer.Option(min=1, help="Quick look: cap model calls below the tasks' budgets (recorded).")
 ]
-JsonOut = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
 def _printer(bar: Any, task: Any, quiet: bool) -> tuple[Any, Any]:
@@ -70,8 +68,8 @@ def calibrate_command(
     address: Address = None,
     workers: Workers = None,
     max_calls: MaxCalls = None,
-    workspace: Ws = None,
-    json_out: JsonOut = False,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Run validated pairs K times per side with the calibration model (resumable) and decide each."""
     ws = Workspace.open(workspace)
@@ -103,7 +101,7 @@ def calibrate_command(
             "verdicts": [asdict(v) for v in report.verdicts],
             "records": [r.model_dump(mode="json") for r in report.records],
         }
-        out_console.print_json(json.dumps(data, default=str))
+        print_json(data)
     else:
         table = Table(title=f"calibration ({report.ran} run(s) now, {report.skipped} already done)")
         for column in ("pair", "verdict", "risk runs", "twin runs", "why"):
@@ -128,7 +126,7 @@ def admit_command(
     pairs: Annotated[list[str] | None, typer.Argument(help="Pair ids or folders.")] = None,
     justification: Annotated[str | None, typer.Option(help="Why to keep a pair that failed calibration.")] = None,
     passed: Annotated[bool, typer.Option("--passed", help="Admit every calibrated pair that passed.")] = False,
-    workspace: Ws = None,
+    workspace: WorkspaceOption = None,
 ) -> None:
     """Admit calibrated pairs into benchmark.yaml with their calibration record; a failed pair needs a justification."""
     ws = Workspace.open(workspace)
@@ -167,8 +165,8 @@ def evaluate_command(
     address: Address = None,
     workers: Workers = None,
     max_calls: MaxCalls = None,
-    workspace: Ws = None,
-    json_out: JsonOut = False,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Run admitted pairs with a named model and harness for benchmark results (kept apart from calibration)."""
     ws = Workspace.open(workspace)
@@ -189,7 +187,7 @@ def evaluate_command(
             on_wait=wait,
         )
     if json_out:
-        out_console.print_json(json.dumps(asdict(report), default=str))
+        print_json(report)
     else:
         table = Table(title=f"evaluation of {report.model} / {report.harness} ({report.execution.ran} run(s) now)")
         for column in ("pair", "risk runs", "twin runs"):
@@ -237,8 +235,8 @@ def _report_json(report: Report) -> dict[str, Any]:
 
 def report_command(
     out: Annotated[Path | None, typer.Option(help="Output folder (default: runs/report in the workspace).")] = None,
-    workspace: Ws = None,
-    json_out: JsonOut = False,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """CAP and ASR@k for calibration and each evaluated model x harness apart; per risk category and source; plots."""
     ws = Workspace.open(workspace)
@@ -246,7 +244,7 @@ def report_command(
         RecordsDB(records_url(ws)), out or ws.root / "runs" / "report", attention(ws), workspace_taxonomy(ws.root)
     )
     if json_out:
-        out_console.print_json(json.dumps(_report_json(report)))
+        print_json(_report_json(report))
         return
     if not report.sections:
         out_console.print("no finished runs yet")

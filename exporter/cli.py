@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.console import err_console, print_json, progress
 from twinforge.core.exceptions import WorkspaceError
+from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.workspace import Workspace
 from twinforge.exporter.harbor import export_harbor, resolve_pairs
 
@@ -39,8 +39,8 @@ def export_command(
     risk_oracle: Annotated[
         RiskOracle, typer.Option(help="Risk oracle Harbor's oracle agent runs: the safe path or the harm path.")
     ] = RiskOracle.SAFE,
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print {out, pairs, tasks} as JSON.")] = False,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Export task pairs: each side becomes a Harbor task (separate verifier, named rewards), plus dataset.toml."""
     try:
@@ -62,7 +62,7 @@ def export_command(
         )
     if json_out:
         tasks = {name: str(path) for name, path in result.tasks.items()}
-        out_console.print_json(json.dumps({"out": str(result.out), "pairs": result.pairs, "tasks": tasks}))
+        print_json({"out": str(result.out), "pairs": result.pairs, "tasks": tasks})
         return
     err_console.print(
         f"wrote {len(result.tasks)} Harbor tasks from {len(result.pairs)} pairs to {result.out} "

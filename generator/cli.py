@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.console import err_console, print_json, progress
 from twinforge.core.llm import refusal_message
+from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.recovery import recovery_lines
 from twinforge.core.workspace import Workspace
 from twinforge.generator.batch import BatchReport
@@ -23,8 +23,8 @@ def generate_command(
         Path | None,
         typer.Option(help="Incident YAML list (default: the bundled corpus).", exists=True, dir_okay=False),
     ] = None,
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the batch reports as JSON.")] = False,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Propose blueprints in batches of 10 with the generator model; one commit per batch."""
     ws = Workspace.open(workspace)
@@ -89,34 +89,32 @@ def generate_command(
     for line in recovery_lines(report.recovery) + [f"skipped invalid blueprint file {f}" for f in report.invalid]:
         err_console.print(line, markup=False, style="yellow")
     if json_out:
-        out_console.print_json(
-            json.dumps(
-                {
-                    "sources": report.sources.label if report.sources else None,
-                    "sources_digest": report.sources.digest if report.sources else None,
-                    "thin_cells": report.thin_cells,
-                    "batches": [
-                        {
-                            "batch": b.batch_id,
-                            "cell": b.cell,
-                            "stored": b.stored,
-                            "flagged": b.flagged,
-                            "first_time": b.first_time,
-                            "after_reask": b.after_reask,
-                            "failures": [{"slot": f.slot, "errors": f.errors} for f in b.failures],
-                            "calls": b.calls,
-                            "prompt_tokens": b.prompt_tokens,
-                            "completion_tokens": b.completion_tokens,
-                            "seconds": round(b.seconds, 2),
-                            "commit": b.commit,
-                            "failures_file": b.failures_file,
-                            "refusal": b.refusal,
-                            "notes": b.notes,
-                        }
-                        for b in report.batches
-                    ],
-                }
-            )
+        print_json(
+            {
+                "sources": report.sources.label if report.sources else None,
+                "sources_digest": report.sources.digest if report.sources else None,
+                "thin_cells": report.thin_cells,
+                "batches": [
+                    {
+                        "batch": b.batch_id,
+                        "cell": b.cell,
+                        "stored": b.stored,
+                        "flagged": b.flagged,
+                        "first_time": b.first_time,
+                        "after_reask": b.after_reask,
+                        "failures": [{"slot": f.slot, "errors": f.errors} for f in b.failures],
+                        "calls": b.calls,
+                        "prompt_tokens": b.prompt_tokens,
+                        "completion_tokens": b.completion_tokens,
+                        "seconds": round(b.seconds, 2),
+                        "commit": b.commit,
+                        "failures_file": b.failures_file,
+                        "refusal": b.refusal,
+                        "notes": b.notes,
+                    }
+                    for b in report.batches
+                ],
+            }
         )
     if report.stored == 0:
         raise typer.Exit(1)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
-from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
 
-from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.console import err_console, out_console, print_json, progress
+from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.workspace import Workspace
 from twinforge.implementer.run import BlueprintOutcome, implement
 
@@ -31,8 +29,8 @@ def implement_command(
     no_intervene: Annotated[
         bool, typer.Option("--no-intervene", help="Agent mode: the observer records but never intervenes (A/B).")
     ] = False,
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the outcomes as JSON.")] = False,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Implement blueprints as task pairs until the whole validation gate passes (Stage II).
 
@@ -73,7 +71,7 @@ def implement_command(
         )
         bar.update(task, total=len(report.outcomes), completed=len(report.outcomes), description="implemented")
     if json_out:
-        out_console.print_json(json.dumps([asdict(o) for o in report.outcomes]))
+        print_json(report.outcomes)
         return
     if not report.outcomes:
         err_console.print("nothing to implement: no kept or approved blueprint without a pair")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from twinforge.core.console import out_console
+from twinforge.core.console import out_console, print_json
+from twinforge.core.options import JsonOption
 from twinforge.observer.diagnose import diagnose_file
 from twinforge.observer.spec import load_spec
 
@@ -22,13 +22,13 @@ def diagnose_command(
             help="YAML run spec (allowed_paths, protected_paths, required_files, forbidden, workdir, home, env)."
         ),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the diagnoses as JSON.")] = False,
+    json_out: JsonOption = False,
 ) -> None:
     """Name the misbehaviours in saved trajectories (loops, tool failures, drift), with step numbers."""
     run_spec = load_spec(spec) if spec else None
     results = {str(path): diagnose_file(path, run_spec) for path in trajectories}
     if json_out:
-        out_console.print_json(json.dumps({p: d.model_dump(mode="json") for p, d in results.items()}))
+        print_json(results)
         return
     for path, diagnosis in results.items():
         table = Table(

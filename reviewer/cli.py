@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from twinforge.blueprints import BlueprintStore, Status
-from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.console import err_console, print_json, progress
+from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.recovery import recovery_lines
 from twinforge.core.workspace import Workspace
 from twinforge.reviewer.review import ReviewOutcome, review_pending
@@ -21,8 +19,8 @@ def review_command(
     concurrency: Annotated[
         int | None, typer.Option(min=1, help="Reviews in flight (default: models.reviewer.concurrency).")
     ] = None,
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the outcomes as JSON.")] = False,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Score proposed blueprints on the six dimensions and triage them (>= 24 keep, 18-23 review, < 18 discard)."""
     ws = Workspace.open(workspace)
@@ -52,7 +50,7 @@ def review_command(
     for line in recovery_lines(report.recovery) + [f"skipped invalid blueprint file {f}" for f in report.invalid]:
         err_console.print(line, markup=False, style="yellow")
     if json_out:
-        out_console.print_json(json.dumps([asdict(o) for o in report.outcomes], default=str))
+        print_json(report.outcomes)
     elif not report.outcomes:
         err_console.print("nothing to review: no blueprint is proposed")
     if report.commit_error:

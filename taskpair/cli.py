@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -12,8 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from twinforge.blueprints import Blueprint, BlueprintStore, Category, load_extension, workspace_taxonomy
-from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.exceptions import WorkspaceError
+from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.paths import cache_dir
 from twinforge.core.workspace import Workspace
 from twinforge.taskpair.format.category import add_risk_category
@@ -54,7 +54,7 @@ def new_pair_command(
     directory: Annotated[Path, typer.Argument(help="Folder of the new pair (its name is the pair id).")],
     blueprint: Annotated[str | None, typer.Option(help="Blueprint id in the workspace to implement.")] = None,
     cell: Annotated[str, typer.Option(help="Taxonomy cell when no blueprint is given.")] = "S2-R3",
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
+    workspace: WorkspaceOption = None,
 ) -> None:
     """Scaffold an empty task pair (both sides, Dockerfile, detector and solution stubs)."""
     if blueprint is not None:
@@ -72,7 +72,7 @@ def new_pair_command(
 def validate_command(
     pairs: Annotated[list[Path], typer.Argument(help="Task pair folders.", exists=True, file_okay=False)],
     static_only: Annotated[bool, typer.Option("--static-only", help="Skip the Docker checks.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    json_out: JsonOption = False,
     battery: Annotated[
         bool, typer.Option("--battery/--no-battery", help="Run the cheat battery after the oracles.")
     ] = True,
@@ -100,7 +100,7 @@ def validate_command(
     if not static_only and not battery:
         err_console.print("not recorded as validated: the cheat battery was skipped (--no-battery)", markup=False)
     if json_out:
-        out_console.print_json(json.dumps([{**asdict(r), "passed": r.passed} for r in reports]))
+        print_json([{**asdict(r), "passed": r.passed} for r in reports])
     else:
         for report in reports:
             table = Table(title=f"{report.pair}: {'PASSED' if report.passed else 'FAILED'}", title_justify="left")
@@ -118,7 +118,6 @@ def validate_command(
 
 
 taxonomy_app = typer.Typer(help="The taxonomy: attack sources and risk categories (packaged plus the workspace's own).")
-Ws = Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")]
 
 
 @taxonomy_app.command("add")
@@ -127,7 +126,7 @@ def taxonomy_add(
     name: Annotated[str, typer.Option(help="Short name, e.g. 'unsafe model fine-tuning'.")],
     description: Annotated[str, typer.Option(help="What counts as this category, in one or two sentences.")],
     example: Annotated[str, typer.Option(help="One concrete scenario (the generator shows it to the model).")] = "",
-    workspace: Ws = None,
+    workspace: WorkspaceOption = None,
 ) -> None:
     """Add a risk category: the taxonomy entry plus guide, detector and reference-pair skeletons, in one commit."""
     ws = Workspace.open(workspace)
@@ -144,10 +143,8 @@ def taxonomy_add(
 
 @taxonomy_app.command("list")
 def taxonomy_list(
-    workspace: Ws = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print {sources, risks} as JSON, each with its origin.")
-    ] = False,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """The merged taxonomy: every attack source and risk category, packaged or the workspace's own."""
     ws = Workspace.open(workspace)
@@ -158,7 +155,7 @@ def taxonomy_list(
             kind: [{**c.model_dump(), "origin": "workspace" if c.id in own else "packaged"} for c in items]
             for kind, items in (("sources", taxonomy.sources), ("risks", taxonomy.risks))
         }
-        out_console.print_json(json.dumps(data))
+        print_json(data)
         return
     table = Table(title="taxonomy")
     for column in ("id", "name", "origin", "description", "example"):

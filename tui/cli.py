@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from twinforge.core.options import WorkspaceOption
+
 
 def queue_command(
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
+    workspace: WorkspaceOption = None,
     reviewer: Annotated[
         str | None, typer.Option(help="Name recorded on your decisions (default: git user.name).")
     ] = None,

@@ -34,10 +34,10 @@ from docker.models.containers import Container
 from docker.types import LogConfig
 
 from twinforge.core.atomic import atomic_write_text
-from twinforge.taskpair.runtime import firewall
 from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
 from twinforge.taskpair.format.spec import Side, TaskPair
+from twinforge.taskpair.runtime import firewall
 from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect
 from twinforge.taskpair.runtime.detection import detector_name, run_detector
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS, base_image_tag, client

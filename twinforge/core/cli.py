@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from twinforge.core.console import err_console, out_console, progress
+from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.exceptions import WorkspaceError
 from twinforge.core.localmodel import (
     CATALOG,
@@ -22,6 +22,7 @@ from twinforge.core.localmodel import (
     stop,
 )
 from twinforge.core.localmodel.server import healthy, state_json
+from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.presets import get_preset, presets
 from twinforge.core.settings import LocalModelSettings
 from twinforge.core.workspace import Nesting, Workspace
@@ -89,7 +90,7 @@ def model_serve(
     model: Annotated[str | None, typer.Option(help="Catalog name (default: the workspace's local_model.name).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: the workspace's, else 8080).")] = None,
     n_ctx: Annotated[int | None, typer.Option(help="Context window in tokens.")] = None,
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
+    workspace: WorkspaceOption = None,
 ) -> None:
     """Assemble the model once (sha256 checked) and start a detached llama.cpp server; waits until ready."""
     local = _local_settings(workspace)
@@ -109,7 +110,7 @@ def model_serve(
 
 
 @model_app.command("status")
-def model_status(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def model_status(json_out: JsonOption = False) -> None:
     """Which models are assembled and which servers run where."""
     servers = running_servers()
     if json_out:
@@ -122,7 +123,7 @@ def model_status(json_out: Annotated[bool, typer.Option("--json", help="Print JS
             }
             for s in CATALOG.values()
         ]
-        out_console.print_json(json.dumps({"models": models, "servers": json.loads(state_json(servers))}))
+        print_json({"models": models, "servers": json.loads(state_json(servers))})
         return
     table = Table(title="local models")
     for column in ("model", "assembled (sha256 checked)", "path"):
