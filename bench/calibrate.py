@@ -1,4 +1,4 @@
-"""Calibration bench (issue 5).
+"""Calibration bench (docs/calibration.md).
 
 (a) Runs per hour with 1 vs N parallel scripted runs (a stub model in its own process answering
     Mini-SWE-agent actions; each run does real Docker work), and the parallel efficiency.

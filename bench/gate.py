@@ -1,4 +1,4 @@
-"""Gate bench (issue 11): wall time of the whole validation gate on the nine reference pairs.
+"""Gate bench (docs/task-pairs.md): wall time of the whole validation gate on the nine reference pairs.
 
 Runs `validate` on every reference pair, each configuration in its own process, side by side:
 the baseline checkout (optional; e.g. `git archive <commit> | tar -x -C /tmp/before`), this

@@ -1,4 +1,4 @@
-"""Hostile-agent bench (issue 13): the adversarial suite as a table, strategy x held / verdict changed / leaked.
+"""Hostile-agent bench (docs/runtime.md): the adversarial suite as a table, strategy x held / verdict changed / leaked.
 
 Runs ``tests/hostile`` (real Docker engine, real runner, validate and calibrate) with
 ``TWINFORGE_HOSTILE_REPORT`` set, so that each test appends its row, then prints one line per

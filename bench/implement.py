@@ -1,4 +1,4 @@
-"""Stage II bench (issue 9): yield of `twinforge implement` per mode on two blueprint sets.
+"""Stage II bench (docs/implementer.md): yield of `twinforge implement` per mode on two blueprint sets.
 
 (a) Leave-one-out: each of the nine reference pairs' blueprints (its eight fields only) is implemented
     with that reference pair hidden from the implementer (agent mode cannot read it; archetype mode's

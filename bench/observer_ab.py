@@ -1,4 +1,4 @@
-"""Observer A/B experiment on the real local model (issue 6).
+"""Observer A/B experiment on the real local model (docs/observer.md).
 
 The local model (llama.cpp, Qwen2.5-Coder-1.5B, text actions with the action grammar) runs through
 Mini-SWE-agent on small repository tasks, each a few times, with the observer intervening and with
@@ -34,7 +34,7 @@ from twinforge.core.settings import ModelSettings  # noqa: E402
 from twinforge.harness import Limits, MiniSweAgent, ModelEndpoint, ShellEnvironment, ShellEnvironmentConfig  # noqa: E402
 from twinforge.harness.proxy import ModelProxy  # noqa: E402
 from twinforge.observer import detect, steps_from_messages  # noqa: E402
-from twinforge.observer.detectors.commands import benign_failure  # noqa: E402
+from twinforge.observer.rules.commands import benign_failure  # noqa: E402
 from twinforge.taskpair import load_pair  # noqa: E402
 from twinforge.taskpair.runtime.runner import Runner  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Stage I quality bench (issue 10, item 5): does the reviewer tell a usable blueprint from a vague one?
+"""Stage I quality bench (docs/stage1.md): does the reviewer tell a usable blueprint from a vague one?
 
 (a) The labelled set tests/data/review_quality/labelled.yaml: the nine reference blueprints, ten
     more good ones written from the incident corpus, and one degraded twin of each (user story,
@@ -13,7 +13,7 @@
     blueprints that passed validation and the checks in the first reply, only after re-asks, or
     never (failed slots).
 
-Targets (issue 10) on the local model: no degraded blueprint kept, at least 8 of 9 reference
+Targets (docs/stage1.md) on the local model: no degraded blueprint kept, at least 8 of 9 reference
 blueprints not discarded. Uses the model server at --base-url (default: the shared local server,
 which answers one request at a time), so the local parts take a while; --skip-local runs (a)
 with the scripted reviewer only. Every run prints the peak resident memory of this process.

@@ -1,4 +1,4 @@
-"""Runner bench (issue 4): fixed overhead of a no-op run, and image build times.
+"""Runner bench (docs/runtime.md): fixed overhead of a no-op run, and image build times.
 
 (1) One no-op run of a reference pair (setup, baseline, detector, teardown) through the Runner,
     next to the same container operations done by plain `docker` CLI calls in this script (the

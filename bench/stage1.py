@@ -1,4 +1,4 @@
-"""Stage I bench (issue 2).
+"""Stage I bench (docs/stage1.md).
 
 (a) Against a stub OpenAI-compatible endpoint (its own process) that answers after a fixed 0.5 s,
     reviewing a batch of 10 blueprints should take at most 1.3x the time of one review call

@@ -1,4 +1,4 @@
-"""Queue app bench (issue 3): first paint with 10,000 blueprints and key-press latency.
+"""Queue app bench (docs/workspace.md): first paint with 10,000 blueprints and key-press latency.
 
 Targets on this machine: first paint <= 1.0 s, median key press -> updated screen <= 50 ms, and the
 process under 300 MB resident. Times are taken from the app's own frames: the clock stops at the

@@ -1,4 +1,4 @@
-"""Deterministic concreteness and consistency checks on a blueprint (issue 10, item 2).
+"""Deterministic concreteness and consistency checks on a blueprint (docs/stage1.md).
 
 The rules are data (``guidelines/blueprint-checks.yaml``): each names the fields it reads, the
 cells it applies to, its source (a Stage I design principle of docs/design.md or the attack-source

@@ -16,7 +16,7 @@ from twinforge.core.paths import guidelines_dir
 
 
 class Anchor(BaseModel):
-    """What one score of a dimension looks like, with a short example (issue 10, item 3)."""
+    """What one score of a dimension looks like, with a short example (docs/stage1.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

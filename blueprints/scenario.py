@@ -1,4 +1,4 @@
-"""The whole-scenario signature of a blueprint: project kind and harmful actions (issue 10, item 4).
+"""The whole-scenario signature of a blueprint: project kind and harmful actions (docs/stage1.md).
 
 Two blueprints of one cell with the same project kind and a shared harmful action are
 near-duplicates even when no sentence of theirs is alike. The vocabulary is data:

@@ -1,6 +1,6 @@
 """Near-duplicate blueprints: the same cell and similar wording, or the same scenario.
 
-Three tests (issue 2 for wording, issue 10 item 4 for scenarios): the rapidfuzz token-set ratio of
+Three tests (docs/stage1.md, "Near-duplicates"): the rapidfuzz token-set ratio of
 engineering task and trap, the engineering task alone (the same request is the same scenario
 whatever trap the model wrote around it), and the whole-scenario signature of
 :mod:`twinforge.blueprints.scenario` (same project kind and a shared harmful action), which catches reworded

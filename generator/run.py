@@ -17,7 +17,7 @@ from twinforge.generator.slots import plan_slots
 from twinforge.generator.sources import cell_counts, default_sources, load_sources, sources_digest, sources_label
 
 _NOT_LIVE = (Status.DISCARDED, Status.REJECTED)
-THIN_CELL = 10  # issue 10, item 6: `generate` names the cells with fewer than ten incidents
+THIN_CELL = 10  # `generate` names the cells with fewer than ten incidents
 
 
 @dataclass
@@ -86,7 +86,7 @@ def generate(
 ) -> GenerateReport:
     """Generate ``batches`` batches of 10 blueprints and commit each batch as it completes.
 
-    The incident list is validated as a whole before any model call (issue 14, item 4).
+    The incident list is validated as a whole before any model call (docs/stage1.md).
 
     Args:
         workspace: Target workspace.

@@ -1,4 +1,4 @@
-"""Grounding per slot (issue 10, item 1): each of a batch's ten slots gets its own incident and setting.
+"""Grounding per slot (docs/stage1.md): each of a batch's ten slots gets its own incident and setting.
 
 Incidents are taken in this order: those whose main risk is the cell's risk, then those that list
 it as related; within each group, the cell's own attack source first, then ``unknown``, then the

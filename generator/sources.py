@@ -1,6 +1,6 @@
 """Incident sources that ground generated blueprints (``--sources FILE`` or the bundled corpus).
 
-A list is validated as a whole before any model call (issue 14, item 4): every entry's ref must
+A list is validated as a whole before any model call (docs/stage1.md): every entry's ref must
 be ``owner/repo#number`` or a URL, its risk (and related risks) must exist in the taxonomy, its
 source must be ``S1``, ``S2`` or ``unknown``; the error names every bad entry.
 """
@@ -166,5 +166,5 @@ def cell_counts(incidents: list[Incident], taxonomy: Taxonomy) -> dict[str, int]
 
 
 def thin_cells(incidents: list[Incident], taxonomy: Taxonomy, minimum: int = 10) -> dict[str, int]:
-    """Cells with fewer than ``minimum`` grounding incidents (issue 10, item 6: ten), with counts."""
+    """Cells with fewer than ``minimum`` grounding incidents (item 6: ten), with counts."""
     return {cell: n for cell, n in cell_counts(incidents, taxonomy).items() if n < minimum}

@@ -1,14 +1,14 @@
-"""Self-intervention for Mini-SWE-agent agents: misbehaviour detectors, the observer, diagnostics.
+"""Self-intervention for Mini-SWE-agent agents: misbehaviour rules, the observer, diagnostics.
 
 Used by Stage II (our own agent, corrected as it works) and by calibration (diagnosis of every
 INCAPABLE twin), so it sits beside taskpair/: twinforge <- observer <- stages.
 """
 
 from twinforge.observer.core import Intervention, Observer
-from twinforge.observer.detectors import detect
 from twinforge.observer.diagnose import Diagnosis, diagnose, diagnose_file, diagnose_messages
 from twinforge.observer.exceptions import SpecError, TrajectoryError
 from twinforge.observer.findings import CLASSES, Finding
+from twinforge.observer.rules import detect
 from twinforge.observer.spec import Forbidden, RunSpec, load_spec
 from twinforge.observer.trajectory import Action, Step, Trajectory, load_trajectory, read_messages, steps_from_messages
 

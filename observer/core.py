@@ -19,10 +19,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from twinforge.core.exceptions import TwinforgeError
-from twinforge.observer.detectors import detect
 from twinforge.observer.findings import Finding
 from twinforge.observer.guidance import GuidanceWriter, Level
 from twinforge.observer.plan import DetectorPlan
+from twinforge.observer.rules import detect
 from twinforge.observer.spec import RunSpec
 from twinforge.observer.trajectory import steps_from_messages
 
@@ -75,7 +75,7 @@ class Observer:
         exists: Filesystem check for required outputs (live runs).
         writer: Renders guidance.
         min_confidence: Findings below this are recorded but not acted on.
-        plan: Which detector decides each class (rules, LLM classifier, either, both); rules when absent.
+        plan: Which finder decides each class (rules, LLM classifier, either, both); rules when absent.
         shadow: Detect and record, never intervene (the A/B control arm).
     """
 
@@ -108,7 +108,7 @@ class Observer:
             self._pending.append((step, future))
 
     def _check(self, snapshot: list[dict[str, Any]]) -> list[Finding]:
-        """One background check; an unreadable message or a failing detector never reaches the agent loop."""
+        """One background check; an unreadable message or a failing rule or classifier never reaches the agent loop."""
         try:
             steps = steps_from_messages(snapshot)
             found = detect(steps, self.spec, self.exists)

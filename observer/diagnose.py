@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from twinforge.observer.detectors import detect
 from twinforge.observer.findings import Finding
+from twinforge.observer.rules import detect
 from twinforge.observer.spec import RunSpec
 from twinforge.observer.trajectory import Trajectory, load_trajectory, read_messages
 

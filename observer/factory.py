@@ -14,7 +14,7 @@ from twinforge.observer.spec import RunSpec
 
 
 def plan_for(settings: ObserverSettings, model: ModelSettings | None) -> DetectorPlan:
-    """The detector plan of ``[observer]``; the classifier is built only when a class uses it.
+    """The finder plan of ``[observer]``; the classifier is built only when a class uses it.
 
     Raises:
         ConfigError: A class asks for the classifier without a ``[models.observer]`` model.
@@ -35,7 +35,7 @@ def observer_for(
     spec: RunSpec | None = None,
     exists: Callable[[str], bool] | None = None,
 ) -> Observer:
-    """An observer configured by the workspace (interval, detectors, shadow mode, guidance model)."""
+    """An observer configured by the workspace (interval, finders, shadow mode, guidance model)."""
     writer = GuidanceWriter(model=make_chat_model(model, role="observer") if model is not None else None)
     return Observer(
         interval=settings.interval,

@@ -1,10 +1,10 @@
-"""Which detector decides each misbehaviour class: the rules, the LLM classifier, either, or both.
+"""Which finder decides each misbehaviour class: the rules, the LLM classifier, either, or both.
 
 ``[observer]`` in twinforge.toml chooses per class (``rules`` is the default: on the observer
 bench's real labelled set the rules win where they are kept, see docs/observer.md); the classifier's
 model is ``[models.observer]``.
 
-- ``rules``: the rule detectors' findings;
+- ``rules``: the rules' findings;
 - ``classifier``: the classifier's finding;
 - ``either``: the rules' findings, else the classifier's (higher recall);
 - ``both``: the rules' findings only when the classifier agrees (higher precision).
@@ -43,7 +43,7 @@ def combine(choice: Choice, rules: list[Finding], classified: Finding | None) ->
 
 @dataclass
 class DetectorPlan:
-    """The detector choice per class, and the classifier's record (for cost accounting).
+    """The finder choice per class, and the classifier's record (for cost accounting).
 
     Attributes:
         choices: Class -> choice; classes not named use the rules.

@@ -1,4 +1,4 @@
-"""Rationales that only restate the rubric (issue 10, item 3): detected, then re-asked once.
+"""Rationales that only restate the rubric: detected, then re-asked once.
 
 A reviewer reply gives, per dimension, a quote copied from the blueprint, a score and a rationale
 (docs/stage1.md, "Grounded rationales"). A dimension's explanation restates the rubric when it cites

@@ -166,8 +166,7 @@ def score_blueprint(
     The prompt carries the anchored rubrics, the fields each dimension's quote comes from and the
     blueprint's check findings; a reply whose quotes (when found in the blueprint) and rationales
     only restate the rubric is re-asked once (docs/stage1.md, "Grounded rationales"); scores above
-    the cap of a failed check are lowered to it and the cap is recorded on the score (issue 10,
-    item 3).
+    the cap of a failed check are lowered to it and the cap is recorded on the score (docs/stage1.md).
 
     Returns:
         The review (total and triage band set; band from the Stage I rule), model seconds and

@@ -55,7 +55,7 @@ def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
 
 
 def test_bad_incident_list_is_refused_before_any_model_call(tmp_path: Path) -> None:
-    """Case incidents (issue 14, item 4): every bad entry named, nothing generated, no model called."""
+    """Case incidents (docs/stage1.md): every bad entry named, nothing generated, no model called."""
     assert run("init", "w", cwd=tmp_path).returncode == 0
     ws = tmp_path / "w"
     script = tmp_path / "script.yaml"

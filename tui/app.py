@@ -11,10 +11,10 @@ from twinforge.core.gitrepo import state_problems
 from twinforge.core.recovery import recovery_lines
 from twinforge.core.workspace import Workspace
 from twinforge.tui.glyphs import glyphs_for
+from twinforge.tui.review_queue import ReviewQueue
 from twinforge.tui.safe_text import escape_controls
 from twinforge.tui.screens.loading import LoadingScreen
 from twinforge.tui.screens.queue import QueueScreen
-from twinforge.tui.session import ReviewSession
 
 
 def terminal_encoding() -> str | None:
@@ -47,7 +47,7 @@ class QueueApp(App[None]):
         encoding: str | None = None,
     ) -> None:
         super().__init__()
-        self.session = ReviewSession(workspace, reviewer or workspace.identity())
+        self.session = ReviewQueue(workspace, reviewer or workspace.identity())
         self._background_over = background_over
         self.encoding = encoding if encoding is not None else terminal_encoding()
         self.glyphs = glyphs_for(self.encoding)

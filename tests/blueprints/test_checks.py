@@ -1,4 +1,4 @@
-"""The deterministic blueprint checks (issue 10, item 2) and the scenario duplicate rule (item 4)."""
+"""The deterministic blueprint checks (docs/stage1.md) and the scenario duplicate rule (item 4)."""
 
 from __future__ import annotations
 

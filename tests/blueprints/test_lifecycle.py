@@ -1,4 +1,4 @@
-"""The lifecycle tied to the exact pair (issue 11 items 6-9), without Docker.
+"""The lifecycle tied to the exact pair (docs/task-pairs.md), without Docker.
 
 validate records the digest and moves the blueprint; calibrate refuses pairs that are not validated
 or changed since; disagreement flags; calibration presets; status lists pairs needing a look.

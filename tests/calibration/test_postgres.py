@@ -1,4 +1,4 @@
-"""Run records in a real PostgreSQL server (issue 12 item 4): calibrate, resume and report from it.
+"""Run records in a real PostgreSQL server (docs/calibration.md): calibrate, resume and report from it.
 
 The server is Debian's ``postgresql`` package (``make setup-postgres``), started by the test in a
 private folder on a free loopback port (as the ``postgres`` user when the tests run as root) and

@@ -1,4 +1,4 @@
-"""The Ray executor joins a local head with and without token authentication (issue 12 item 4).
+"""The Ray executor joins a local head with and without token authentication (docs/calibration.md).
 
 Each test starts its own head (``ray start --head --block`` in its own process group, usage stats
 off, a private HOME and temp dir) and connects a driver in a fresh process, as ``calibrate

@@ -1,4 +1,4 @@
-"""Pair, task and blueprint files that are wrong fail with one clear line, fast (issue 14, item 6)."""
+"""Pair, task and blueprint files that are wrong fail with one clear line, fast (docs/stage1.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Real path: Stage I against a real llama.cpp server (gemma3-270m, the fast smoke-test model).
 
-gemma3-270m is weak: it fills the schema with junk and can run out of tokens mid-batch (issue 2), so
+gemma3-270m is weak: it fills the schema with junk and can run out of tokens mid-batch (docs/stage1.md), so
 these tests check structure and error handling, never content.
 """
 

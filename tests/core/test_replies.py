@@ -1,4 +1,4 @@
-"""Model replies as real servers send them (issue 15 item 1; cases in tests/data/stage1/README.md).
+"""Model replies as real servers send them (cases in tests/data/stage1/README.md).
 
 Each reply shape goes through a stub HTTP server and the real provider SDK, then through generate
 or review, so the whole path is the one a user runs.

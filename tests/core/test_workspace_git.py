@@ -1,4 +1,4 @@
-"""The workspace is the user's repository too (issue 15 item 2; cases in tests/data/stage1/README.md).
+"""The workspace is the user's repository too (cases in tests/data/stage1/README.md).
 
 Real git throughout: real repositories, real hooks, real locks.
 """
@@ -24,7 +24,7 @@ from twinforge.core.llm import Message, ScriptedChat
 from twinforge.core.workspace import Workspace
 from twinforge.generator import generate
 from twinforge.reviewer import review_pending
-from twinforge.tui.session import ReviewSession
+from twinforge.tui.review_queue import ReviewQueue
 
 
 def generator() -> ScriptedChat:
@@ -84,7 +84,7 @@ def test_unsafe_repository_states_refused_before_any_model_call(
     with pytest.raises(RepositoryStateError, match=needle):
         generate(workspace, cell="S1-R1", chat=gen)
     with pytest.raises(RepositoryStateError, match=needle):
-        ReviewSession(workspace, "alice").store.workspace.check_ready()
+        ReviewQueue(workspace, "alice").store.workspace.check_ready()
     assert chat.calls == [] and gen.calls == []
     assert workspace.repo.head.commit.hexsha == head  # nothing committed, on no branch or anywhere
 
@@ -142,7 +142,7 @@ def test_users_uncommitted_edit_is_never_committed_or_reviewed(workspace: Worksp
     assert skipped.note is not None and "uncommitted edits twinforge did not make" in skipped.note
     assert path.read_text() == edited and f"blueprints/{ids[0]}.yaml" in changed_files(workspace)
     assert not any(m.startswith("recover") for m in messages(workspace.repo)[: len(ids)])
-    session = ReviewSession(workspace, "alice")
+    session = ReviewQueue(workspace, "alice")
     session.load()  # opening the queue commits nothing either
     assert path.read_text() == edited and len(messages(workspace.repo)) == len(before) + len(ids) - 1
     with pytest.raises(ForeignChangeError, match="uncommitted changes that twinforge did not make"):
@@ -202,7 +202,7 @@ def test_queue_action_refused_by_a_hook_is_not_made(workspace: Workspace) -> Non
     install_hook(Path(workspace.repo.git_dir) / "hooks", "pre-commit", "echo 'frozen' >&2\nexit 1\n")
     path = workspace.blueprints_dir / f"{ids[0]}.yaml"
     before = path.read_bytes()
-    session = ReviewSession(workspace, "alice")
+    session = ReviewQueue(workspace, "alice")
     session.load()
     with pytest.raises(WorkspaceError, match="frozen"):
         session.approve(ids[0])

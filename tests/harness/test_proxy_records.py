@@ -1,4 +1,4 @@
-"""The model proxy records every forwarded call, whatever the upstream returns (issue 13 item 5).
+"""The model proxy records every forwarded call, whatever the upstream returns (docs/runtime.md).
 
 A raw upstream on loopback answers each call with one hostile shape; every call must leave a row in
 ``proxy_calls`` and a line in the transcript, and the harness must get the upstream's answer back.

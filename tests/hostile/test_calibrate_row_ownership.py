@@ -1,4 +1,4 @@
-"""Two ``calibrate`` processes on one workspace share the work; each run executes once (issue 13 item 5).
+"""Two ``calibrate`` processes on one workspace share the work; each run executes once (docs/runtime.md).
 
 Before: the second process reset every ``running`` row to pending and ran it again, so every job
 ran twice. Now a row is claimed atomically and only taken back from an owner that is gone.

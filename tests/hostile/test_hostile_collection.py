@@ -1,4 +1,4 @@
-"""Strategy: make state collection or the end of a run fail so that no outcome is stored (issue 13 item 3)."""
+"""Strategy: make state collection or the end of a run fail so that no outcome is stored (docs/runtime.md)."""
 
 from __future__ import annotations
 

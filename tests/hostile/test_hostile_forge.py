@@ -1,4 +1,4 @@
-"""Strategy: forge the detector's verdict from agent code or agent configuration (issue 13 item 2).
+"""Strategy: forge the detector's verdict from agent code or agent configuration (docs/runtime.md).
 
 Each test commits a real harm, then plants code that would send a "completed, not harmful"
 verdict on every channel it can find if anything of the agent's ever ran with the detector's

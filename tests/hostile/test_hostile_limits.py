@@ -1,4 +1,4 @@
-"""Strategy: fill the host's disk, act after a command's timeout (issue 13 item 4), or exhaust memory."""
+"""Strategy: fill the host's disk, act after a command's timeout (docs/runtime.md), or exhaust memory."""
 
 from __future__ import annotations
 

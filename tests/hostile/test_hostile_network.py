@@ -1,4 +1,4 @@
-"""Strategy: reach something other than the run's own services (issue 13 item 1).
+"""Strategy: reach something other than the run's own services (docs/runtime.md).
 
 The targets are listeners this test starts on this machine, on all interfaces; nothing is ever
 sent off the machine.

@@ -1,4 +1,4 @@
-"""Strategy: pair inputs that reach the host through a mount, or budgets with no end (issue 13 item 6).
+"""Strategy: pair inputs that reach the host through a mount, or budgets with no end (docs/runtime.md).
 
 No Docker needed: all of these are refused when the pair is loaded, with the file and field named.
 """

@@ -1,5 +1,5 @@
 """The forge case through every path that judges runs: the runner (test_hostile_forge.py), the
-validation gate and calibration. Each must store COMPROMISED for the harm (issue 13, "Done when")."""
+validation gate and calibration. Each must store COMPROMISED for the harm (docs/runtime.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Strategy: send evidence past the HTTP receiver's log (issue 13 item 5, the receiver part)."""
+"""Strategy: send evidence past the HTTP receiver's log (the receiver part)."""
 
 from __future__ import annotations
 

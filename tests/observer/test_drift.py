@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.paths import CASES
 from twinforge.observer import RunSpec, SpecError, detect, diagnose_file, load_spec
-from twinforge.observer.detectors.shell import ShellContext, targets
+from twinforge.observer.shell import ShellContext, targets
 from twinforge.observer.spec import parse_spec
 from twinforge.observer.trajectory import Action, Step
 

@@ -14,7 +14,7 @@ import pytest
 from tests.support.observer import guidance_messages, observed_run
 from twinforge.harness.agent import OBSERVER_STOP
 from twinforge.observer import Finding, Forbidden, Observer, RunSpec, detect, diagnose_messages, steps_from_messages
-from twinforge.observer.detectors.commands import normalize, similar, written_paths
+from twinforge.observer.rules.commands import normalize, similar, written_paths
 from twinforge.observer.trajectory import Action, Step
 
 SYSTEM = {"role": "system", "content": "sys"}

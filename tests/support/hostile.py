@@ -1,4 +1,4 @@
-"""Helpers of the standing adversarial suite (issue 13, docs/runtime.md "Hostile agent") and its report.
+"""Helpers of the standing adversarial suite (docs/runtime.md "Hostile agent") and its report.
 
 Each test plays one strategy of a hostile agent through the real runner and asserts the stored
 outcome and that nothing leaked. With ``TWINFORGE_HOSTILE_REPORT=<file>`` set, each test also

@@ -1,4 +1,4 @@
-"""A queue that shows the file (issue 15 item 3; cases in tests/data/stage1/README.md).
+"""A queue that shows the file (cases in tests/data/stage1/README.md).
 
 The reviewer's screen is a security boundary: every value rendered from a file is shown with its
 control characters escaped. The screen is read back from Textual's compositor (what the terminal

@@ -25,10 +25,10 @@ from twinforge.blueprints import (
 )
 from twinforge.core.exceptions import WorkspaceError
 from twinforge.tui.glyphs import UNICODE, Glyphs
+from twinforge.tui.review_queue import SORTS, VIEWS, ReviewQueue
 from twinforge.tui.safe_text import escape_controls, safe_text
 from twinforge.tui.screens.dialogs import EditDialog, OverrideDialog, ReasonDialog, SafeInput
 from twinforge.tui.screens.help import HelpScreen
-from twinforge.tui.session import SORTS, VIEWS, ReviewSession
 from twinforge.tui.widgets.detail import DetailPane, render_invalid, render_record
 from twinforge.tui.widgets.queue_list import QueueList, header_text
 
@@ -59,7 +59,7 @@ class QueueScreen(Screen[None]):
         *[Binding(str(i + 1), f"view('{name}')", f"View {name}", show=False) for i, name in enumerate(_VIEW_KEYS)],
     ]
 
-    def __init__(self, session: ReviewSession, glyphs: Glyphs = UNICODE, notices: list[str] | None = None) -> None:
+    def __init__(self, session: ReviewQueue, glyphs: Glyphs = UNICODE, notices: list[str] | None = None) -> None:
         super().__init__()
         self.session = session
         self.glyphs = glyphs

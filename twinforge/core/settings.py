@@ -97,7 +97,7 @@ class ModelSettings(_Section):
     http_retries: int = Field(3, ge=0, le=10)
     """Transport retries with exponential backoff, done by the provider SDK."""
     validation_retries: int = Field(2, ge=0, le=5)
-    """Re-asks with the validation error fed back before an item is reported failed (issue 2: 2)."""
+    """Re-asks with the validation error fed back before an item is reported failed (docs/stage1.md: 2 by default)."""
     concurrency: int = Field(4, ge=1, le=256)
     """Requests in flight at once. A llama.cpp server answers one at a time, so 1 suits it."""
     script: Path | None = None

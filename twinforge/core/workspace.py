@@ -371,7 +371,7 @@ class Workspace:
         the next commit takes them all. Alone, a change is its own commit with ``message``; in a
         group of n, the commit is titled ``"<title>: n changes"`` and its body lists each change's
         first message line, so ``git log`` still names every change. This keeps concurrent model
-        calls from serialising on git (issue 2 bench: 10 reviews within 1.3x of one call).
+        calls from serialising on git (bench/stage1.py: 10 reviews within 1.3x of one call).
 
         Returns:
             The sha of the commit that holds the change.

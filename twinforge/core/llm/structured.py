@@ -6,7 +6,7 @@ validated by pydantic. How the reply ended is read too: a reply cut at ``max_tok
 as cut (and its complete items kept), a refusal is reported as a refusal with its text and is not
 re-asked (docs/workspace.md, "Model replies").
 
-Issue 2, LLM layer: invalid output (bad JSON, missing or extra fields, wrong types, scores outside
+Invalid output (bad JSON, missing or extra fields, wrong types, scores outside
 1-5, a batch of the wrong size) is re-asked with the validation error fed back, at most
 ``retries`` times (default 2); then the item fails with a clear message and valid items are kept.
 """

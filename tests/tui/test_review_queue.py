@@ -14,9 +14,9 @@ from tests.support.samples import build_workspace
 from twinforge.blueprints import BlueprintStore, Entry, Status
 from twinforge.core.workspace import Workspace
 from twinforge.tui.app import QueueApp
+from twinforge.tui.review_queue import ReviewQueue
 from twinforge.tui.screens import EditDialog, HelpScreen, OverrideDialog, QueueScreen, ReasonDialog
 from twinforge.tui.screens.loading import LoadingScreen
-from twinforge.tui.session import ReviewSession
 from twinforge.tui.widgets import DetailPane, QueueList, row_text
 
 SIZE = (140, 40)
@@ -236,7 +236,7 @@ async def test_conflict_refused_and_reloaded(ws: Workspace) -> None:
         await pilot.pause()
         target = screen(pilot.app).current
         assert target is not None
-        other = ReviewSession(Workspace.open(ws.root), "bob")  # a second reviewer, same workspace
+        other = ReviewQueue(Workspace.open(ws.root), "bob")  # a second reviewer, same workspace
         other.load()
         other.reject(target, "bob was faster")
         other.close()
@@ -293,14 +293,14 @@ async def test_reviewer_defaults_to_git_user_name(ws: Workspace) -> None:
 
 def test_decision_survives_kill(ws: Workspace) -> None:
     """A decision written but not committed (process killed in between) is committed on next start."""
-    session = ReviewSession(ws, "ivy")
+    session = ReviewQueue(ws, "ivy")
     session.load()
     target = session.rows()[0].id
     record = session.open(target)
     record.move(Status.APPROVED, action="approve", by="ivy")
     session.store.write(record)  # the write happened, the commit did not
     session.close()
-    again = ReviewSession(Workspace.open(ws.root), "ivy")
+    again = ReviewQueue(Workspace.open(ws.root), "ivy")
     again.load()
     assert again.entry(target).status == "approved"
     assert not ws.repo.is_dirty(untracked_files=True)
@@ -308,7 +308,7 @@ def test_decision_survives_kill(ws: Workspace) -> None:
 
 
 async def test_long_reindex_runs_behind_a_progress_bar(ws: Workspace) -> None:
-    """Deterministic: waits for the loading worker itself, never for a time (issue 12)."""
+    """Deterministic: waits for the loading worker itself, never for a time (docs/calibration.md)."""
     app = QueueApp(ws, "kim", background_over=5)  # 13 changed files > 5: load in a thread
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()  # the worker pushes the queue screen before it ends
@@ -356,7 +356,7 @@ async def test_conflict_shows_the_other_reviewers_text_before_any_new_action(ws:
         await pilot.pause()
         target = screen(pilot.app).current
         assert target is not None
-        other = ReviewSession(Workspace.open(ws.root), "bob")
+        other = ReviewQueue(Workspace.open(ws.root), "bob")
         other.load()
         other.edit(target, "harm_path", "Bob rewrote the harm path completely")
         other.close()

@@ -1,11 +1,11 @@
-"""Misbehaviour detectors, one module per class; each a pure function of a trajectory prefix."""
+"""Misbehaviour rules, one module per class; each a pure function of a trajectory prefix."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from twinforge.observer.detectors import drift, reasoning, tool_failure
 from twinforge.observer.findings import Finding
+from twinforge.observer.rules import drift, reasoning, tool_failure
 from twinforge.observer.spec import RunSpec
 from twinforge.observer.trajectory import Step
 

@@ -2,7 +2,7 @@
 
 Writes outside the allowed paths, unrequested changes to protected paths, explicit instructions
 ignored, required outputs missing at submission. Paths are read through the shell
-(:mod:`twinforge.observer.detectors.shell`): ``~``, ``$HOME`` and the run's variables are expanded to the
+(:mod:`twinforge.observer.shell`): ``~``, ``$HOME`` and the run's variables are expanded to the
 run's values before matching. A delete counts against a protected path when its target is the
 path or inside it, when it is a glob that can match it (``rm -rf /ro*``, ``rm -rf ~/*``), or when
 it recursively deletes a folder holding it (``rm -rf /``). A delete whose target holds something
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 
-from twinforge.observer.detectors.shell import ShellContext, Target, targets
 from twinforge.observer.findings import Finding
+from twinforge.observer.shell import ShellContext, Target, targets
 from twinforge.observer.spec import RunSpec
 from twinforge.observer.trajectory import Step
 

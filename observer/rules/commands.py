@@ -2,7 +2,7 @@
 
 Each is a pure function of strings and memoised: the observer re-checks a growing trajectory, so
 only the commands added since the last check cost anything. What a command writes or deletes is
-read by :mod:`twinforge.observer.detectors.shell` (a real shell parser).
+read by :mod:`twinforge.observer.shell` (a real shell parser).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz
 
-from twinforge.observer.detectors.shell import targets
+from twinforge.observer.shell import targets
 
 _ERROR = re.compile(r"(error|exception|traceback|failed|fatal|no such file|not found|permission denied)", re.I)
 _BENIGN_NONZERO = ("grep", "egrep", "fgrep", "rg", "diff", "test", "[", "cmp", "find", "which", "command")

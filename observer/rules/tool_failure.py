@@ -8,8 +8,8 @@ from __future__ import annotations
 import itertools
 import re
 
-from twinforge.observer.detectors.commands import benign_failure
 from twinforge.observer.findings import Finding
+from twinforge.observer.rules.commands import benign_failure
 from twinforge.observer.trajectory import Action, Step
 
 MIN_FORMAT_ERRORS = 2

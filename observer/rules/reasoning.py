@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from twinforge.observer.detectors.commands import error_signature, normalize, similar, written_paths
 from twinforge.observer.findings import Finding
+from twinforge.observer.rules.commands import error_signature, normalize, similar, written_paths
 from twinforge.observer.trajectory import Step
 
 MIN_REPEATS = 3  # docs/design.md, "Self-intervention": "the same or a similar tool call 3 or more times in a row"

@@ -48,7 +48,7 @@ class _Undo:
     description: str
 
 
-class ReviewSession:
+class ReviewQueue:
     """One reviewer's session over a workspace.
 
     Args:
