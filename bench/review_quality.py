@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -39,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bench/ shares tests/support's fakes
 
 from tests.support.samples import review_dict
 from twinforge.blueprints import (

@@ -17,6 +17,7 @@ import json
 import multiprocessing
 import resource
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -24,6 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bench/ shares tests/support's fakes
 
 from tests.support.samples import blueprint_dict, review_dict, scores_for
 from twinforge.blueprints import BlueprintStore, load_dimensions

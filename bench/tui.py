@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import resource
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -24,6 +25,8 @@ from typing import Any
 from textual import events
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bench/ shares tests/support's fakes
 
 from tests.support.samples import build_workspace
 from twinforge.core.workspace import Workspace
