@@ -62,7 +62,7 @@ def build_layer(cli: docker.DockerClient, image: str, package: CliPackage, versi
     except ImageNotFound:
         pass
     started = time.monotonic()
-    payload = _payload(cli, package, version)
+    payload = build_payload(cli, package, version)
     dockerfile = f"FROM {image}\nCOPY --from={payload} / {HARNESS_HOME}/\n".encode()
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as archive:
@@ -74,7 +74,7 @@ def build_layer(cli: docker.DockerClient, image: str, package: CliPackage, versi
     return tag, time.monotonic() - started
 
 
-def _payload(cli: docker.DockerClient, package: CliPackage, version: str) -> str:
+def build_payload(cli: docker.DockerClient, package: CliPackage, version: str) -> str:
     """An image ``FROM scratch`` holding only the CLI (and Node): made once per version, copied into each layer."""
     tag = f"twinforge-harness-payload/{package.name}:{version}"
     try:
