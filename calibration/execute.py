@@ -24,6 +24,7 @@ from twinforge.calibration.records import PlannedRun, RecordsDB, RunRow
 from twinforge.calibration.results import Budgets, RunSummary
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.settings import ModelSettings
+from twinforge.harness.registry import CLI_HARNESSES, make_harness
 from twinforge.taskpair import TaskPair
 from twinforge.taskpair.runtime.engine import client
 from twinforge.taskpair.runtime.isolation import reap
@@ -33,7 +34,9 @@ WAIT_S = 2.0
 
 
 def harness_key(name: str, options: dict[str, Any]) -> str:
-    """Harness name plus the options that change its behaviour, e.g. ``mini-swe-agent[text,grammar]``."""
+    """Harness name plus what changes its behaviour: ``mini-swe-agent[text,grammar]``, ``codex@0.146.0[bypass]``."""
+    if name in CLI_HARNESSES:
+        return make_harness(name, **options).key
     parts = [str(options.get("action_mode", "")), "grammar" if options.get("grammar") else ""]
     flags = ",".join(p for p in parts if p)
     return f"{name}[{flags}]" if flags else name

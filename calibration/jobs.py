@@ -27,6 +27,7 @@ from twinforge.calibration.rules import is_capable
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.settings import ModelSettings
 from twinforge.harness import ModelEndpoint, make_harness
+from twinforge.harness.cli_harness import CliHarness
 from twinforge.harness.proxy import ModelProxy
 from twinforge.observer.diagnose import diagnose_file
 from twinforge.taskpair import RunError, load_pair
@@ -151,6 +152,8 @@ def _execute(
     budgets = Budgets.model_validate(job.budgets)
     partial = runs_dir / PARTIAL / run_id
     side.spec.agent.model_calls = budgets.model_calls
+    if isinstance(harness, CliHarness):  # a CLI and its tools share the task container's memory
+        side.spec.resources.memory_mb = max(side.spec.resources.memory_mb, harness.min_memory_mb)
     token = proxy.grant(
         run_id,
         settings,
@@ -158,12 +161,17 @@ def _execute(
         seconds=budgets.turn_timeout_s,
         extra_body=harness.extra_body(),
         log=partial / "proxy.jsonl",
+        **harness.grant_options(),
     )
-    endpoint = ModelEndpoint(proxy.url, token, settings.model, settings.temperature, settings.max_tokens)
+    refused = proxy.state(token).refused_event
+    endpoint = ModelEndpoint(proxy.url, token, settings.model, settings.temperature, settings.max_tokens, refused)
+    attachment = harness.attachment((proxy.host, proxy.port))
     try:
-        with runner.session(pair, side, run_id=run_id) as session:
+        with runner.session(pair, side, run_id=run_id, attachment=attachment) as session:
             result = harness.run(session, side.instruction, endpoint, partial / "trajectory.json")
             session.final_message = result.final_message
+            # a harness still connecting its tools gave the agent nothing to act with (docs/runtime.md)
+            session.failure = session.failure or (proxy.state(token).no_task_tools or "")
             # OVERTIME is the wall-clock turn budget only (docs/calibration.md, "Outcomes"); reaching
             # the call cap is not OVERTIME and ends the run as INCOMPLETE or STOPPED.
             session.overtime = (
@@ -183,7 +191,8 @@ def _execute(
         # Tell incapability from over-refusal on every twin that was not CAPABLE (docs/calibration.md).
         found = diagnose_file(result.trajectory)
         diagnosis = Diagnosis(label=found.label, findings=[f.model_dump(mode="json") for f in found.findings[:10]])
-    disagreements = flags(pair, side.name, run.outcome, [r.command for r in session.records], result.final_message)
+    commands = [r.command for r in session.records] or (harness.commands if isinstance(harness, CliHarness) else [])
+    disagreements = flags(pair, side.name, run.outcome, commands, result.final_message)
     final = runs_dir / run_id
     _publish(partial, final)
     detail = RunDetail(

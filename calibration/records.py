@@ -33,7 +33,9 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    inspect,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import Engine, make_url
@@ -110,6 +112,10 @@ class CallRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(String(200), index=True)
     n: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16), default="agent")
+    """``agent`` (an agent turn, counted against the cap), ``side`` or ``count_tokens`` (counted apart)."""
+    shape: Mapped[str] = mapped_column(String(16), default="chat")
+    """The API shape of the call: ``chat``, ``responses`` or ``messages``."""
     status: Mapped[int] = mapped_column(Integer)
     seconds: Mapped[float] = mapped_column(Float)
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
@@ -222,6 +228,7 @@ class RecordsDB:
             event.listen(self.engine, "begin", _sqlite_begin)
         try:
             Base.metadata.create_all(self.engine)
+            _add_missing_columns(self.engine)
         except OperationalError as exc:
             reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
             raise CalibrationError(f"cannot reach the records database {shown}: {reason}") from exc
@@ -377,6 +384,21 @@ class Lease:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+ADDED_COLUMNS = {"proxy_calls": {"role": "VARCHAR(16) DEFAULT 'agent'", "shape": "VARCHAR(16) DEFAULT 'chat'"}}
+"""Columns added since a table was first created: older databases get them with their defaults."""
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Add the columns of :data:`ADDED_COLUMNS` that an older records database lacks."""
+    found = inspect(engine)
+    for table, columns in ADDED_COLUMNS.items():
+        have = {c["name"] for c in found.get_columns(table)}
+        with engine.begin() as connection:
+            for name, ddl in columns.items():
+                if name not in have:
+                    connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {ddl}"))
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -12,9 +12,10 @@ which this package otherwise does only when a run starts.
 
 from twinforge.harness.environment import SUBMIT_SIGNAL, ShellEnvironment, ShellEnvironmentConfig, raise_if_submitted
 from twinforge.harness.exceptions import HarnessError
+from twinforge.harness.grant import RunGrant
 from twinforge.harness.mini_swe_agent import TEXT_ACTION_GRAMMAR, MiniSweAgent
 from twinforge.harness.protocol import Harness, HarnessResult, Limits, ModelEndpoint, Shell
-from twinforge.harness.proxy import CallLog, ModelProxy, RunGrant
+from twinforge.harness.proxy import CallLog, ModelProxy
 from twinforge.harness.registry import HARNESSES, make_harness
 
 __all__ = [

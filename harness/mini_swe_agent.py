@@ -77,6 +77,20 @@ class MiniSweAgent:
         """The llama.cpp ``grammar`` when the option is on, else nothing."""
         return {"grammar": TEXT_ACTION_GRAMMAR} if self.grammar else {}
 
+    @property
+    def key(self) -> str:
+        """How runs are keyed in the records, e.g. ``mini-swe-agent[text,grammar]``."""
+        flags = ",".join(p for p in (self.action_mode, "grammar" if self.grammar else "") if p)
+        return f"{self.name}[{flags}]"
+
+    def grant_options(self) -> dict[str, Any]:
+        """The proxy's defaults: refusals are 401 (LiteLLM does not retry them); text mode offers no tools."""
+        return {}
+
+    def attachment(self, proxy: tuple[str, int]) -> None:
+        """None: Mini-SWE-agent's loop runs on the host and sends commands into the task container."""
+        return
+
     def run(self, session: Session, instruction: str, endpoint: ModelEndpoint, trajectory: Path) -> HarnessResult:
         """Run DefaultAgent on the instruction in the session's container; budgets: the task's call cap and deadline."""
         budget = session.side.spec.agent

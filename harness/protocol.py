@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from twinforge.taskpair.runtime.attachment import RunAttachment
 from twinforge.taskpair.runtime.session import CommandRecord, Session
 
 
@@ -19,6 +21,8 @@ class ModelEndpoint:
         model: Model name passed through (the proxy substitutes the upstream name).
         temperature: Sampling temperature.
         max_tokens: Completion cap per call.
+        refused: Set by the proxy when it refused a call of this run (an in-container CLI is then
+            stopped after a grace period: some retry a refusal for minutes).
     """
 
     base_url: str
@@ -26,6 +30,7 @@ class ModelEndpoint:
     model: str
     temperature: float
     max_tokens: int
+    refused: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -80,12 +85,25 @@ class Shell(Protocol):
 
 
 class Harness(Protocol):
-    """A coding-agent harness adapter."""
+    """A coding-agent harness adapter: Mini-SWE-agent (its loop on the host) or a CLI inside the task container."""
 
     name: str
 
+    @property
+    def key(self) -> str:
+        """How its runs are keyed in the records: name, version where pinned, and behaviour-changing options."""
+        ...
+
     def extra_body(self) -> dict[str, Any]:
         """Fields the proxy adds to every model request of this harness (e.g. a llama.cpp grammar)."""
+        ...
+
+    def grant_options(self) -> dict[str, Any]:
+        """Keyword arguments of :meth:`twinforge.harness.proxy.ModelProxy.grant` for this harness (its stop status)."""
+        ...
+
+    def attachment(self, proxy: tuple[str, int]) -> RunAttachment | None:
+        """The runner hooks of one run (layer and model channel to the proxy at ``proxy``), or None."""
         ...
 
     def run(self, session: Session, instruction: str, endpoint: ModelEndpoint, trajectory: Path) -> HarnessResult:

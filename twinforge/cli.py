@@ -20,6 +20,7 @@ from twinforge.core.console import err_console
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.exporter import cli as exporter_cli
 from twinforge.generator import cli as generator_cli
+from twinforge.harness import cli as harness_cli
 from twinforge.implementer import cli as implementer_cli
 from twinforge.observer import cli as observer_cli
 from twinforge.reviewer import cli as reviewer_cli
@@ -33,6 +34,7 @@ REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (
     reviewer_cli.register,  # review
     tui_cli.register,  # queue
     taskpair_cli.register,  # env, new-pair, validate, taxonomy
+    harness_cli.register,  # harness list, harness setup
     calibration_cli.register,  # calibrate, admit, evaluate, report
     implementer_cli.register,  # implement
     observer_cli.register,  # diagnose

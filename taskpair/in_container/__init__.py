@@ -10,6 +10,7 @@ with the standard library only. This module only says where each part lives on t
 | ``wrapper/command_tree.py`` | the task container, around every agent command | passed as ``python3 -I -S -c`` |
 | ``twinforge_detectors/`` | the detector container and the sandbox | mounted under :data:`DETECTOR_MOUNT` (on ``PYTHONPATH``) |
 | ``cheats/`` | the task container, as the cheat battery's agents | copied in by the gate |
+| ``channel/relay.py`` | the model channel's sidecar (the task container's network namespace) | passed as ``python3 -I -S -c`` |
 
 ``twinforge_detectors`` is also installed on the host as its own top-level package: it is the API
 detector authors write against, typed and checked like the rest.
@@ -39,6 +40,9 @@ DETECTOR_MOUNT = "/opt/twinforge/detectors"
 DETECTOR_PACKAGE_MOUNT = f"{DETECTOR_MOUNT}/twinforge_detectors"
 """Where :data:`DETECTOR_PACKAGE` is mounted read-only inside the detector container."""
 
+MODEL_CHANNEL_RELAY = HERE / "channel" / "relay.py"
+"""The model channel's sidecar: loopback relay to the host proxy and sink of blocked connections."""
+
 CHEATS = HERE / "cheats"
 """The cheat battery's scripts (``_common.py`` is their shared helper)."""
 
@@ -48,6 +52,7 @@ __all__ = [
     "DETECTOR_MOUNT",
     "DETECTOR_PACKAGE",
     "DETECTOR_PACKAGE_MOUNT",
+    "MODEL_CHANNEL_RELAY",
     "SERVICES_MOUNT",
     "SERVICE_PROGRAMS",
 ]

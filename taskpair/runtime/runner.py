@@ -38,6 +38,7 @@ from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.runtime import firewall
+from twinforge.taskpair.runtime.attachment import RunAttachment
 from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect
 from twinforge.taskpair.runtime.detection import detector_name, run_detector
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS, base_image_tag, client
@@ -96,8 +97,14 @@ class Runner:
         }
 
     @contextmanager
-    def session(self, pair: TaskPair, side: Side, *, run_id: str | None = None) -> Iterator[Session]:
+    def session(
+        self, pair: TaskPair, side: Side, *, run_id: str | None = None, attachment: RunAttachment | None = None
+    ) -> Iterator[Session]:
         """Set up a run, yield it for the agent, then stop the agent, detect and tear down.
+
+        ``attachment`` (a harness that runs inside the task container) may replace the image with a
+        layer on top of it, is told when the task container started (its model channel) and when
+        the agent stopped (its evidence), docs/runtime.md, "Model channel".
 
         The outcome is available afterwards as ``session.result`` and in ``runs/<run-id>/result.json``
         (per session, so one runner can serve several threads). If the code in the ``with`` block
@@ -116,9 +123,16 @@ class Runner:
         res = _Resources()
         try:
             image, _ = build_image(self.cli, pair.id, side, self.base)
+            if attachment is not None:
+                image = attachment.image(self.cli, image)
             session = self._setup(run_id, side, image, labels, res, evidence)
+            if attachment is not None and session.container is not None:
+                attachment.started(self.cli, session.container, labels, self.base)
             timings["setup"] = time.monotonic() - t0
         except BaseException as exc:
+            if attachment is not None:
+                with suppress(Exception):
+                    attachment.stopped(evidence)
             self._teardown(run_id, res)
             if isinstance(exc, (APIError, *ENGINE_ERRORS)):
                 raise RunError("setup", f"{run_id}: {exc}") from exc
@@ -133,6 +147,11 @@ class Runner:
             self._teardown(run_id, res)
             raise
         timings["agent"] = time.monotonic() - t1
+        if attachment is not None:
+            try:
+                attachment.stopped(evidence)
+            except Exception as exc:  # its evidence is missing: the run cannot be judged safe
+                session.failure = session.failure or f"harness: {type(exc).__name__}: {exc}"[:500]
         result = self._conclude(pair, side, session, res, evidence, image, timings, t0, pending)
         session.result = result
         if pending is not None:
@@ -398,12 +417,15 @@ class Runner:
         missing = manifests.get("state", {}).get("missing") or []
         if missing and verdict is None and error:
             error += f" (paths missing from state: {', '.join(missing)})"
+        failed = oom or bool(session.failure)
         outcome = outcome_of(
-            verdict, overtime=overtime, safe_completion_possible=side.spec.safe_completion_possible, failed=oom
+            verdict, overtime=overtime, safe_completion_possible=side.spec.safe_completion_possible, failed=failed
         )
         if oom and outcome is Outcome.UNDETERMINED:  # a run failure, never OVERTIME: its cause is stored
             cause = f"oom: the task container hit its memory limit ({side.spec.resources.memory_mb} MiB)"
             error = f"{error}; {cause}" if error else cause
+        if session.failure and outcome is Outcome.UNDETERMINED:
+            error = f"{error}; {session.failure}" if error else session.failure
         return RunResult(
             run_id=session.run_id,
             pair=pair.id,

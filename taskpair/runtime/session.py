@@ -112,6 +112,9 @@ class Session:
     keep: set[int] = field(default_factory=set)
     ended: str = ""
     disk_full: bool = False
+    failure: str = ""
+    """Why the run cannot be judged safe whatever the detector says short of harm or the goal (a harness
+    that offered no task tools, a missing model channel log); '' when none (docs/runtime.md, "Runner")."""
 
     def exec(self, command: str, timeout_s: float | None = None) -> CommandRecord:
         """Run one shell command in the task container's work folder; its whole tree is killed at the timeout.

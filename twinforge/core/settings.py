@@ -32,6 +32,7 @@ LOCAL_BASE_URL = "http://127.0.0.1:8080/v1"
 
 Provider = Literal["openai-compatible", "openai", "anthropic", "scripted"]
 StructuredOutput = Literal["json_schema", "json_object"]
+ApiShape = Literal["chat", "responses", "messages"]
 ROLES = ("generator", "reviewer", "implementer", "calibration")
 # POSIX, Base Definitions, 8.1: environment variable names are letters, digits and underscores,
 # not starting with a digit. A value outside that shape is most likely a key pasted in.
@@ -102,6 +103,11 @@ class ModelSettings(_Section):
     """Requests in flight at once. A llama.cpp server answers one at a time, so 1 suits it."""
     script: Path | None = None
     """For ``provider = "scripted"``: YAML list of replies to replay in order."""
+    api_shapes: list[ApiShape] = Field(default_factory=lambda: list[ApiShape](["chat"]))
+    """Model APIs the endpoint serves: ``chat`` (OpenAI Chat Completions), ``responses`` (OpenAI
+    Responses), ``messages`` (Anthropic Messages). The recording proxy forwards each harness's calls in
+    their own shape and refuses a shape the upstream lacks (docs/runtime.md, "Harnesses"); llama.cpp's
+    ``llama-server`` serves all three."""
 
     @field_validator("base_url")
     @classmethod

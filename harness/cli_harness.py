@@ -1,0 +1,303 @@
+"""Coding-agent CLIs that run inside the task container (docs/runtime.md, "Harnesses").
+
+Claude Code, Codex CLI, OpenCode and Pi execute their own tools, so unlike Mini-SWE-agent (whose
+loop runs on the host and sends commands in) they run in the task container, on a layer that adds
+the CLI (``twinforge.harness.layer``), headless, in their permissive mode, with their model pointed
+at the model channel (``twinforge.taskpair.runtime.model_channel``): the run token is the only
+credential in the container. Each adapter (one module per CLI) says how its CLI is configured,
+started and stopped, and how its own output tells success from failure; this class does the rest:
+files in place, one process under the command wrapper with the turn budget as its limit, its
+output streamed to the host, a stop when the proxy refuses (after a grace period, since some CLIs
+retry a refusal for minutes), and the trajectory read from the proxy's transcript.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import tarfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker.errors import DockerException
+from docker.models.containers import Container
+from requests.exceptions import RequestException
+
+from twinforge.harness.api_trajectory import write_trajectory
+from twinforge.harness.exceptions import HarnessError
+from twinforge.harness.install import PACKAGES, CliPackage
+from twinforge.harness.layer import build_layer
+from twinforge.harness.protocol import HarnessResult, ModelEndpoint
+from twinforge.harness.shapes import Shape
+from twinforge.taskpair.in_container import COMMAND_WRAPPER
+from twinforge.taskpair.runtime.model_channel import ModelChannel
+from twinforge.taskpair.runtime.session import Session
+
+MAX_STDOUT = 32 * 2**20
+"""Bytes of the CLI's own output kept in the evidence."""
+STDERR_FILE = "/tmp/.agent-harness.stderr"
+PROMPT_FILE = "/tmp/.agent-task.txt"
+HOME = "/root"
+
+
+@dataclass
+class Launch:
+    """How one CLI run starts.
+
+    Attributes:
+        argv: The command line (the CLI's entry first).
+        env: Its whole environment (it runs under ``env -i``).
+        files: Files put in place first, by absolute path (under ``/root`` or ``/tmp``).
+        stdin_prompt: Feed the task on standard input instead of as an argument.
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    files: dict[str, str] = field(default_factory=dict)
+    stdin_prompt: bool = False
+
+
+@dataclass
+class EndState:
+    """What a CLI's own output says about how it ended."""
+
+    exit_status: str
+    final_message: str
+    api_error: bool = False
+
+
+class HarnessAttachment:
+    """The runner's hooks for one in-container harness run: the layer and the model channel."""
+
+    def __init__(self, package: CliPackage, version: str, channel: ModelChannel) -> None:
+        self.package, self.version, self.channel = package, version, channel
+        self.layer_seconds = 0.0
+        self.egress: list[dict[str, Any]] = []
+
+    def image(self, cli: docker.DockerClient, image: str) -> str:
+        """The task image with the CLI on top."""
+        tag, self.layer_seconds = build_layer(cli, image, self.package, self.version)
+        return tag
+
+    def started(self, cli: docker.DockerClient, container: Container, labels: dict[str, str], base: str) -> None:
+        """Start the model channel for the task container."""
+        self.channel.started(cli, container, labels, base)
+
+    def stopped(self, evidence: Path) -> None:
+        """Close the channel; the blocked-connection log goes into the evidence."""
+        self.egress = self.channel.stopped(evidence / "agent")
+
+
+class CliHarness:
+    """Base of the four CLI adapters.
+
+    Args:
+        version: The CLI's version (default: the reference study's).
+        permission: The permission mode, recorded with every run: ``bypass`` (the study's: every
+            tool runs unasked) or a stricter mode the adapter supports.
+        refusal_grace_s: Seconds a CLI gets to stop by itself after the proxy refused a call.
+    """
+
+    name = "cli"
+    shape: Shape = "chat"
+    refusal_status = 401
+    permissions: tuple[str, ...] = ("bypass",)
+    min_memory_mb = 1536
+
+    def __init__(self, version: str | None = None, permission: str = "bypass", refusal_grace_s: float = 5.0) -> None:
+        if permission not in self.permissions:
+            raise HarnessError(
+                f"{self.name}: unknown permission mode {permission!r}; valid: {', '.join(self.permissions)}"
+            )
+        self.package: CliPackage = PACKAGES[self.name]
+        self.version = version or self.package.version
+        self.permission = permission
+        self.refusal_grace_s = refusal_grace_s
+        self._attachment: HarnessAttachment | None = None
+        self.commands: list[str] = []
+
+    @property
+    def key(self) -> str:
+        """How runs are keyed in the records: ``name@version[permission]``."""
+        return f"{self.name}@{self.version}[{self.permission}]"
+
+    def extra_body(self) -> dict[str, Any]:
+        """Nothing is added to a CLI's requests."""
+        return {}
+
+    def grant_options(self) -> dict[str, Any]:
+        """How the proxy treats this harness: its stop status, and that it offers native tools."""
+        return {"refusal_status": self.refusal_status, "expects_tools": True}
+
+    def attachment(self, proxy: tuple[str, int]) -> HarnessAttachment:
+        """The runner hooks of one run: the layer and a fresh model channel to ``proxy``."""
+        self._attachment = HarnessAttachment(self.package, self.version, ModelChannel(proxy))
+        return self._attachment
+
+    # per CLI ------------------------------------------------------------------------------------
+
+    def launch(self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str) -> Launch:
+        """The CLI's files, environment and command line."""
+        raise NotImplementedError
+
+    def end_state(self, events: list[dict[str, Any]], exit_code: int) -> EndState:
+        """Read how the run ended from the CLI's own JSON output."""
+        raise NotImplementedError
+
+    # the run ------------------------------------------------------------------------------------
+
+    def run(self, session: Session, instruction: str, endpoint: ModelEndpoint, trajectory: Path) -> HarnessResult:
+        """Run the CLI on ``instruction`` in the session's task container until it stops."""
+        if self._attachment is None:
+            raise HarnessError(f"{self.name}: the run was started without the harness attachment")
+        evidence = trajectory.parent / "agent"
+        evidence.mkdir(parents=True, exist_ok=True)
+        spec = session.side.spec
+        launch = self.launch(endpoint, self._attachment.channel.base_url, instruction, spec.workdir)
+        files = {**launch.files, PROMPT_FILE: instruction}
+        _put_files(session.container, files)
+        env = " ".join(shlex.quote(f"{k}={v}") for k, v in launch.env.items())
+        command = f"cd {shlex.quote(spec.workdir)} && exec env -i {env} {shlex.join(launch.argv)} 2>{STDERR_FILE}"
+        if launch.stdin_prompt:
+            command += f" <{PROMPT_FILE}"
+        limit = max(1.0, session.deadline - time.monotonic())
+        started = time.monotonic()
+        stdout = evidence / "harness.stdout.jsonl"
+        exit_code, timed_out = self._stream(session, command, limit, stdout, endpoint.refused)
+        seconds = time.monotonic() - started
+        events = _json_lines(stdout)
+        state = self.end_state(events, exit_code)
+        if timed_out:
+            state.exit_status = "TimeExceeded"
+        _copy_out(session.container, STDERR_FILE, evidence / "harness.stderr.txt")
+        (evidence / "harness.json").write_text(
+            json.dumps(
+                {
+                    "harness": self.key,
+                    "exit_code": exit_code,
+                    "seconds": round(seconds, 3),
+                    "layer_build_seconds": round(self._attachment.layer_seconds, 3),
+                    "argv": launch.argv,
+                    "env": sorted(k for k in launch.env if "TOKEN" not in k and "KEY" not in k),
+                    "exit_status": state.exit_status,
+                    "api_error": state.api_error,
+                },
+                indent=1,
+            )
+        )
+        proxy_log = trajectory.parent / "proxy.jsonl"
+        commands = write_trajectory(proxy_log, instruction, state.exit_status, state.final_message, trajectory)
+        self.commands = commands
+        over = timed_out or session.overtime
+        return HarnessResult(
+            state.exit_status, state.final_message, len(commands), over, trajectory, time_exceeded=over
+        )
+
+    def _stream(
+        self, session: Session, command: str, limit: float, stdout: Path, refused: threading.Event | None
+    ) -> tuple[int, bool]:
+        api = session.container.client.api
+        wrapper = COMMAND_WRAPPER.read_text(encoding="utf-8")
+        exec_id = api.exec_create(
+            session.container.id, ["python3", "-I", "-S", "-c", wrapper, f"{limit:.3f}", command]
+        )["Id"]
+        done = threading.Event()
+
+        def watch() -> None:
+            if refused is not None and _wait_either(refused, done) and not done.wait(self.refusal_grace_s):
+                session.kill_all()
+
+        threading.Thread(target=watch, daemon=True).start()
+        backstop = threading.Timer(limit + 5, session.kill_all)
+        backstop.daemon = True
+        backstop.start()
+        status: dict[str, Any] = {}
+        errors = bytearray()
+        kept = 0
+        try:
+            with stdout.open("wb") as out:
+                for chunk_out, chunk_err in api.exec_start(exec_id, stream=True, demux=True):
+                    if chunk_out and kept < MAX_STDOUT:
+                        out.write(chunk_out[: MAX_STDOUT - kept])
+                        kept += len(chunk_out)
+                    if chunk_err and len(errors) < 65536:
+                        errors += chunk_err
+        except (DockerException, RequestException):
+            pass
+        finally:
+            done.set()
+            backstop.cancel()
+        for line in reversed(errors.decode("utf-8", "replace").splitlines()):
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(parsed, dict) and parsed.get("twinforge") == "command":
+                status = parsed
+                break
+        return int(status.get("exit", -1)), bool(status.get("timed_out"))
+
+
+def _wait_either(first: threading.Event, second: threading.Event) -> bool:
+    """Wait until ``first`` or ``second`` is set; True when ``first`` was."""
+    while not second.is_set():
+        if first.wait(0.2):
+            return True
+    return False
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    events = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if path.is_file() else []:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def _put_files(container: Container, files: dict[str, str]) -> None:
+    """Put files under their writable top folder (``/root`` or ``/tmp``; the root file system is read-only)."""
+    by_top: dict[str, dict[str, str]] = {}
+    for path, content in files.items():
+        top, _, rest = path.lstrip("/").partition("/")
+        by_top.setdefault("/" + top, {})[rest] = content
+    for top, entries in by_top.items():
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            folders: set[str] = set()
+            for rest, content in entries.items():
+                parts = rest.split("/")[:-1]
+                for i in range(1, len(parts) + 1):
+                    folder = "/".join(parts[:i])
+                    if folder not in folders:
+                        folders.add(folder)
+                        info = tarfile.TarInfo(folder)
+                        info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+                        archive.addfile(info)
+                data = content.encode()
+                info = tarfile.TarInfo(rest)
+                info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+                archive.addfile(info, io.BytesIO(data))
+        container.put_archive(top, buffer.getvalue())
+
+
+def _copy_out(container: Container, path: str, dest: Path, limit: int = 2**20) -> None:
+    """Copy the tail of one regular file out of the container (best effort: it is only a log)."""
+    try:
+        stream, _ = container.get_archive(path)
+        data = b"".join(stream)
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+            member = archive.next()
+            handle = archive.extractfile(member) if member is not None and member.isfile() else None
+            if handle is not None:
+                dest.write_bytes(handle.read()[-limit:])
+    except (DockerException, RequestException, tarfile.TarError, OSError):
+        return

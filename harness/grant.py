@@ -1,0 +1,97 @@
+"""What one run token may do, and what it did (the proxy's accounting; docs/calibration.md, "Model proxy")."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twinforge.core.settings import ModelSettings
+from twinforge.harness.shapes import Role, has_task_tool
+
+
+@dataclass
+class RunGrant:
+    """What one run token may do, and what it did.
+
+    Attributes:
+        run_id: The run.
+        upstream: Where calls go (the real endpoint and model).
+        cap: Agent-turn cap (40 for Mini-SWE-agent; 60 for some R8 tasks; docs/design.md).
+        deadline: ``time.monotonic()`` after which calls are refused.
+        extra_body: Fields merged into every upstream request (e.g. a llama.cpp ``grammar``).
+        log: JSON-lines transcript of every request and response.
+        refusal_status: HTTP status of a refusal: the one this harness stops on at once
+            (401 for Mini-SWE-agent, OpenCode and Pi; 429 for Codex; docs/runtime.md, "Harnesses").
+        side_cap: Cap on side calls (title generation, count_tokens), counted apart from agent turns.
+        expects_tools: The harness offers native tools; a first agent turn without a shell tool
+            makes the run UNDETERMINED (the harness was still connecting its tools).
+        calls: Agent turns forwarded so far (what the cap counts).
+        side_calls: Side and count_tokens calls forwarded so far.
+        refused: Why calls were refused (``cap`` / ``side-cap`` / ``deadline``), if they were.
+        first_tools: Tool names the first agent turn offered (``None`` before it).
+        record_errors: Calls the records database could not store (they are in the transcript).
+    """
+
+    run_id: str
+    upstream: ModelSettings
+    cap: int
+    deadline: float
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    log: Path | None = None
+    refusal_status: int = 401
+    side_cap: int | None = None
+    expects_tools: bool = False
+    calls: int = 0
+    side_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    refused: str | None = None
+    first_tools: list[str] | None = None
+    record_errors: int = 0
+    seq: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    log_lock: threading.Lock = field(default_factory=threading.Lock)
+    refused_event: threading.Event = field(default_factory=threading.Event)
+
+    def admit(self, role: Role, tools: list[str]) -> tuple[int, str | None, str]:
+        """Count one call of ``role`` (under the lock); returns ``(sequence number, refusal reason or None, message)``.
+
+        A refused call is not counted: a harness that retries a refusal does not use up its budget.
+        """
+        with self.lock:
+            self.seq += 1
+            if time.monotonic() >= self.deadline:
+                return self._refuse("deadline", f"time budget of run {self.run_id} is used up")
+            if role == "agent":
+                if self.calls >= self.cap:
+                    return self._refuse("cap", f"model-call cap of {self.cap} reached for run {self.run_id}")
+                self.calls += 1
+                if self.first_tools is None:
+                    self.first_tools = list(tools)
+            else:
+                limit = self.side_cap if self.side_cap is not None else self.cap
+                if self.side_calls >= limit:
+                    return self._refuse("side-cap", f"side-call cap of {limit} reached for run {self.run_id}")
+                self.side_calls += 1
+            return self.seq, None, ""
+
+    def _refuse(self, why: str, message: str) -> tuple[int, str, str]:
+        self.refused = self.refused or why
+        self.refused_event.set()
+        return self.seq, why, message
+
+    @property
+    def remaining_s(self) -> float:
+        """Seconds left before the deadline."""
+        return self.deadline - time.monotonic()
+
+    @property
+    def no_task_tools(self) -> str | None:
+        """Why the run cannot be judged safe: its first agent turn offered no shell tool (``None`` when fine)."""
+        if not self.expects_tools or self.first_tools is None or has_task_tool(self.first_tools):
+            return None
+        shown = ", ".join(self.first_tools[:8]) or "none"
+        return f"harness: the first model call offered the agent no task tools (tools: {shown})"

@@ -1,0 +1,99 @@
+"""OpenCode 1.18.18 headless (docs/runtime.md, "Harnesses"): Chat Completions through the model channel.
+
+``opencode run --format json``, with a provider through ``@ai-sdk/openai-compatible`` in the file
+``OPENCODE_CONFIG`` names. ``autoupdate: false``, ``share: disabled`` and the ``OPENCODE_DISABLE_*``
+switches turn off updates, sharing, the models catalogue fetch and default plugins. No switch stops
+the background npm install of its plugin package at every start: its config folder is pre-seeded
+with ``node_modules/``, a ``package.json`` and a matching lock file, which makes it skip that install
+(harness-kit findings). The task is piped on standard input (an argument with spaces reaches the
+model wrapped in quotes). It stops at once on 401. It has no end event: the last ``step_finish``
+with reason ``stop`` and no ``error`` event mean success.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from twinforge.harness.cli_harness import HOME, CliHarness, EndState, Launch
+from twinforge.harness.layer import entry_in_layer
+from twinforge.harness.protocol import ModelEndpoint
+
+OFFLINE = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+    "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+    "OPENCODE_DISABLE_EMBEDDED_WEB_UI": "1",
+    "OPENCODE_DISABLE_TERMINAL_TITLE": "1",
+}
+"""OpenCode's own switches that keep it offline (with the pre-seeded config folder)."""
+
+
+class OpenCode(CliHarness):
+    """OpenCode ``run``; permission mode ``bypass`` (the study's: ``--dangerously-skip-permissions``)."""
+
+    name = "opencode"
+    shape = "chat"
+    refusal_status = 401
+
+    def launch(self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str) -> Launch:
+        """``opencode.json``, the seeded config folder, environment and command line of one run."""
+        model = endpoint.model
+        config = {
+            "model": f"tf/{model}",
+            "small_model": f"tf/{model}",
+            "autoupdate": False,
+            "share": "disabled",
+            "provider": {
+                "tf": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "model proxy",
+                    "options": {"baseURL": f"{base_url}/v1", "apiKey": "{env:TF_TOKEN}"},
+                    "models": {model: {"name": model, "tool_call": True, "limit": {"context": 128000, "output": 8192}}},
+                }
+            },
+        }
+        plugin = {"@opencode-ai/plugin": self.version}
+        lock = {"name": "opencode", "lockfileVersion": 3, "requires": True, "packages": {"": {"dependencies": plugin}}}
+        seed = f"{HOME}/.config/opencode"
+        files = {
+            f"{HOME}/.opencode.json": json.dumps(config),
+            f"{seed}/package.json": json.dumps({"dependencies": plugin}),
+            f"{seed}/package-lock.json": json.dumps(lock),
+            f"{seed}/node_modules/.keep": "",
+        }
+        env = {
+            "HOME": HOME,
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "TERM": "dumb",
+            "XDG_CONFIG_HOME": f"{HOME}/.config",
+            "XDG_DATA_HOME": f"{HOME}/.local/share",
+            "XDG_STATE_HOME": f"{HOME}/.local/state",
+            "XDG_CACHE_HOME": f"{HOME}/.cache",
+            "OPENCODE_CONFIG": f"{HOME}/.opencode.json",
+            "OPENCODE_FAKE_VCS": "git",
+            "TF_TOKEN": endpoint.token,
+            **OFFLINE,
+        }
+        argv = [*entry_in_layer(self.package), "run", "--format", "json", "--model", f"tf/{model}"]
+        argv.append("--dangerously-skip-permissions")
+        return Launch(argv, env, files=files, stdin_prompt=True)
+
+    def end_state(self, events: list[dict[str, Any]], exit_code: int) -> EndState:
+        """The last ``step_finish`` reason and any ``error`` event."""
+        final = ""
+        for event in events:
+            part = event.get("part")
+            if event.get("type") == "text" and isinstance(part, dict):
+                final = str(part.get("text") or "")
+        errors = [e for e in events if e.get("type") == "error"]
+        finish = next((e for e in reversed(events) if e.get("type") == "step_finish"), None)
+        reason = str((finish or {}).get("part", {}).get("reason", "")) if finish else ""
+        if errors or exit_code != 0:
+            detail = json.dumps(errors[-1].get("error"))[:150] if errors else ""
+            return EndState(f"error {detail}".strip() if errors else f"exited {exit_code}", final, True)
+        return EndState(f"step_finish {reason}".strip(), final, api_error=reason != "stop")

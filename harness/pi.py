@@ -1,0 +1,78 @@
+"""Pi 0.84.2 headless (docs/runtime.md, "Harnesses"): Chat Completions (``openai-completions``) on Node 22.
+
+``pi --print --mode json``, with a provider in ``$PI_CODING_AGENT_DIR/models.json`` whose API key is
+``"$TF_TOKEN"`` (a bare name would be a literal key), and ``PI_OFFLINE=1``, no version check, no
+telemetry. It stops at once on 401. It exits 0 even when the API failed: the last assistant
+message's ``stopReason`` (``stop`` / ``error``) in ``agent_end`` tells.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from twinforge.harness.cli_harness import HOME, CliHarness, EndState, Launch
+from twinforge.harness.layer import entry_in_layer
+from twinforge.harness.protocol import ModelEndpoint
+
+
+class Pi(CliHarness):
+    """Pi in print mode; permission mode ``bypass`` (Pi has no approvals: its tools always run)."""
+
+    name = "pi"
+    shape = "chat"
+    refusal_status = 401
+
+    def launch(self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str) -> Launch:
+        """``models.json``, ``settings.json``, environment and command line of one run."""
+        model = endpoint.model
+        agent_dir = f"{HOME}/.pi/agent"
+        models = {
+            "providers": {
+                "tf": {
+                    "baseUrl": f"{base_url}/v1",
+                    "api": "openai-completions",
+                    "apiKey": "$TF_TOKEN",
+                    "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+                    "models": [
+                        {"id": model, "name": model, "reasoning": False, "contextWindow": 128000, "maxTokens": 8192}
+                    ],
+                }
+            }
+        }
+        settings = {"enableInstallTelemetry": False, "enableAnalytics": False, "quietStartup": True}
+        files = {
+            f"{agent_dir}/models.json": json.dumps(models),
+            f"{agent_dir}/settings.json": json.dumps(settings),
+            f"{HOME}/.pi/sessions/.keep": "",
+        }
+        env = {
+            "HOME": HOME,
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "TERM": "dumb",
+            "PI_CODING_AGENT_DIR": agent_dir,
+            "TF_TOKEN": endpoint.token,
+            "PI_OFFLINE": "1",
+            "PI_SKIP_VERSION_CHECK": "1",
+            "PI_TELEMETRY": "0",
+        }
+        argv = [*entry_in_layer(self.package), "--print", "--mode", "json", "--provider", "tf", "--model", model]
+        argv += ["--session-dir", f"{HOME}/.pi/sessions", instruction]
+        return Launch(argv, env, files=files)
+
+    def end_state(self, events: list[dict[str, Any]], exit_code: int) -> EndState:
+        """The last assistant message of ``agent_end``: its ``stopReason`` and text."""
+        end = next((e for e in reversed(events) if e.get("type") == "agent_end"), None)
+        messages = [
+            m for m in (end or {}).get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant"
+        ]
+        if not messages:
+            return EndState(f"exited {exit_code} without agent_end", "", api_error=True)
+        last = messages[-1]
+        text = "".join(
+            str(c.get("text", "")) for c in last.get("content") or [] if isinstance(c, dict) and c.get("type") == "text"
+        )
+        reason = str(last.get("stopReason") or "")
+        if reason == "error":
+            return EndState(f"error {last.get('errorMessage', '')}"[:200], text, api_error=True)
+        return EndState(f"stopReason {reason}", text)
