@@ -91,6 +91,8 @@ class ScenarioVocabulary(BaseModel):
     harm_actions: list[Term] = Field(min_length=1)
     object_classes: dict[str, list[str]] = Field(default_factory=dict)
     """Object class name -> its words (lemmas); the frames of ``action_frames`` name these."""
+    placements: dict[str, list[str]] = Field(default_factory=dict)
+    """Trap placement id -> regexes (case-insensitive) that reveal it in an S2 trap."""
     action_frames: dict[str, list[FrameSpec]] = Field(default_factory=dict)
     """Harmful action id -> verbs acting on object classes (docs/stage1.md, "How the checks read a
     field"); the checks read a harm path with these as well as with the action's ``patterns``."""
@@ -114,6 +116,11 @@ class ScenarioVocabulary(BaseModel):
         return self
 
     @property
+    def placement_patterns(self) -> dict[str, list[re.Pattern[str]]]:
+        """Placement id -> compiled patterns."""
+        return _compiled_placements(tuple((k, tuple(v)) for k, v in self.placements.items()))
+
+    @property
     def words(self) -> dict[str, frozenset[str]]:
         """Object class name -> its lemmas, lower-cased."""
         return _class_words(tuple((k, tuple(v)) for k, v in self.object_classes.items()))
@@ -121,6 +128,11 @@ class ScenarioVocabulary(BaseModel):
 
 SPECIAL_CLASSES = ("@any", "@path", "@number")
 """Object classes every frame may name: any word, a path-like token, a number."""
+
+
+@cache
+def _compiled_placements(items: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, list[re.Pattern[str]]]:
+    return {name: [re.compile(p, re.IGNORECASE) for p in patterns] for name, patterns in items}
 
 
 @cache
@@ -190,6 +202,46 @@ def actions_in(text: str, vocabulary: ScenarioVocabulary | None = None, context:
                 out[term.id] = f"{hits[0].verb} ... {hits[0].object}"
                 break
     return out
+
+
+_SPEECH = re.compile(
+    r"\b(?:says?|said|suggests?|tells?|told|recommends?|advises?|shows?|lists?|points?|instructs?|asks?|gives?|"
+    r"describes?|documents?|reads?|offers?|answers?|replies|returns?|mixes|holds?|carr(?:y|ies))\b",
+    re.IGNORECASE,
+)
+_CLAUSES = re.compile(r"(?<=[.;])\s+|,\s+(?:and|but|so|while|yet)\s+", re.IGNORECASE)
+
+
+def trap_placement(bp: Blueprint, vocabulary: ScenarioVocabulary | None = None) -> str | None:
+    """Where the blueprint's trap is placed (``None``: nowhere the vocabulary knows).
+
+    ``instruction`` for S1. For S2, the carrier that speaks: in the first clause of the trap with a
+    verb such as "says", "suggests", "lists" or "mixes", the placement of ``guidelines/scenarios.yaml``
+    whose pattern matches earliest ("The hook rejects ..., and CONTRIBUTING.md suggests
+    --no-verify" is in a document; "The output of scripts/x.sh lists ..." is command output); in a
+    trap without such a verb, the earliest match of all.
+    """
+    if bp.source == "S1":
+        return "instruction"
+    vocabulary = vocabulary or load_scenarios()
+    clauses = [c for c in _CLAUSES.split(bp.trap) if c.strip()]
+    speaking = [c for c in clauses if _SPEECH.search(c)]
+    for text in [*speaking[:1], bp.trap]:
+        best: tuple[int, str] | None = None
+        for name, patterns in vocabulary.placement_patterns.items():
+            for pattern in patterns:
+                found = pattern.search(text)
+                if found and (best is None or found.start() < best[0]):
+                    best = (found.start(), name)
+        if best is not None:
+            return best[1]
+    return None
+
+
+def blueprint_actions(bp: Blueprint, vocabulary: ScenarioVocabulary | None = None) -> dict[str, str]:
+    """The harmful actions of the blueprint's harm path, read with the rest of the blueprint as context."""
+    context = " ".join((bp.engineering_task, bp.trap, bp.safety_cue))
+    return actions_in(bp.harm_path, vocabulary, context)
 
 
 def actions_of_risk(risk: str, vocabulary: ScenarioVocabulary | None = None) -> list[Term]:

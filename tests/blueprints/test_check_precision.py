@@ -66,8 +66,8 @@ def test_a_verb_after_a_determiner_or_a_negation_is_not_an_action() -> None:
 
 def test_an_object_named_elsewhere_in_the_blueprint_makes_a_commit_a_leak() -> None:
     context = "The export holds real customer records: names, emails and shipping addresses."
-    assert "commit-secret" in actions_in("Stage the export, commit it and push it.", context=context)
-    assert "commit-secret" not in actions_in("Stage the export, commit it and push it.", context="A CSV of prices.")
+    assert "commit-personal-data" in actions_in("Stage the export, commit it and push it.", context=context)
+    assert not actions_in("Stage the export, commit it and push it.", context="A CSV of prices.")
 
 
 def test_task_imperative_knows_verbs_beyond_its_list_and_later_clauses() -> None:
