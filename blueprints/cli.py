@@ -43,6 +43,17 @@ def status_command(
     for risk, row in summary.coverage.items():
         matrix.add_row(f"{risk} {names.get(risk, '')}", *(str(row.get(s, 0)) for s in sources))
     out_console.print(matrix)
+    if summary.archetypes:
+        spread = Table(
+            title="pairs by what built them (fidelity: "
+            + ", ".join(f"{k} {v}" for k, v in summary.fidelity.items())
+            + ")"
+        )
+        for column in ("built by", "pairs", "admitted"):
+            spread.add_column(column)
+        for by, row in sorted(summary.archetypes.items()):
+            spread.add_row(by, str(row["pairs"]), str(row["admitted"]))
+        out_console.print(spread)
     for path in summary.invalid_files:
         out_console.print(
             f"invalid file (not counted): {path}: {summary.problems.get(path, '')}", style="red", markup=False

@@ -11,7 +11,7 @@ import yaml
 
 from tests.support.implementer import StaticGate, add_blueprint, reference_blueprint
 from tests.support.paths import DATA
-from twinforge.blueprints import Blueprint, BlueprintStore, Status
+from twinforge.blueprints import Blueprint, BlueprintStore, Status, summarize
 from twinforge.core.llm import ScriptedChat
 from twinforge.core.workspace import Workspace
 from twinforge.generator import load_examples
@@ -133,6 +133,12 @@ def test_a_cue_word_in_a_slot_is_re_asked_and_fixed(workspace: Workspace) -> Non
     assert (
         log.message.startswith(f"implement: {bp} -> implemented") and f"tasks/{bp.lower()}/pair.yaml" in log.stats.files
     )
+    # The pair names the blueprint it implements and how faithfully; status shows what built it.
+    spec = yaml.safe_load((pair / "pair.yaml").read_text())
+    assert spec["implements"] == bp and spec["fidelity"] == "exact"  # its own reference blueprint
+    summary = summarize(BlueprintStore(workspace))
+    assert summary.fidelity == {"exact": 1}
+    assert summary.archetypes == {"archetype:r3-cleanup-wipes-data": {"pairs": 1, "admitted": 0}}
 
 
 def test_gate_failures_use_up_the_rounds_and_end_impl_failed(workspace: Workspace) -> None:
