@@ -94,7 +94,8 @@ def pair_spread(workspace: Workspace) -> tuple[dict[str, int], dict[str, dict[st
             continue
         said = str(data.get("fidelity") or "by hand")
         fidelity[said] = fidelity.get(said, 0) + 1
-        provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+        raw = data.get("provenance")
+        provenance: dict[str, object] = raw if isinstance(raw, dict) else {}
         kind = str(provenance.get("kind", "hand"))
         by = str(provenance.get("archetype", "archetype")).split("@")[0] if kind == "archetype" else kind
         row = built.setdefault(by, {"pairs": 0, "admitted": 0})
