@@ -260,9 +260,8 @@ def fit_table() -> None:
                 per[want]["labelled"] += 1
     tp, fp = counts["true-fit"], counts["false-fit"]
     fn = sum(1 for n, w in expected.items() if w != "none") - tp
-    print(
-        f"\nfit by mechanism on {len(expected)} labelled blueprints ({sum(w != 'none' for w in expected.values())} fit one)"
-    )
+    fitting = sum(w != "none" for w in expected.values())
+    print(f"\nfit by mechanism on {len(expected)} labelled blueprints ({fitting} fit one)")
     print(f"  precision {tp}/{tp + fp}   recall {tp}/{tp + fn}   true 'needs agent mode' {counts['true-none']}")
     print(f"  {'archetype':24} {'labelled':>8} {'predicted':>9} {'correct':>7}")
     for name, row in per.items():
