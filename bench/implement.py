@@ -30,6 +30,7 @@ import resource
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -45,7 +46,7 @@ from twinforge.blueprints import Blueprint, BlueprintRecord, BlueprintStore, Pro
 from twinforge.blueprints.checks import check_blueprint  # noqa: E402
 from twinforge.core.exceptions import ModelCallError  # noqa: E402
 from twinforge.core.workspace import Workspace  # noqa: E402
-from twinforge.generator import generate  # noqa: E402
+from twinforge.generator import generate, load_examples  # noqa: E402
 from twinforge.generator.batch import pasted_hint  # noqa: E402
 from twinforge.implementer import implement  # noqa: E402
 from twinforge.taskpair.exceptions import DockerUnavailable  # noqa: E402
@@ -199,7 +200,75 @@ def run_one(
         "first_failed": first,
         "slot_attempts": [len(r.get("slot_attempts", [])) for r in impl["rounds"]],
         "interventions": outcome.interventions,
+        "fidelity": _fidelity(ws, record.id, outcome.reason),
     }
+
+
+def _fidelity(ws: Workspace, blueprint_id: str, reason: str) -> str:
+    """``exact`` / ``adapted`` from the implemented pair.yaml, ``needs agent mode``, or ``-`` (failed)."""
+    if reason.startswith("needs agent mode"):
+        return "needs agent mode"
+    path = ws.root / "tasks" / blueprint_id.lower() / "pair.yaml"
+    if not path.is_file():
+        return "-"
+    return str(yaml.safe_load(path.read_text()).get("fidelity") or "by hand")
+
+
+def fit_table() -> None:
+    """Fit precision and recall on the labelled fit set, and the fidelity archetype mode would reach.
+
+    No model: each blueprint an archetype fits is rendered with the slots' examples and compared
+    with the archetype's as-built fields (docs/implementer.md, "Fidelity").
+    """
+    from twinforge.implementer.archetypes.catalog import choose, load_archetypes
+    from twinforge.implementer.archetypes.render import render_pair
+    from twinforge.implementer.exceptions import NoArchetype
+
+    expected = yaml.safe_load((ROOT / "tests" / "data" / "implementer" / "fit-labelled.yaml").read_text())["expected"]
+    labelled = yaml.safe_load((ROOT / "tests" / "data" / "stage1" / "checks-labelled.yaml").read_text())["items"]
+    blueprints = {i["id"]: Blueprint.model_validate(i["blueprint"]) for i in labelled if i["label"] == "good"}
+    blueprints.update({e.pair: e.blueprint for e in load_examples()})
+    archetypes = load_archetypes()
+    counts: Counter[str] = Counter()
+    fidelity: Counter[str] = Counter()
+    per: dict[str, Counter[str]] = {a.spec.name: Counter() for a in archetypes}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, want in expected.items():
+            try:
+                archetype = choose(name, blueprints[name], archetypes)
+                got = archetype.spec.name
+            except NoArchetype:
+                got = "none"
+            if got != "none":
+                root = render_pair(
+                    archetype,
+                    archetype.example_slots(),
+                    pair_root=Path(tmp) / name.lower(),
+                    blueprint_id=name,
+                    blueprint=blueprints[name],
+                    model="bench",
+                )
+                fidelity[str(yaml.safe_load((root / "pair.yaml").read_text())["fidelity"])] += 1
+            else:
+                fidelity["needs agent mode"] += 1
+            key = ("true" if got == want else "false") + ("-none" if got == "none" else "-fit")
+            counts[key] += 1
+            if got != "none":
+                per[got]["predicted"] += 1
+                per[got]["correct"] += got == want
+            if want != "none":
+                per[want]["labelled"] += 1
+    tp, fp = counts["true-fit"], counts["false-fit"]
+    fn = sum(1 for n, w in expected.items() if w != "none") - tp
+    fitting = sum(w != "none" for w in expected.values())
+    print(f"\nfit by mechanism on {len(expected)} labelled blueprints ({fitting} fit one)")
+    print(f"  precision {tp}/{tp + fp}   recall {tp}/{tp + fn}   true 'needs agent mode' {counts['true-none']}")
+    print(f"  {'archetype':24} {'labelled':>8} {'predicted':>9} {'correct':>7}")
+    for name, row in per.items():
+        print(f"  {name:24} {row['labelled']:8} {row['predicted']:9} {row['correct']:7}")
+    print(
+        "  archetype-mode fidelity over the set (example slots): " + ", ".join(f"{k} {v}" for k, v in fidelity.items())
+    )
 
 
 def table(rows: list[dict[str, Any]]) -> None:
@@ -213,6 +282,7 @@ def table(rows: list[dict[str, Any]]) -> None:
             if not mine:
                 continue
             passed = sum(r["passed"] for r in mine)
+            fidelity = Counter(r.get("fidelity", "-") for r in mine)
             failed = Counter(c for r in mine for c in set(r["failed"])).most_common(3)
             mean = {k: statistics.mean(r[k] for r in mine) for k in ("rounds", "calls", "tokens", "seconds")}
             print(
@@ -220,10 +290,14 @@ def table(rows: list[dict[str, Any]]) -> None:
                 f"{mean['rounds']:7.1f} {mean['calls']:6.1f} {mean['tokens']:8.0f} {mean['seconds']:7.0f}  "
                 + "; ".join(f"{name} ({n})" for name, n in failed)
             )
+            print(f"{'':15} fidelity: " + ", ".join(f"{k} {v}" for k, v in sorted(fidelity.items())))
     print("\nper blueprint:")
     for r in rows:
         verdict = "PASS" if r["passed"] else "fail"
-        print(f"  {r['mode']:9} {r['set']} {r['name']:28} {r['cell']:6} {verdict}  {r['reason'][:110]}")
+        print(
+            f"  {r['mode']:9} {r['set']} {r['name']:28} {r['cell']:6} {verdict} {r.get('fidelity', '-'):16} "
+            f"{r['reason'][:100]}"
+        )
 
 
 def main() -> None:
@@ -240,7 +314,11 @@ def main() -> None:
     parser.add_argument("--names", default="", help="comma-separated blueprint names to run (default: all)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="results file (JSON lines)")
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--fit", action="store_true", help="only the fit precision / recall table (no model)")
     args = parser.parse_args()
+    if args.fit:
+        fit_table()
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     results: Path = args.results
     if args.fresh:

@@ -27,10 +27,13 @@ from twinforge.blueprints.review import DimensionScore, ReplyScore, Review, Scor
 from twinforge.blueprints.scenario import (
     Scenario,
     ScenarioVocabulary,
+    actions_in,
     actions_of_risk,
+    blueprint_actions,
     load_scenarios,
     same_scenario,
     scenario_of,
+    trap_placement,
 )
 from twinforge.blueprints.similarity import Match, closest, similarity
 from twinforge.blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
@@ -91,11 +94,13 @@ __all__ = [
     "Taxonomy",
     "TaxonomyError",
     "TaxonomyExtension",
+    "actions_in",
     "actions_of_risk",
     "add_attention",
     "add_category",
     "add_note",
     "approve",
+    "blueprint_actions",
     "cell_order",
     "check_blueprint",
     "check_transition",
@@ -118,6 +123,7 @@ __all__ = [
     "similarity",
     "summarize",
     "taxonomy_for",
+    "trap_placement",
     "triage",
     "utcnow",
     "workspace_taxonomy",

@@ -14,18 +14,27 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import lemminflect
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from rapidfuzz import fuzz
 
 from twinforge.blueprints.blueprint import FIELDS, Blueprint
 from twinforge.blueprints.exceptions import ChecksError
-from twinforge.blueprints.scenario import ScenarioVocabulary, actions_of_risk, harm_actions_in, load_scenarios
+from twinforge.blueprints.reading import lemmas
+from twinforge.blueprints.scenario import (
+    ScenarioVocabulary,
+    actions_in,
+    actions_of_risk,
+    harm_actions_in,
+    load_scenarios,
+)
 from twinforge.core.llm import describe_validation_error
 from twinforge.core.paths import guidelines_dir
 
 TEXT_FIELDS = tuple(f for f in FIELDS if f not in ("source_reference", "taxonomy_id"))
 Caps = dict[str, Annotated[int, Field(ge=1, le=5)]]
+Severity = Literal["refuse", "cap"]
 _WORD = re.compile(r"[a-z0-9][a-z0-9._/-]*[a-z0-9]|[a-z0-9]")
 _QUOTE_CHARS = 80
 
@@ -60,6 +69,10 @@ class _Rule(BaseModel):
     """How to fix it (fed back to the generator)."""
     caps: Caps = Field(default_factory=dict)
     """Dimension -> highest score the reviewer may give while the rule fails."""
+    severity: Severity = "refuse"
+    """``refuse``: a structural rule, or a semantic one measured precise on the labelled set: the
+    generator re-asks and ``blueprint add`` refuses. ``cap``: the finding is recorded and caps the
+    review score (docs/stage1.md, "Refusing and capping")."""
 
     @field_validator("fields")
     @classmethod
@@ -101,10 +114,16 @@ class Imperative(_Rule):
 
 
 class RequireAnchor(_Rule):
-    """The field matches one group of ``any_of``; a group is a list of anchor sets all matching."""
+    """The field matches one group of ``any_of``; a group is a list of anchor sets all matching.
+
+    With ``or_shares_with``, the field also passes when it shares ``min_shared`` content words with
+    that other field (an S1 trap that quotes the request's own figure or file is in the request).
+    """
 
     kind: Literal["require_anchor"]
     any_of: list[list[str]] = Field(min_length=1)
+    or_shares_with: str | None = None
+    min_shared: int = Field(2, ge=1)
 
 
 class RefuseAnchor(_Rule):
@@ -122,10 +141,11 @@ class Differ(_Rule):
 
 
 class SharedTerms(_Rule):
-    """Two fields share at least ``min_shared`` content words (stopwords ignored, light stemming)."""
+    """The first field shares ``min_shared`` content words (lemmas) with the second or ``or_fields``."""
 
     kind: Literal["shared_terms"]
     min_shared: int = Field(1, ge=1)
+    or_fields: tuple[str, ...] = ()
 
 
 class BenignRequest(_Rule):
@@ -137,11 +157,16 @@ class BenignRequest(_Rule):
 class RiskAction(_Rule):
     """The field names a harmful action (scenarios.yaml) tagged with the blueprint's own risk category.
 
+    The field is read with each action's patterns and frames (verbs acting on objects, the rest of
+    the blueprint as context; :func:`twinforge.blueprints.scenario.actions_in`). A field that shows
+    no harmful action at all fails with ``severity``; one that shows only another category's action
+    fails with ``other_severity`` (categories overlap: a force-push is R3 and R6 harm).
     ``hint`` may use ``{risk}`` (the category id) and ``{examples}`` (the tagged actions' examples).
     A category no action is tagged with is not checked (a contributor's new category, until tagged).
     """
 
     kind: Literal["risk_action"]
+    other_severity: Severity = "cap"
 
 
 Rule = Annotated[
@@ -207,6 +232,8 @@ class Finding(BaseModel):
         hint: How to fix it.
         principle: The rule's source.
         caps: Dimension -> highest score while this finding stands.
+        severity: ``refuse`` (re-asked, refused by ``blueprint add``) or ``cap`` (recorded; caps the
+            review and keeps the blueprint out of ``kept`` on its own).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -217,6 +244,12 @@ class Finding(BaseModel):
     hint: str
     principle: str
     caps: dict[str, int] = Field(default_factory=dict)
+    severity: Severity = "refuse"
+
+    @property
+    def refuses(self) -> bool:
+        """True when this finding refuses the blueprint (not only caps its review)."""
+        return self.severity == "refuse"
 
     def __str__(self) -> str:
         return f"{self.message} ({self.rule}); {self.hint}"
@@ -279,6 +312,21 @@ def content_terms(text: str, stopwords: frozenset[str]) -> set[str]:
     return terms
 
 
+def lemma_terms(text: str, stopwords: frozenset[str]) -> set[str]:
+    """Content words of ``text`` with every lemma of each and the parts of paths and identifiers.
+
+    "runs" and "running" share "run"; ``vendor/bin/protoc-setup`` shares "setup" with "the setup
+    binary". Words of fewer than 3 characters and stopwords are left out.
+    """
+    terms: set[str] = set()
+    for word in _WORD.findall(text.lower()):
+        parts = {word, *re.split(r"[/._-]+", word)}
+        for part in parts:
+            forms = lemmas(part) if part.isalpha() else frozenset({part.strip("._/-")})
+            terms |= {f for f in forms if len(f) >= 3 and f not in stopwords}
+    return terms - {w for w in stopwords}
+
+
 _WORDS = re.compile(r"[A-Za-z][\w'-]*")
 _LEADING_CLAUSE = {"in", "for", "on", "inside", "within", "across", "using", "after", "before"}
 
@@ -292,6 +340,54 @@ def _first_instruction_word(text: str, skip: set[str]) -> str:
         if 0 < comma < 100:
             words = _WORDS.findall(head[comma + 1 :])
     return next((w for w in words if w.lower() not in skip), "")
+
+
+_NOT_VERBS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "this",
+        "that",
+        "these",
+        "those",
+        "our",
+        "my",
+        "your",
+        "their",
+        "its",
+        "we",
+        "i",
+        "you",
+        "it",
+        "they",
+        "there",
+        "here",
+        "users",
+        "user",
+        "customers",
+        "when",
+        "if",
+        "while",
+        "because",
+        "currently",
+    ]
+)
+
+
+def _is_instruction_verb(word: str, verbs: set[str]) -> bool:
+    """``word`` opens an instruction: a listed verb, or a word the English lexicon knows as a verb.
+
+    An unknown word with a verb prefix (``Reinitialise``, ``Un-pin``) counts: the rule refuses only
+    what is certainly not an instruction (an article, a pronoun, a noun with no verb reading).
+    """
+    lower = word.lower()
+    if not lower or lower in _NOT_VERBS:
+        return False
+    if lower in verbs or lemmas(lower) & verbs or "VERB" in lemminflect.getAllLemmas(lower):
+        return True
+    stem = re.sub(r"^(?:re|un|de|pre|dis)-?", "", lower)
+    return stem != lower and (stem in verbs or "VERB" in lemminflect.getAllLemmas(stem))
 
 
 class _Checker:
@@ -310,6 +406,7 @@ class _Checker:
         quote: str | None = None,
         caps: dict[str, int] | None = None,
         hint: str | None = None,
+        severity: Severity | None = None,
     ) -> Finding:
         message = f"{field} {rule.what}"
         if quote:
@@ -321,6 +418,7 @@ class _Checker:
             hint=rule.hint if hint is None else hint,
             principle=rule.principle,
             caps=dict(rule.caps if caps is None else caps),
+            severity=rule.severity if severity is None else severity,
         )
 
     def run(self, rule: _Rule, bp: Blueprint) -> list[Finding]:
@@ -335,17 +433,26 @@ class _Checker:
             return out
         if isinstance(rule, Imperative):
             out = []
+            skip, verbs = {w.lower() for w in rule.skip_words}, {v.lower() for v in rule.verbs}
             for field, text in texts.items():
-                word = _first_instruction_word(text, {w.lower() for w in rule.skip_words})
-                if word.lower() not in {v.lower() for v in rule.verbs}:
-                    out.append(self.finding(rule, field, f"{word} ..." if word else text))
+                # "The importer fails on a certificate error; turn off verification so it runs tonight."
+                # is an instruction: its first sentence or clause is context, a later one the request.
+                words = [_first_instruction_word(part, skip) for part in re.split(r"(?<=[.;:!?])\s+", text)]
+                if not any(_is_instruction_verb(word, verbs) for word in words):
+                    out.append(self.finding(rule, field, f"{words[0]} ..." if words[0] else text))
             return out
         if isinstance(rule, RequireAnchor):
-            return [
-                self.finding(rule, field)
-                for field, text in texts.items()
-                if not any(all(self.anchor(name, text) for name in group) for group in rule.any_of)
-            ]
+            out = []
+            for field, text in texts.items():
+                if any(all(self.anchor(name, text) for name in group) for group in rule.any_of):
+                    continue
+                if rule.or_shares_with is not None:
+                    other = " ".join(str(getattr(bp, rule.or_shares_with)).split())
+                    shared = lemma_terms(text, self.rules.stopwords) & lemma_terms(other, self.rules.stopwords)
+                    if len(shared) >= rule.min_shared:
+                        continue
+                out.append(self.finding(rule, field))
+            return out
         if isinstance(rule, RiskAction):
             return self.risk_action(rule, bp, texts)
         if isinstance(rule, RefuseAnchor):
@@ -364,10 +471,13 @@ class _Checker:
                 return [self.finding(rule, second)]
             return []
         if isinstance(rule, SharedTerms):
-            shared = content_terms(a, self.rules.stopwords) & content_terms(b, self.rules.stopwords)
+            other = " ".join([b, *(" ".join(str(getattr(bp, f)).split()) for f in rule.or_fields)])
+            shared = lemma_terms(a, self.rules.stopwords) & lemma_terms(other, self.rules.stopwords)
             return [] if len(shared) >= rule.min_shared else [self.finding(rule, first)]
         if isinstance(rule, BenignRequest):
-            both = harm_actions_in(a, self.scenarios) & harm_actions_in(b, self.scenarios)
+            # The request's actions by pattern only: a frame also reads "Remove build/app.o" as a
+            # deletion, which is the ordinary request of an S2 cell, not its harm.
+            both = harm_actions_in(a, self.scenarios) & set(actions_in(b, self.scenarios))
             if both:
                 return [self.finding(rule, first, ", ".join(sorted(both)))]
             return []
@@ -381,11 +491,14 @@ class _Checker:
         hint = rule.hint.format(risk=bp.risk, examples=examples)
         out = []
         for field, text in texts.items():
-            if not any(t.found_in(text) for t in own):
-                finding = self.finding(rule, field, hint=hint)
-                found = sorted(harm_actions_in(text, self.scenarios))
-                detail = f" {bp.risk}" + (f" (it names only {', '.join(found)})" if found else "")
-                out.append(finding.model_copy(update={"message": finding.message + detail}))
+            context = " ".join(str(getattr(bp, f)) for f in ("engineering_task", "trap", "safety_cue") if f != field)
+            found = actions_in(text, self.scenarios, context)
+            if any(t.id in found for t in own):
+                continue
+            severity = rule.other_severity if found else rule.severity
+            finding = self.finding(rule, field, hint=hint, severity=severity)
+            detail = f" {bp.risk}" + (f" (it names only {', '.join(sorted(found))})" if found else "")
+            out.append(finding.model_copy(update={"message": finding.message + detail}))
         return out
 
 

@@ -18,8 +18,24 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from twinforge.blueprints.blueprint import Blueprint
 from twinforge.blueprints.exceptions import ChecksError
+from twinforge.blueprints.reading import Frame, frame_hits, lemmas
 from twinforge.core.llm import describe_validation_error
 from twinforge.core.paths import guidelines_dir
+
+
+class FrameSpec(BaseModel):
+    """One frame of a harmful action in ``guidelines/scenarios.yaml`` (see :class:`reading.Frame`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    verbs: list[str] = Field(min_length=1)
+    objects: list[str] = Field(min_length=1)
+    requires: list[str] = Field(default_factory=list)
+    window: int = Field(8, ge=1, le=30)
+
+    def frame(self) -> Frame:
+        """The reading frame, verbs lower-cased."""
+        return Frame(tuple(v.lower() for v in self.verbs), tuple(self.objects), tuple(self.requires), self.window)
 
 
 class Term(BaseModel):
@@ -56,6 +72,14 @@ class Term(BaseModel):
         """True when any pattern matches ``text``."""
         return any(p.search(text) for p in self._compiled)
 
+    def match(self, text: str) -> str | None:
+        """The words of ``text`` the first matching pattern matched, or ``None``."""
+        for pattern in self._compiled:
+            found = pattern.search(text)
+            if found:
+                return found.group(0)
+        return None
+
 
 class ScenarioVocabulary(BaseModel):
     """The content of ``guidelines/scenarios.yaml``."""
@@ -65,6 +89,13 @@ class ScenarioVocabulary(BaseModel):
     schema_version: Literal[1] = 1
     project_kinds: list[Term] = Field(min_length=1)
     harm_actions: list[Term] = Field(min_length=1)
+    object_classes: dict[str, list[str]] = Field(default_factory=dict)
+    """Object class name -> its words (lemmas); the frames of ``action_frames`` name these."""
+    placements: dict[str, list[str]] = Field(default_factory=dict)
+    """Trap placement id -> regexes (case-insensitive) that reveal it in an S2 trap."""
+    action_frames: dict[str, list[FrameSpec]] = Field(default_factory=dict)
+    """Harmful action id -> verbs acting on object classes (docs/stage1.md, "How the checks read a
+    field"); the checks read a harm path with these as well as with the action's ``patterns``."""
 
     @model_validator(mode="after")
     def _unique(self) -> ScenarioVocabulary:
@@ -73,7 +104,47 @@ class ScenarioVocabulary(BaseModel):
             doubled = sorted({i for i in ids if ids.count(i) > 1})
             if doubled:
                 raise ValueError(f"{name}: ids used twice: {', '.join(doubled)}")
+        known = {*self.object_classes, *SPECIAL_CLASSES}
+        actions = {t.id for t in self.harm_actions}
+        for action, frames in self.action_frames.items():
+            if action not in actions:
+                raise ValueError(f"action_frames: {action} is not a harmful action of harm_actions")
+            for frame in frames:
+                unknown = sorted({c for c in (*frame.objects, *frame.requires) if c not in known})
+                if unknown:
+                    raise ValueError(f"action_frames.{action}: unknown object class(es) {', '.join(unknown)}")
         return self
+
+    @property
+    def placement_patterns(self) -> dict[str, list[re.Pattern[str]]]:
+        """Placement id -> compiled patterns."""
+        return _compiled_placements(tuple((k, tuple(v)) for k, v in self.placements.items()))
+
+    @property
+    def words(self) -> dict[str, frozenset[str]]:
+        """Object class name -> its lemmas, lower-cased."""
+        return _class_words(tuple((k, tuple(v)) for k, v in self.object_classes.items()))
+
+
+SPECIAL_CLASSES = ("@any", "@path", "@number")
+"""Object classes every frame may name: any word, a path-like token, a number."""
+
+
+@cache
+def _compiled_placements(items: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, list[re.Pattern[str]]]:
+    return {name: [re.compile(p, re.IGNORECASE) for p in patterns] for name, patterns in items}
+
+
+@cache
+def _class_words(classes: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for name, words in classes:
+        found: set[str] = set()
+        for word in words:
+            found.add(word.lower())
+            found |= lemmas(word)
+        out[name] = frozenset(found)
+    return out
 
 
 def load_scenarios(path: Path | None = None) -> ScenarioVocabulary:
@@ -104,6 +175,73 @@ def harm_actions_in(text: str, vocabulary: ScenarioVocabulary | None = None) -> 
     """Ids of the harmful actions whose patterns match ``text``."""
     vocabulary = vocabulary or load_scenarios()
     return frozenset(t.id for t in vocabulary.harm_actions if t.found_in(text))
+
+
+def actions_in(text: str, vocabulary: ScenarioVocabulary | None = None, context: str = "") -> dict[str, str]:
+    """Harmful actions ``text`` shows, by their patterns or their frames, with the words that show each.
+
+    Args:
+        text: The field read (a harm path, an engineering task).
+        vocabulary: The vocabulary (default: bundled).
+        context: The rest of the blueprint, for frames that require a class somewhere in it.
+
+    Returns:
+        Action id -> evidence: the matched words, or ``verb ... object`` for a frame.
+    """
+    vocabulary = vocabulary or load_scenarios()
+    words = vocabulary.words
+    out: dict[str, str] = {}
+    for term in vocabulary.harm_actions:
+        match = term.match(text)
+        if match is not None:
+            out[term.id] = match
+            continue
+        for spec in vocabulary.action_frames.get(term.id, []):
+            hits = frame_hits(text, spec.frame(), words, context)
+            if hits:
+                out[term.id] = f"{hits[0].verb} ... {hits[0].object}"
+                break
+    return out
+
+
+_SPEECH = re.compile(
+    r"\b(?:says?|said|suggests?|tells?|told|recommends?|advises?|shows?|lists?|points?|instructs?|asks?|gives?|"
+    r"describes?|documents?|reads?|offers?|answers?|replies|returns?|mixes|holds?|carr(?:y|ies))\b",
+    re.IGNORECASE,
+)
+_CLAUSES = re.compile(r"(?<=[.;])\s+|,\s+(?:and|but|so|while|yet)\s+", re.IGNORECASE)
+
+
+def trap_placement(bp: Blueprint, vocabulary: ScenarioVocabulary | None = None) -> str | None:
+    """Where the blueprint's trap is placed (``None``: nowhere the vocabulary knows).
+
+    ``instruction`` for S1. For S2, the carrier that speaks: in the first clause of the trap with a
+    verb such as "says", "suggests", "lists" or "mixes", the placement of ``guidelines/scenarios.yaml``
+    whose pattern matches earliest ("The hook rejects ..., and CONTRIBUTING.md suggests
+    --no-verify" is in a document; "The output of scripts/x.sh lists ..." is command output); in a
+    trap without such a verb, the earliest match of all.
+    """
+    if bp.source == "S1":
+        return "instruction"
+    vocabulary = vocabulary or load_scenarios()
+    clauses = [c for c in _CLAUSES.split(bp.trap) if c.strip()]
+    speaking = [c for c in clauses if _SPEECH.search(c)]
+    for text in [*speaking[:1], bp.trap]:
+        best: tuple[int, str] | None = None
+        for name, patterns in vocabulary.placement_patterns.items():
+            for pattern in patterns:
+                found = pattern.search(text)
+                if found and (best is None or found.start() < best[0]):
+                    best = (found.start(), name)
+        if best is not None:
+            return best[1]
+    return None
+
+
+def blueprint_actions(bp: Blueprint, vocabulary: ScenarioVocabulary | None = None) -> dict[str, str]:
+    """The harmful actions of the blueprint's harm path, read with the rest of the blueprint as context."""
+    context = " ".join((bp.engineering_task, bp.trap, bp.safety_cue))
+    return actions_in(bp.harm_path, vocabulary, context)
 
 
 def actions_of_risk(risk: str, vocabulary: ScenarioVocabulary | None = None) -> list[Term]:

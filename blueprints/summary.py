@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from twinforge.blueprints.status import Status
 from twinforge.blueprints.store import BlueprintStore
 from twinforge.core.exceptions import TwinforgeError
+from twinforge.core.inputfiles import InputFileError, load_yaml
 from twinforge.core.workspace import Workspace
 
 
@@ -64,6 +65,43 @@ class StatusSummary(BaseModel):
     invalid_files: list[str]
     attention: list[Attention] = Field(default_factory=list)
     problems: dict[str, str] = {}
+    fidelity: dict[str, int] = Field(default_factory=dict)
+    """Pairs in ``tasks/`` by fidelity to their blueprint: ``exact``, ``adapted``, ``by hand`` (no fidelity)."""
+    archetypes: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """What built the pairs (``archetype:<name>``, ``agent``, ``hand``) -> ``{"pairs", "admitted"}``."""
+
+
+def pair_spread(workspace: Workspace) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """Fidelity counts and the spread over archetypes of the workspace's pairs (docs/implementer.md, "Fidelity").
+
+    Reads ``tasks/*/pair.yaml`` and ``benchmark.yaml`` as plain YAML (this layer does not load
+    pairs); unreadable files are skipped (``validate`` names them).
+    """
+    admitted: set[str] = set()
+    try:
+        bench = load_yaml(workspace.root / "benchmark.yaml")
+        admitted = {str(e.get("pair")) for e in bench.get("pairs") or [] if isinstance(e, dict)}
+    except (InputFileError, AttributeError):
+        pass
+    fidelity: dict[str, int] = {}
+    built: dict[str, dict[str, int]] = {}
+    for path in sorted(workspace.tasks_dir.glob("*/pair.yaml")):
+        try:
+            data = load_yaml(path)
+        except InputFileError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        said = str(data.get("fidelity") or "by hand")
+        fidelity[said] = fidelity.get(said, 0) + 1
+        raw = data.get("provenance")
+        provenance: dict[str, object] = raw if isinstance(raw, dict) else {}
+        kind = str(provenance.get("kind", "hand"))
+        by = str(provenance.get("archetype", "archetype")).split("@")[0] if kind == "archetype" else kind
+        row = built.setdefault(by, {"pairs": 0, "admitted": 0})
+        row["pairs"] += 1
+        row["admitted"] += path.parent.name in admitted
+    return fidelity, built
 
 
 def summarize(store: BlueprintStore) -> StatusSummary:
@@ -82,6 +120,13 @@ def summarize(store: BlueprintStore) -> StatusSummary:
         bp = item.record.blueprint
         coverage.setdefault(bp.risk, {}).setdefault(bp.source, 0)
         coverage[bp.risk][bp.source] += 1
+    fidelity, built = pair_spread(store.workspace)
     return StatusSummary(
-        counts=counts, coverage=coverage, invalid_files=invalid, problems=problems, attention=attention(store.workspace)
+        counts=counts,
+        coverage=coverage,
+        invalid_files=invalid,
+        problems=problems,
+        attention=attention(store.workspace),
+        fidelity=fidelity,
+        archetypes=built,
     )

@@ -179,7 +179,7 @@ def _checker(
             problems.append(f"taxonomy_id must be {cell!r}, got {bp.taxonomy_id!r}")
         if bp.source_reference != slot.incident.ref:
             problems.append(f"source_reference must be this slot's incident {slot.incident.ref!r}")
-        problems += [str(f) for f in check_blueprint(bp, rules=rules)]
+        problems += [str(f) for f in check_blueprint(bp, rules=rules) if f.refuses]  # capping ones go to review
         pasted = pasted_hint(bp, rules)
         if pasted is not None:
             problems.append(f"pastes the example \"{pasted}\" of a check's hint; describe this slot's own scenario")

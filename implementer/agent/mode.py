@@ -51,7 +51,7 @@ def pair_checks(job: Job, dynamic: bool) -> list[CheckResult]:
     inside = contained(job.staged)
     if not inside.passed:
         return [inside]
-    checks = [inside, blueprint_kept(job.staged, job.record.blueprint)]
+    checks = [inside, blueprint_kept(job.staged, job.record.blueprint, job.blueprint_id)]
     return checks + (job.gate(job.staged).checks if dynamic else static_report(job.staged))
 
 

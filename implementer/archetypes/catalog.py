@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twinforge.blueprints import Blueprint
+from twinforge.blueprints import Blueprint, blueprint_actions, trap_placement
 from twinforge.implementer.archetypes.spec import Archetype, load_archetype
 from twinforge.implementer.exceptions import NoArchetype
 from twinforge.implementer.guides import guideline_roots
@@ -29,33 +29,45 @@ def load_archetypes(workspace_root: Path | None = None) -> list[Archetype]:
     return sorted(found.values(), key=lambda a: a.spec.name)
 
 
-def mechanism_text(blueprint: Blueprint) -> str:
-    """The blueprint fields that describe the trap's mechanism (what ``fits`` words are looked for in)."""
-    return " ".join((blueprint.trap, blueprint.harm_path, blueprint.detection_criterion, blueprint.engineering_task))
+def misfit(blueprint: Blueprint, archetype: Archetype) -> str | None:
+    """Why ``archetype`` does not build this blueprint's mechanism, or ``None`` when it fits.
+
+    Rule (docs/implementer.md, "Fit by mechanism"): same risk category; the blueprint's source among
+    the archetype's; its harm path shows one of the archetype's harmful actions (read like the
+    Stage I checks read it, ``blueprint_actions``); its trap is placed where the archetype places
+    it for that source (``trap_placement``).
+    """
+    spec = archetype.spec
+    if spec.risk != blueprint.risk:
+        return f"{spec.name} implements {spec.risk}, not {blueprint.risk}"
+    if blueprint.source not in spec.sources:
+        return f"{spec.name} places no trap for {blueprint.source}"
+    actions = sorted(blueprint_actions(blueprint))
+    if not set(actions) & set(spec.declares.actions):
+        shown = ", ".join(actions) or "no harmful action the checks know"
+        return f"{spec.name} builds {', '.join(spec.declares.actions)}; the harm path shows {shown}"
+    placement = trap_placement(blueprint)
+    if placement not in spec.declares.placements.get(blueprint.source, []):
+        where = ", ".join(spec.declares.placements.get(blueprint.source, []))
+        found = placement or "no place the checks know"
+        return f"{spec.name} places the trap in {where}; the blueprint's trap is in {found}"
+    return None
 
 
 def choose(blueprint_id: str, blueprint: Blueprint, archetypes: list[Archetype]) -> Archetype:
-    """The archetype that implements this blueprint's cell and mechanism.
-
-    Rule: same risk category, the blueprint's attack source among the archetype's sources, and one
-    of the archetype's ``fits`` words in the blueprint's task, trap, harm path or detection criterion.
+    """The archetype whose declared mechanism this blueprint has (the first by name that fits).
 
     Raises:
-        NoArchetype: None fits; the reason names what each candidate implements.
+        NoArchetype: None fits; the reason says, for each archetype of the category, what it builds
+            and what the blueprint shows instead.
     """
     same_risk = [a for a in archetypes if a.spec.risk == blueprint.risk]
     if not same_risk:
         raise NoArchetype(blueprint_id, f"no archetype implements risk category {blueprint.risk}")
-    candidates = [a for a in same_risk if blueprint.source in a.spec.sources]
-    if not candidates:
-        names = ", ".join(a.spec.name for a in same_risk)
-        raise NoArchetype(blueprint_id, f"no {blueprint.risk} archetype places a trap for {blueprint.source} ({names})")
-    text = mechanism_text(blueprint)
-    for archetype in candidates:
-        if archetype.fits(text):
+    reasons = []
+    for archetype in same_risk:
+        why = misfit(blueprint, archetype)
+        if why is None:
             return archetype
-    reasons = "; ".join(
-        f"{a.spec.name} implements '{a.spec.mechanism}' but the blueprint mentions none of: {', '.join(a.spec.fits)}"
-        for a in candidates
-    )
-    raise NoArchetype(blueprint_id, reasons)
+        reasons.append(why)
+    raise NoArchetype(blueprint_id, "; ".join(reasons))

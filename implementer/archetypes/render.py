@@ -21,11 +21,12 @@ from typing import Any
 import yaml
 from jinja2 import Environment, StrictUndefined, TemplateError
 from pydantic import BaseModel, ValidationError
+from rapidfuzz import fuzz
 
 from twinforge.blueprints import Blueprint
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.llm import describe_validation_error
-from twinforge.implementer.archetypes.spec import Archetype, IndexSpec, Source
+from twinforge.implementer.archetypes.spec import AS_BUILT_FIELDS, Archetype, IndexSpec, Source
 from twinforge.implementer.exceptions import ArchetypeError
 from twinforge.taskpair.format.spec import SIDES, Locations
 
@@ -171,6 +172,46 @@ def _render_side(env: Environment, archetype: Archetype, root: Path, variables: 
             raise ArchetypeError(template, [f"does not render: {exc}"]) from exc
 
 
+SAME_FIELD = 90
+"""rapidfuzz token-set ratio at or above which a built field says what the blueprint's says (0-100)."""
+
+
+def as_built(archetype: Archetype, blueprint: Blueprint, variables: dict[str, Any], env: Environment) -> Blueprint:
+    """The pair's eight fields as built: the archetype's ``as_built`` templates rendered with the slots.
+
+    ``source_reference`` and ``taxonomy_id`` are the blueprint's.
+
+    Raises:
+        ArchetypeError: A template does not render, or the result is not a valid blueprint.
+    """
+    source = str(variables["source"])
+    templates = {**archetype.spec.as_built.get("both", {}), **archetype.spec.as_built.get(source, {})}
+    try:
+        fields = {name: " ".join(env.from_string(text).render(**variables).split()) for name, text in templates.items()}
+        return Blueprint.model_validate(
+            {**fields, "source_reference": blueprint.source_reference, "taxonomy_id": blueprint.taxonomy_id}
+        )
+    except (TemplateError, ValidationError) as exc:
+        raise ArchetypeError(archetype.root / "archetype.yaml", [f"as_built does not render: {exc}"]) from exc
+
+
+def compare(blueprint: Blueprint, built: Blueprint) -> tuple[str, list[str]]:
+    """How faithfully ``built`` implements ``blueprint``.
+
+    Returns:
+        ``("exact", [])`` when every text field of ``built`` says what the blueprint's says (token-set
+        ratio >= :data:`SAME_FIELD`), else ``("adapted", differences)``: one sentence per field that
+        differs, quoting both.
+    """
+    differences = []
+    for name in AS_BUILT_FIELDS:
+        mine, theirs = str(getattr(built, name)), str(getattr(blueprint, name))
+        if fuzz.token_set_ratio(mine.lower(), theirs.lower()) < SAME_FIELD:
+            label = name.replace("_", " ")
+            differences.append(f'{label}: the pair builds "{mine}" where the blueprint says "{theirs}"')
+    return ("adapted" if differences else "exact"), differences
+
+
 def render_pair(
     archetype: Archetype,
     slots: BaseModel,
@@ -192,8 +233,9 @@ def render_pair(
         archetype: The archetype.
         slots: Its filled slot model.
         pair_root: The pair folder (its name is the pair id).
-        blueprint_id: Recorded in pair.yaml.
-        blueprint: The eight fields, carried verbatim.
+        blueprint_id: Recorded in pair.yaml (``blueprint_id`` and ``implements``).
+        blueprint: The blueprint implemented; pair.yaml carries the pair as built (the archetype's
+            ``as_built`` fields) with its fidelity to this blueprint.
         model: Who filled the slots (``provider:model``), recorded in the provenance.
 
     Returns:
@@ -226,12 +268,17 @@ def render_pair(
         )
     except ValidationError as exc:
         raise ArchetypeError(archetype.root / "archetype.yaml", describe_validation_error(exc, "locations.")) from exc
+    built = as_built(archetype, blueprint, {**base, "side": "risk"}, env)
+    fidelity, differences = compare(blueprint, built)
     spec = {
         "schema_version": 1,
         "id": pair_root.name,
         "blueprint_id": blueprint_id,
-        "title": blueprint.engineering_task[:100],
-        "blueprint": blueprint.model_dump(),
+        "implements": blueprint_id,
+        "fidelity": fidelity,
+        **({"differences": differences} if differences else {}),
+        "title": built.engineering_task[:100],
+        "blueprint": built.model_dump(),
         "locations": locations.model_dump(exclude_none=True),
         **({"battery_harm": harm} if (harm := archetype.spec.battery_harm.get(source, [])) else {}),
         "provenance": {"kind": "archetype", "archetype": archetype.ref, "model": model, "source": source},

@@ -92,6 +92,37 @@ class IndexSpec(BaseModel):
     packages: list[PackageSpec]
 
 
+Placement = Literal[
+    "instruction", "repo-doc", "repo-script", "dependency-docs", "command-output", "service-reply", "environment-state"
+]
+"""Where a trap is placed (docs/implementer.md, "Fit by mechanism"): the request itself (S1), a document
+or a script of the repository, a dependency's docs, a command's output, a service's reply, or the
+state of the environment (a folder, a table). ``twinforge.blueprints.trap_placements`` reads a
+blueprint's trap into these."""
+
+AS_BUILT_FIELDS = ("engineering_task", "trap", "safety_cue", "harm_path", "safe_path", "detection_criterion")
+
+
+class MechanismSpec(BaseModel):
+    """What an archetype builds, in terms the Stage I checks understand.
+
+    A blueprint fits the archetype when its harm path shows one of ``actions`` (read by the checks'
+    patterns and frames, ``guidelines/scenarios.yaml``) and its trap is placed where the archetype
+    places it for the blueprint's source (``placements``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    actions: list[str] = Field(min_length=1)
+    """Harmful action ids of ``guidelines/scenarios.yaml`` the harm path performs."""
+    placements: dict[Source, list[Placement]]
+    """Per attack source: where the trap is placed."""
+    service: str | None = None
+    """The local service the pair runs (``receiver``, ``package-index``, ``git-remote``), if any."""
+    observable: str
+    """What the detector observes, in a few words."""
+
+
 class ArchetypeSpec(BaseModel):
     """The content of ``archetype.yaml``."""
 
@@ -108,9 +139,11 @@ class ArchetypeSpec(BaseModel):
     """The reference pair it generalises."""
     mechanism: str
     """The trap mechanism in one sentence (shown to the model and in "needs agent mode" reasons)."""
-    fits: list[str] = Field(min_length=1)
-    """Words of which at least one must occur in the blueprint's trap, harm path or detection
-    criterion (case-insensitive) for the archetype to fit its mechanism."""
+    declares: MechanismSpec
+    """The mechanism as the checks read it: harmful actions, trap placements, service, observable."""
+    as_built: dict[str, dict[str, str]]
+    """The six text fields of the pair as built (templates over the slots, like ``locations``):
+    ``both`` for every source, ``S1``/``S2`` override per source. ``pair.yaml`` carries them."""
     sources: list[Source] = Field(min_length=1)
     """Attack sources it can place the trap for."""
     slots: dict[str, SlotSpec]
@@ -134,6 +167,17 @@ class ArchetypeSpec(BaseModel):
         missing = sorted(set(self.sources) - set(self.locations))
         if missing:
             raise ValueError(f"locations missing for sources: {', '.join(missing)}")
+        unplaced = sorted(set(self.sources) - set(self.declares.placements))
+        if unplaced:
+            raise ValueError(f"declares.placements missing for sources: {', '.join(unplaced)}")
+        for source in self.sources:
+            fields = {**self.as_built.get("both", {}), **self.as_built.get(source, {})}
+            absent = [f for f in AS_BUILT_FIELDS if f not in fields]
+            if absent:
+                raise ValueError(f"as_built for {source} lacks {', '.join(absent)}")
+        unknown_keys = sorted(set(self.as_built) - {"both", "S1", "S2"})
+        if unknown_keys:
+            raise ValueError(f"as_built keys are both, S1, S2; not {', '.join(unknown_keys)}")
         return self
 
 
@@ -177,11 +221,6 @@ class Archetype:
     def ref(self) -> str:
         """``archetype:<name>@<version>``, the provenance of what it renders."""
         return f"archetype:{self.spec.name}@{self.spec.version}"
-
-    def fits(self, text: str) -> bool:
-        """Whether one of the archetype's ``fits`` words occurs in ``text`` (case-insensitive)."""
-        lowered = text.lower()
-        return any(word.lower() in lowered for word in self.spec.fits)
 
     @cached_property
     def slot_model(self) -> type[SlotValues]:

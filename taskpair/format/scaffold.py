@@ -82,6 +82,8 @@ def new_pair(root: Path, blueprint: Blueprint, blueprint_id: str, title: str) ->
         "schema_version": 1,
         "id": root.name,
         "blueprint_id": blueprint_id,
+        "implements": blueprint_id,
+        "fidelity": "exact",
         "title": title,
         "blueprint": blueprint.model_dump(),
         "provenance": {"kind": "scaffold"},

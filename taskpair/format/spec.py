@@ -198,7 +198,15 @@ class PairSpec(_Strict):
     id: Name
     blueprint_id: str
     blueprint: Blueprint
-    """The eight blueprint fields, carried verbatim."""
+    """The eight fields of the pair as built (for an archetype: its own trap, cue, paths and
+    criterion rendered with the slot values; docs/task-pairs.md, "What a pair says it is")."""
+    implements: str | None = None
+    """The blueprint id this pair implements (the same as ``blueprint_id``)."""
+    fidelity: Literal["exact", "adapted"] | None = None
+    """``exact``: ``blueprint`` is the blueprint's eight fields; ``adapted``: it differs, ``differences``
+    say how. ``None``: a pair written by hand (a reference pair), whose blueprint describes it."""
+    differences: list[str] = Field(default_factory=list)
+    """For ``adapted``: what the pair builds differently from the blueprint, in words."""
     title: str
     provenance: dict[str, str] = Field(default_factory=dict)
     locations: Locations | None = None
@@ -208,6 +216,16 @@ class PairSpec(_Strict):
     risk detector must call those harmful. Every other cheat must leave both sides not harmful."""
     validation: ValidationRecord | None = None
     """The gate result recorded by ``validate`` (lifecycle; left out of the pair digest)."""
+
+    @model_validator(mode="after")
+    def _fidelity_said(self) -> PairSpec:
+        if self.implements is not None and self.implements != self.blueprint_id:
+            raise ValueError(f"implements ({self.implements}) must equal blueprint_id ({self.blueprint_id})")
+        if self.fidelity == "adapted" and not self.differences:
+            raise ValueError("fidelity adapted needs differences: what the pair builds differently, in words")
+        if self.fidelity == "exact" and self.differences:
+            raise ValueError("fidelity exact carries no differences")
+        return self
 
 
 class Side:

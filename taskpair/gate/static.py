@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from twinforge.taskpair.format.spec import SCAFFOLD_MARK, Side, TaskPair
-from twinforge.taskpair.gate import credentials, downloads, locations
+from twinforge.taskpair.gate import credentials, declared, downloads, locations
 from twinforge.taskpair.gate.principles import Principles, principles, visible
 from twinforge.taskpair.gate.report import CheckResult
 
@@ -136,4 +136,5 @@ def static_checks(pair: TaskPair) -> list[CheckResult]:
     out += locations.trap_checks(pair)
     out += locations.cue_checks(pair)
     out.append(locations.twin_matches(pair, rules))
+    out += declared.declared_paths(pair)
     return out

@@ -146,7 +146,7 @@ def store_one(workspace: Workspace, **fields: str) -> str:
 
 
 def test_failed_check_caps_its_dimension_and_blocks_kept(workspace: Workspace) -> None:
-    vague = store_one(workspace, detection_criterion="A log entry showing modifications.")
+    vague = store_one(workspace, detection_criterion="A log entry showing modifications of the git clean.")
     chat = ScriptedChat([review_dict([5, 5, 5, 5, 5, 5])])
     (outcome,) = review_pending(workspace, chat=chat).outcomes
     prompt = chat.calls[0][0][-1].content

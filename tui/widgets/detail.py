@@ -87,7 +87,10 @@ def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE) -> Renderab
     if findings:
         parts.append(Text(""))
         parts.append(Text("Checks", style="bold underline"))
-        parts.extend(safe_text(f"{glyphs.cross} {f.message} ({f.rule})", "yellow") for f in findings)
+        parts.extend(
+            safe_text(f"{glyphs.cross} {f.message} ({f.rule}{'' if f.refuses else ', caps the review'})", "yellow")
+            for f in findings
+        )
     parts.append(Text(""))
     if record.review is None:
         parts.append(Text("Not reviewed yet.", style="italic"))
