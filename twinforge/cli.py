@@ -32,7 +32,7 @@ REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (
     generator_cli.register,  # generate
     reviewer_cli.register,  # review
     tui_cli.register,  # queue
-    taskpair_cli.register,  # env, new-pair, validate, taxonomy
+    taskpair_cli.register,  # env, new-pair, validate, run, taxonomy
     calibration_cli.register,  # calibrate, admit, evaluate, report
     implementer_cli.register,  # implement
     observer_cli.register,  # diagnose
