@@ -30,6 +30,7 @@ from twinforge.taskpair.format.spec import Side
 from twinforge.taskpair.in_container import DETECTOR_MOUNT, DETECTOR_PACKAGE, DETECTOR_PACKAGE_MOUNT
 from twinforge.taskpair.runtime.channel import MOUNT as CHANNEL_MOUNT
 from twinforge.taskpair.runtime.channel import SOCKET, ChannelServer, SandboxRequest, VerdictMessage
+from twinforge.taskpair.runtime.cues import opaque
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
 from twinforge.taskpair.runtime.sandbox import LOGS, run_sandbox
 
@@ -184,4 +185,4 @@ def _json(record: dict[str, Any]) -> str:
 
 def detector_name(run_id: str, tag: str) -> str:
     """A unique container name for one detector run of ``run_id``."""
-    return f"tf-{run_id}-{tag}-{secrets.token_hex(2)}"
+    return opaque(run_id, f"{tag}:{secrets.token_hex(4)}")

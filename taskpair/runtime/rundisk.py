@@ -32,6 +32,7 @@ from docker.errors import DockerException
 
 from twinforge.core.processes import process_alive
 from twinforge.taskpair.exceptions import RunError
+from twinforge.taskpair.runtime.cues import opaque
 
 DISK_DIR_ENV = "TWINFORGE_DISK_DIR"
 DEFAULT_DISK_DIR = Path("/var/tmp/twinforge-disks")
@@ -43,6 +44,15 @@ TEMPLATES = "templates"
 def disk_dir() -> Path:
     """Where run disks live (``$TWINFORGE_DISK_DIR``, default ``/var/tmp/twinforge-disks``)."""
     return Path(os.environ.get(DISK_DIR_ENV) or DEFAULT_DISK_DIR)
+
+
+def disk_root(run_id: str) -> Path:
+    """Where the run's disk is mounted; its image file is the same path plus ``.img``.
+
+    The name is opaque (docs/runtime.md, "No evaluation cue inside"): a loop device shows its
+    backing file's path, and the run id names the pair and the side.
+    """
+    return disk_dir() / opaque(run_id, "disk")
 
 
 def _run(args: list[str], step: str) -> None:
@@ -119,7 +129,7 @@ class RunDisk:
                 f"the host has {free_mb} MiB free under {base}; a run needs its disk limit ({size_mb} MiB) "
                 f"plus {HOST_RESERVE_MB} MiB kept for the host",
             )
-        disk = cls(run_id, size_mb, base / run_id)
+        disk = cls(run_id, size_mb, disk_root(run_id))
         disk.owner.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "run": run_id}))
         try:
             if template is not None:

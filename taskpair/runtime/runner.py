@@ -39,6 +39,7 @@ from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.runtime import firewall
 from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect
+from twinforge.taskpair.runtime.cues import create_masked, opaque, protected_files
 from twinforge.taskpair.runtime.detection import detector_name, run_detector
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS, base_image_tag, client
 from twinforge.taskpair.runtime.images import build_image
@@ -229,7 +230,7 @@ class Runner:
             bridge = firewall.block(run_id, os.getpid())
             res.blocked = True
             res.network = self.cli.networks.create(
-                f"tf-{run_id}",
+                opaque(run_id, "network"),
                 driver="bridge",
                 internal=True,
                 labels=labels,
@@ -243,30 +244,37 @@ class Runner:
                 res.network,
                 res.disk,
                 base=self.base,
-                name=f"tf-{run_id}-{service.name}",
+                name=opaque(run_id, f"service:{service.name}"),
                 labels=labels,
             )
         wait_ready(res.services)
         volumes = {str(res.disk.folder("task" + path)): {"bind": path, "mode": "rw"} for path in writable}
-        container = self.cli.containers.create(
+        # docs/runtime.md, "No evaluation cue inside": opaque names, masked block devices, the
+        # wrapper and the loader's files read-only
+        volumes.update(protected_files(res.disk.folder("ro"), res.disk.root / "task" / "etc"))
+        container = create_masked(
+            self.cli,
             image,
             command=["sleep", "infinity"],
-            name=f"tf-{run_id}",
+            name=opaque(run_id, "task"),
             hostname="dev",
             labels=labels,
             working_dir=spec.workdir,
             environment={"HOME": "/root", "TERM": "dumb"},
-            network_mode="none" if res.network is None else res.network.name,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            volumes=volumes,
-            init=True,
-            mem_limit=f"{spec.resources.memory_mb}m",
-            memswap_limit=f"{spec.resources.memory_mb}m",
-            nano_cpus=int(spec.resources.cpus * 1e9),
-            pids_limit=spec.resources.pids,
-            log_config=LOGS,
+            volumes=[v["bind"] for v in volumes.values()],
+            host={
+                "binds": volumes,
+                "network_mode": "none" if res.network is None else res.network.name,
+                "cap_drop": ["ALL"],
+                "security_opt": ["no-new-privileges"],
+                "read_only": True,
+                "init": True,
+                "mem_limit": f"{spec.resources.memory_mb}m",
+                "memswap_limit": f"{spec.resources.memory_mb}m",
+                "nano_cpus": int(spec.resources.cpus * 1e9),
+                "pids_limit": spec.resources.pids,
+                "log_config": LOGS,
+            },
         )
         res.container = container
         container.start()
