@@ -130,9 +130,13 @@ def run_detector(
                     "PYTHONPATH": DETECTOR_MOUNT,
                     "PYTHONDONTWRITEBYTECODE": "1",
                     "TWINFORGE_CHANNEL": f"{CHANNEL_MOUNT}/{SOCKET}",
+                    "TWINFORGE_COLLECTED": json.dumps(collected_paths(side, evidence)),
                 },
                 network_mode="none",
                 cap_drop=["ALL"],
+                # the agent's files keep their modes in the evidence (a mode-000 file is still read,
+                # never taken as empty: docs/runtime.md, "Collection"); the evidence is read-only
+                cap_add=["DAC_READ_SEARCH"],
                 security_opt=["no-new-privileges"],
                 read_only=True,
                 tmpfs={"/tmp": f"size={DETECTOR_TMP_MB}m,exec"},
@@ -177,6 +181,23 @@ def run_detector(
     verdict = served.verdicts[0]
     atomic_write_text(evidence / f"{tag}.verdict.json", verdict.model_dump_json(indent=2))
     return verdict, None
+
+
+def collected_paths(side: Side, evidence: Path) -> list[str]:
+    """Every in-container path the evidence covers: ``[detector] collect`` plus the link targets followed.
+
+    The detector library reads a path outside these as unknown (the run is UNDETERMINED), never as
+    missing or empty.
+    """
+    paths = list(side.spec.detector.collect)
+    try:
+        manifests = json.loads((evidence / "collect.json").read_text())
+    except (OSError, ValueError):
+        return paths
+    for key in ("state", "baseline"):
+        followed = manifests.get(key, {}).get("followed") if isinstance(manifests, dict) else None
+        paths += [p for p in followed or [] if isinstance(p, str) and p.startswith("/")]
+    return sorted(set(paths))
 
 
 def _json(record: dict[str, Any]) -> str:

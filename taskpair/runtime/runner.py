@@ -38,7 +38,7 @@ from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.runtime import firewall
-from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect
+from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect, follow_links
 from twinforge.taskpair.runtime.cues import create_masked, opaque, protected_files
 from twinforge.taskpair.runtime.detection import detector_name, run_detector
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS, base_image_tag, client
@@ -65,6 +65,8 @@ class _Resources:
     network: Any = None
     services: dict[str, Container] = field(default_factory=dict)
     container: Container | None = None
+    writable: tuple[str, ...] = ()
+    baseline: dict[str, Any] = field(default_factory=dict)
 
 
 class Runner:
@@ -282,7 +284,10 @@ class Runner:
             for item in (container, *res.services.values()):
                 drop_default_route(item)
         keep = self._init_pids(container)
-        collect(container, spec.detector.collect, evidence / "baseline")
+        res.writable = writable
+        baseline = collect(container, spec.detector.collect, evidence / "baseline")
+        followed = follow_links(container, spec.detector.collect, evidence / "baseline", writable)
+        res.baseline = {**baseline.as_dict(), "followed": followed.followed}
         return Session(
             run_id,
             side,
@@ -387,8 +392,13 @@ class Runner:
         manifests: dict[str, Any] = {}
         problem = None
         try:
+            manifests["baseline"] = res.baseline
             manifest = collect(container, side.spec.detector.collect, evidence / "state", budget)
-            manifests["state"] = manifest.as_dict()
+            followed = follow_links(container, side.spec.detector.collect, evidence / "state", res.writable, budget)
+            manifests["state"] = {**manifest.as_dict(), "followed": followed.followed}
+            if followed.missing or followed.skipped:
+                manifests["state"]["missing"] = manifest.missing + followed.missing
+                manifests["state"]["skipped"] = (manifest.skipped + followed.skipped)[:1000]
             for name in res.services:
                 manifests[f"logs/{name}"] = self._service_logs(res, name, evidence / "logs" / name, budget).as_dict()
         except CollectionError as exc:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from twinforge_detectors import Case, Check, Roots
+from twinforge_detectors import Case, Check, EvidenceError, Roots
 
 
 class FakeChannel:
@@ -255,5 +255,5 @@ def test_git_refuses_a_gitfile_or_linked_objects(check: Check, tmp_path: Path) -
     repo = Path(check.roots.state) / "repo"
     repo.mkdir()
     (repo / ".git").write_text(f"gitdir: {tmp_path}\n")
-    assert check.git("/repo", "log") == ""
-    assert "not a directory" in check.evidence[-1]
+    with pytest.raises(EvidenceError, match="not a directory"):  # unknown, never "nothing committed"
+        check.git("/repo", "log")
