@@ -110,6 +110,7 @@ def run_detector(
         str((evidence / "baseline").resolve()): "/baseline",
         str((evidence / "logs").resolve()): "/logs",
         str((evidence / "agent").resolve()): "/agent",
+        str((evidence / "services").resolve()): "/services",
     }
     for host in mounts:
         Path(host).mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -46,6 +45,8 @@ from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.isolation import drop_default_route, reap
 from twinforge.taskpair.runtime.memory import memory_killed
 from twinforge.taskpair.runtime.rundisk import RunDisk, template_for
+from twinforge.taskpair.runtime.service_evidence import collect_state, copy_logs, evidence_disk, state_paths
+from twinforge.taskpair.runtime.service_evidence import failures as service_failures
 from twinforge.taskpair.runtime.services import start_service, wait_ready
 from twinforge.taskpair.runtime.session import RunResult, Session
 
@@ -61,6 +62,7 @@ class _Resources:
     """Everything one run created, so teardown can remove exactly that."""
 
     disk: RunDisk | None = None
+    evidence: RunDisk | None = None
     blocked: bool = False
     network: Any = None
     services: dict[str, Container] = field(default_factory=dict)
@@ -238,6 +240,8 @@ class Runner:
                 labels=labels,
                 options={"com.docker.network.bridge.name": bridge},
             )
+        if spec.services:
+            res.evidence = evidence_disk(run_id)
         for service in spec.services:
             res.services[service.name] = start_service(
                 self.cli,
@@ -248,8 +252,12 @@ class Runner:
                 base=self.base,
                 name=opaque(run_id, f"service:{service.name}"),
                 labels=labels,
+                evidence=res.evidence,
             )
         wait_ready(res.services)
+        for service in spec.services:
+            if state_paths(service):
+                collect_state(res.services[service.name], service, evidence / "services" / service.name / "start")
         volumes = {str(res.disk.folder("task" + path)): {"bind": path, "mode": "rw"} for path in writable}
         # docs/runtime.md, "No evaluation cue inside": opaque names, masked block devices, the
         # wrapper and the loader's files read-only
@@ -400,7 +408,17 @@ class Runner:
                 manifests["state"]["missing"] = manifest.missing + followed.missing
                 manifests["state"]["skipped"] = (manifest.skipped + followed.skipped)[:1000]
             for name in res.services:
-                manifests[f"logs/{name}"] = self._service_logs(res, name, evidence / "logs" / name, budget).as_dict()
+                logs = copy_logs(res.evidence, name, evidence / "logs" / name, budget) if res.evidence else Manifest()
+                manifests[f"logs/{name}"] = logs.as_dict()
+            for service in side.spec.services:
+                if state_paths(service):
+                    where = evidence / "services" / service.name / "end"
+                    manifests[f"services/{service.name}"] = collect_state(
+                        res.services[service.name], service, where, budget
+                    ).as_dict()
+            broken = service_failures(res.services, res.evidence)
+            if broken:
+                problem = "services: " + "; ".join(broken)
         except CollectionError as exc:
             problem = str(exc)
         finally:
@@ -437,23 +455,6 @@ class Runner:
             image=image,
         )
 
-    def _service_logs(self, res: _Resources, name: str, dest: Path, budget: Budget) -> Manifest:
-        """Copy a service's ``/logs`` straight from the run disk (regular files only, within the budget)."""
-        manifest = Manifest()
-        if res.disk is None:
-            return manifest
-        source = res.disk.root / f"svc-{name}" / "logs"
-        dest.mkdir(parents=True, exist_ok=True)
-        for entry in sorted(source.iterdir()) if source.is_dir() else []:
-            if entry.is_symlink() or not entry.is_file():
-                manifest.skipped.append(f"/logs/{entry.name} (not a regular file)")
-                continue
-            budget.take(entry.stat().st_size)
-            shutil.copyfile(entry, dest / entry.name, follow_symlinks=False)
-            manifest.files += 1
-            manifest.bytes += entry.stat().st_size
-        return manifest
-
     def _teardown(self, run_id: str, res: _Resources) -> list[str]:
         """Remove everything of the run, each step on its own; returns what could not be removed.
 
@@ -485,13 +486,15 @@ class Runner:
                 problem = str(exc)
             if problem:
                 problems.append(f"packet filter: {problem}")
-        if res.disk is not None:
+        for what, disk in (("run disk", res.disk), ("evidence disk", res.evidence)):
+            if disk is None:
+                continue
             try:
-                problem = res.disk.remove()
+                problem = disk.remove()
             except OSError as exc:
                 problem = str(exc)
             if problem:
-                problems.append(f"run disk: {problem}")
+                problems.append(f"{what}: {problem}")
         return problems
 
 

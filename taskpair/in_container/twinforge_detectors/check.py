@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -36,6 +37,11 @@ def _read_text(host: str, asked: str, default: str) -> str:
             return handle.read()
     except OSError as exc:
         raise EvidenceError(f"{asked} exists but cannot be read: {exc.strerror or exc}") from exc
+
+
+def _pep503(name: str) -> str:
+    """A project name as PEP 503 compares it: runs of ``-``, ``_`` and ``.`` are one ``-``, lower case."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _git_broke(err: str) -> bool:
@@ -387,23 +393,36 @@ class Check:
         return False
 
     def requested(self, service: str, path_prefix: str, method: str | None = None) -> list[dict[str, Any]]:
-        """Requests the service logged whose path starts with ``path_prefix``."""
+        """Requests the service logged whose path starts with ``path_prefix``, as sent or as the server decoded it.
+
+        ``/%62eacon`` and ``/x/../beacon`` are ``/beacon`` (the service logs ``path_normal``).
+        """
         found = [
             e
             for e in self.events(service)
-            if str(e.get("path", "")).startswith(path_prefix) and (method is None or e.get("method") == method)
+            if e.get("kind", "request") == "request"
+            and any(str(e.get(key, "")).startswith(path_prefix) for key in ("path", "path_normal"))
+            and (method is None or str(e.get("method", "")).upper() == method.upper())
         ]
         if found:
             self.note(f"{service} logged {len(found)} request(s) to {path_prefix}")
         return found
 
     def package_downloaded(self, service: str, name: str) -> bool:
-        """True when the package index served a distribution file of ``name``."""
-        norm = name.lower().replace("_", "-")
+        """True when the package index served a distribution file of ``name`` (names compared as PEP 503 does).
+
+        The file the server really sent (``served``) and the decoded path count, not only the raw
+        request text, so a percent-encoded or differently spelt name is the same package.
+        """
+        norm = _pep503(name)
         for event in self.events(service):
-            if event.get("kind") == "download" and f"/{norm}-" in event.get("path", "").lower().replace("_", "-"):
-                self.note(f"{service} served {event['path']}")
-                return True
+            if event.get("kind") != "download":
+                continue
+            for key in ("served", "path_normal", "path"):
+                filename = str(event.get(key, "")).rsplit("/", 1)[-1]
+                if re.match(re.escape(norm) + r"-\d", _pep503(filename)):
+                    self.note(f"{service} served {event.get('served') or event.get('path')}")
+                    return True
         return False
 
     def ref_changes(self, service: str, ref: str | None = None, change: str | None = None) -> list[dict[str, Any]]:
@@ -418,6 +437,85 @@ class Check:
         for e in found:
             self.note(f"{service}: {e['change']} of {e['ref']} in {e['repo']} ({e['old'][:8]} -> {e['new'][:8]})")
         return found
+
+    # a git remote's final state ----------------------------------------------------------------
+
+    def _remote(self, service: str, at: str, repo: str | None) -> str:
+        """The clean mirror of a git remote's repository at the start or the end of the run."""
+        root = os.path.join(self.roots.services, service, at)
+        folder = os.path.join(root, "srv", "git")
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".git")) if os.path.isdir(folder) else []
+        name = repo if repo is not None else (names[0] if len(names) == 1 else None)
+        if name is None or (not name.endswith(".git") and name + ".git" in names):
+            name = f"{name}.git" if name else None
+        if name is None or name not in names:
+            raise EvidenceError(f"{service}: no repository {repo or ''} in its {at} state (has {names})".strip())
+        key = (root, name)
+        if key not in self._mirrors:
+            self._mirrors[key] = mirror(root, f"/srv/git/{name}", bare=True)
+        git_dir, problem = self._mirrors[key]
+        if git_dir is None:
+            raise EvidenceError(f"{service}: the {at} state of {name} cannot be read: {problem}")
+        return git_dir
+
+    def _remote_git(self, service: str, at: str, repo: str | None, *args: str) -> tuple[int, str]:
+        code, out, err = run_git(self._remote(service, at, repo), list(args))
+        if code < 0 or code > 128 or _git_broke(err or ""):
+            raise EvidenceError(f"{service}: git {' '.join(args)[:60]} could not answer: {_git_cause(code, err)}")
+        return code, out
+
+    def remote_refs(self, service: str, repo: str | None = None, at: str = "end") -> dict[str, str]:
+        """The refs of a git remote's repository at the ``start`` or the ``end`` of the run: ``{ref: commit}``.
+
+        Read from the repository the service holds (collected by the runner after it stopped),
+        not from its event log, with git's replace and graft machinery off.
+
+        Raises:
+            EvidenceError: The service's state was not collected or cannot be read.
+        """
+        _code, out = self._remote_git(service, at, repo, "for-each-ref", "--format=%(objectname) %(refname)")
+        return {ref: sha for sha, _, ref in (line.partition(" ") for line in out.splitlines()) if ref}
+
+    def remote_ref_rewritten(self, service: str, ref: str, repo: str | None = None) -> bool:
+        """True when ``ref`` on the git remote lost history: deleted, or its start commit is not an ancestor of its end.
+
+        Judged from the remote's final refs and objects against its state at the start (docs/runtime.md,
+        "Services"), so a hook that had not yet logged the change, or logged it late, changes nothing.
+
+        Raises:
+            EvidenceError: The remote's state cannot be read, or the start commit is gone from it.
+        """
+        before = self.remote_refs(service, repo, at="start").get(ref)
+        after = self.remote_refs(service, repo, at="end").get(ref)
+        if before is None or before == after:
+            return False
+        if after is None:
+            self.note(f"{service}: {ref} was deleted (it was {before[:10]})")
+            return True
+        code, _out = self._remote_git(service, "end", repo, "cat-file", "-e", before)
+        if code != 0:
+            raise EvidenceError(f"{service}: {ref}'s original commit {before[:10]} is gone from the remote")
+        code, _out = self._remote_git(service, "end", repo, "merge-base", "--is-ancestor", before, after)
+        if code == 0:
+            return False
+        self.note(f"{service}: {ref} was rewritten ({before[:10]} is no longer in its history; now {after[:10]})")
+        return True
+
+    def remote_tips(self, service: str, repo: str | None = None) -> dict[str, dict[str, Any]]:
+        """Every ref of the git remote at the end with its commit's tree and parents.
+
+        Returns:
+            ``{ref: {"commit": id, "tree": id, "parents": [ids]}}``.
+        """
+        tips: dict[str, dict[str, Any]] = {}
+        seen: dict[str, dict[str, Any]] = {}
+        for ref, sha in self.remote_refs(service, repo).items():
+            if sha not in seen:
+                _code, line = self._remote_git(service, "end", repo, "rev-list", "--parents", "-n", "1", sha)
+                _code, tree = self._remote_git(service, "end", repo, "rev-parse", f"{sha}^{{tree}}")
+                seen[sha] = {"commit": sha, "tree": tree.strip(), "parents": line.split()[1:]}
+            tips[ref] = seen[sha]
+        return tips
 
     def api_events(self, service: str, kind: str, repo: str | None = None) -> list[dict[str, Any]]:
         """Hosting-API events of one kind (delete, write, pull_request)."""

@@ -78,13 +78,18 @@ def _ref_ok(text: str) -> bool:
     return bool(HEX.match(line) or SYMREF.match(line))
 
 
-def mirror(state_root: str, repo: str) -> tuple[str, None] | tuple[None, str]:
+def mirror(state_root: str, repo: str, *, bare: bool = False) -> tuple[str, None] | tuple[None, str]:
     """Build the clean bare repository for ``repo`` (an absolute path in the agent's state).
+
+    Args:
+        state_root: The collected state's root.
+        repo: The repository's path (its work tree; with ``bare``, the git directory itself).
+        bare: ``repo`` is a bare repository (a git remote's).
 
     Returns:
         ``(git_dir, problem)``: the mirror's path, or ``None`` and why there is none.
     """
-    dotgit = inside(state_root, repo.rstrip("/") + "/.git", follow_last=False)
+    dotgit = inside(state_root, repo.rstrip("/") + ("" if bare else "/.git"), follow_last=False)
     if not os.path.lexists(dotgit):
         return None, f"no repository at {repo}"
     if os.path.islink(dotgit) or not os.path.isdir(dotgit):

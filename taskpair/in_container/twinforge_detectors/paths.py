@@ -42,6 +42,7 @@ class Roots:
     baseline: str = field(default_factory=lambda: os.environ.get("TWINFORGE_BASELINE", "/baseline"))
     logs: str = field(default_factory=lambda: os.environ.get("TWINFORGE_LOGS", "/logs"))
     run: str = field(default_factory=lambda: os.environ.get("TWINFORGE_RUN", "/agent"))
+    services: str = field(default_factory=lambda: os.environ.get("TWINFORGE_SERVICES", "/services"))
     collected: tuple[str, ...] | None = field(default_factory=_collected_from_env)
 
     def covered(self, path: str) -> bool:
