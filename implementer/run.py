@@ -124,7 +124,7 @@ def finish(workspace: Workspace, job: Job, attempt: Attempt, record: ImplementRe
             target = workspace.tasks_dir / job.pair_id
             if target.exists():  # an interrupted earlier copy, never committed (select() skips tracked pairs)
                 shutil.rmtree(target)
-            shutil.copytree(job.staged, target, symlinks=True)
+            shutil.copytree(job.committed_source(), target, symlinks=True)
             paths += [str(p.relative_to(workspace.root)) for p in sorted(target.rglob("*")) if p.is_file()]
         rel = f"{RECORDS_DIR}/{job.blueprint_id}.yaml"
         workspace.write(rel, yaml.safe_dump(record.model_dump(mode="json"), sort_keys=False, width=100))

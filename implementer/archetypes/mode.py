@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -63,6 +64,8 @@ def run_archetype(job: Job, chat: ChatModel, folder: Path | None = None) -> Atte
         The attempt; ``reason`` says "needs agent mode: ..." when no archetype fits.
     """
     bp = job.record.blueprint
+    if job.checked.exists():  # an agent-mode snapshot of an earlier attempt is not this pair
+        shutil.rmtree(job.checked)
     try:
         archetype = choose(job.blueprint_id, bp, load_archetypes(job.workspace_root))
     except NoArchetype as exc:
