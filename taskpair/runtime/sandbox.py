@@ -55,6 +55,8 @@ LOGS = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file"
 # The sandbox's first process (it becomes the command with exec, so nothing of it stays in the
 # process list): read a header line and the parts from standard input, unpack each part at its
 # place, change to the working folder and exec the command, whose standard input is what follows.
+# Each part is read to its last byte (tarfile stops at the end-of-archive blocks and leaves the
+# record's padding, which then began the command's input).
 ENTRY = """
 import json, os, sys, tarfile
 class Part:
@@ -79,8 +81,11 @@ while not line.endswith(b"\\n"):
 head = json.loads(line)
 for path, size in head["parts"]:
     os.makedirs(path, exist_ok=True)
-    with tarfile.open(fileobj=Part(size), mode="r|") as archive:
+    part = Part(size)
+    with tarfile.open(fileobj=part, mode="r|") as archive:
         archive.extractall(path)
+    while part.read(1 << 16):
+        pass
 os.chdir(head["cwd"])
 os.execvp(head["argv"][0], head["argv"])
 """
