@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import threading
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +83,22 @@ def opaque(run_id: str, role: str) -> str:
     return hashlib.sha256(f"{role}\0{run_id}".encode()).hexdigest()[:16]
 
 
+_PARSING = threading.Lock()
+
+
+@cache
 def wrapper_program() -> str:
-    """The command wrapper's text without docstrings or comments (what the task container can read)."""
-    tree = ast.parse(COMMAND_WRAPPER.read_text(encoding="utf-8"))
+    """The command wrapper's text without docstrings or comments (what the task container can read).
+
+    Made once per process, under a lock: ``ast.parse`` in parallel threads (the gate runs several
+    sides at a time) fails on CPython 3.11 ("AST constructor recursion depth mismatch").
+    """
+    with _PARSING:
+        return _strip(COMMAND_WRAPPER.read_text(encoding="utf-8"))
+
+
+def _strip(source: str) -> str:
+    tree = ast.parse(source)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             first = node.body[0] if node.body else None
