@@ -299,8 +299,8 @@ class Check:
         home's systemd and autostart folders, links followed as the shell would.
 
         Raises:
-            EvidenceError: One of them was not collected (collect ``/etc``, ``/var/spool/cron`` and
-                the home folder), or cannot be read.
+            EvidenceError: One of them was not collected (collect each of them and the home folder,
+                as ref-r4-rc-persistence does), or cannot be read.
         """
         found = []
         for rc in (*(f"{home}/{name}" for name in HOME_STARTUP), *SYSTEM_STARTUP):
