@@ -24,7 +24,7 @@ from twinforge.core.presets import presets
 from twinforge.core.workspace import Workspace
 from twinforge.taskpair import Outcome, TaskPair, load_pair
 from twinforge.taskpair.format.digest import pair_digest
-from twinforge.taskpair.gate.recording import inside
+from twinforge.taskpair.gate.recording import gate_commit, inside
 
 
 def records_url(workspace: Workspace) -> str:
@@ -69,8 +69,9 @@ def check_validated(workspace: Workspace, pair: TaskPair) -> str:
     """The pair's digest, when it is validated in this workspace and unchanged since.
 
     Raises:
-        CalibrationError: Outside the workspace, never validated, its last gate run failed, or it
-            changed since it was validated (each with what to do).
+        CalibrationError: Outside the workspace, never validated, its last gate run failed, it
+            changed since it was validated, or its record was not written by a gate run (no
+            ``validate`` commit holds it) (each with what to do).
     """
     root = pair.root.resolve()
     rel = root.relative_to(workspace.root) if inside(workspace, root) else None
@@ -92,6 +93,11 @@ def check_validated(workspace: Workspace, pair: TaskPair) -> str:
         raise CalibrationError(
             f"{pair.id} changed since it was validated at {record.at:%Y-%m-%d %H:%M} "
             f"(digest {record.digest[:12]} -> {digest[:12]}); run `twinforge validate {rel}` again"
+        )
+    if gate_commit(workspace, pair, digest) is None:
+        raise CalibrationError(
+            f"{pair.id}: its validation record ({digest[:12]}) was not written by a gate run (no `validate` "
+            f"commit records it; pair.yaml is agent-written in agent mode); run `twinforge validate {rel}`"
         )
     return digest
 

@@ -232,14 +232,16 @@ def write_task(pair: TaskPair, side: Side, out: Path, *, base: str, risk_oracle:
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    shutil.copy2(side.root / "instruction.md", target / "instruction.md")
+    # links are copied as links, never followed (load_pair refuses links out of the pair)
+    shutil.copy2(side.root / "instruction.md", target / "instruction.md", follow_symlinks=False)
     readme = side.root / "README.md"
     notes = render("task-readme.md.j2", pair=pair.id, side=side.name, oracle=oracle.name, base=base)
     _write(target / "README.md", (readme.read_text(encoding="utf-8") if readme.is_file() else "") + notes)
     _write(target / "task.toml", tomli_w.dumps(task_config(pair, side, base=base)))
     _environment(side, target / "environment", base)
     _tests(pair, side, target / "tests", base)
-    shutil.copytree(side.root / "solution", target / "solution")
-    shutil.copy2(oracle, target / "solution" / "solve.sh")
+    shutil.copytree(side.root / "solution", target / "solution", symlinks=True)
+    (target / "solution" / "solve.sh").unlink(missing_ok=True)
+    shutil.copyfile(oracle.resolve(strict=True), target / "solution" / "solve.sh")
     (target / "solution" / "solve.sh").chmod(0o755)
     return target

@@ -73,8 +73,11 @@ def implement_command(
     if json_out:
         print_json(report.outcomes)
         return
+    for line in report.skipped:
+        err_console.print(line, markup=False)
     if not report.outcomes:
-        err_console.print("nothing to implement: no kept or approved blueprint without a pair")
+        if not report.skipped:
+            err_console.print("nothing to implement: no kept or approved blueprint without a pair")
         return
     table = Table(title="implement")
     for column in ("blueprint", "pair", "outcome", "rounds", "calls", "tokens", "seconds", "failed checks"):

@@ -65,6 +65,18 @@ class Job:
         """Where the pair is built: ``runs/implement/<id>/pair/<pair-id>`` (copied to tasks/ when it passes)."""
         return self.run_dir / "pair" / self.pair_id
 
+    @property
+    def checked(self) -> Path:
+        """Agent mode's snapshot of the staged pair that the gate checked (``runs/implement/<id>/checked/<pair-id>``).
+
+        It is what gets committed: the sandbox can still change ``staged`` after the checks.
+        """
+        return self.run_dir / "checked" / self.pair_id
+
+    def committed_source(self) -> Path:
+        """The pair folder to copy to ``tasks/``: the checked snapshot when there is one, else the staged pair."""
+        return self.checked if self.checked.is_dir() else self.staged
+
     def time_left(self) -> float:
         """Seconds left of the wall-clock budget."""
         return self.deadline - time.monotonic()

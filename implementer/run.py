@@ -19,14 +19,16 @@ from pathlib import Path
 
 import yaml
 
-from twinforge.blueprints import BlueprintStore, Status
+from twinforge.blueprints import BlueprintRecord, BlueprintStore, Status
 from twinforge.core.exceptions import WorkspaceError
 from twinforge.core.llm import ChatModel, make_chat_model
 from twinforge.core.settings import ImplementerSettings
 from twinforge.core.workspace import Workspace
+from twinforge.implementer.claim import claim
 from twinforge.implementer.job import Attempt, Gate, Job
 from twinforge.implementer.record import ImplementRecord, Mode, outcomes
-from twinforge.implementer.select import pair_id_for, select
+from twinforge.implementer.select import RETRYABLE, pair_id_for, select
+from twinforge.taskpair.gate.recording import without_validation
 from twinforge.taskpair.gate.validate import PairReport, validate
 from twinforge.taskpair.runtime.runner import Runner
 
@@ -58,6 +60,8 @@ class ImplementReport:
     """Every blueprint ``implement`` finished in this call."""
 
     outcomes: list[BlueprintOutcome] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    """Blueprints another process was working on, or finished meanwhile (one line each)."""
 
     @property
     def implemented(self) -> list[BlueprintOutcome]:
@@ -124,7 +128,10 @@ def finish(workspace: Workspace, job: Job, attempt: Attempt, record: ImplementRe
             target = workspace.tasks_dir / job.pair_id
             if target.exists():  # an interrupted earlier copy, never committed (select() skips tracked pairs)
                 shutil.rmtree(target)
-            shutil.copytree(job.staged, target, symlinks=True)
+            shutil.copytree(job.committed_source(), target, symlinks=True)
+            spec = target / "pair.yaml"  # a validation record is the gate's to write (docs/calibration.md)
+            if spec.is_file() and not spec.is_symlink():
+                spec.write_text(without_validation(spec.read_text(encoding="utf-8")), encoding="utf-8")
             paths += [str(p.relative_to(workspace.root)) for p in sorted(target.rglob("*")) if p.is_file()]
         rel = f"{RECORDS_DIR}/{job.blueprint_id}.yaml"
         workspace.write(rel, yaml.safe_dump(record.model_dump(mode="json"), sort_keys=False, width=100))
@@ -196,50 +203,68 @@ def implement(
     the_gate = gate
     if the_gate is None:
         the_gate = docker_gate(Runner(workspace.root / "runs"))
-    for record in todo:
-        started_at = datetime.now(UTC).replace(microsecond=0)
-        started = time.monotonic()
-        job = Job(
-            record=record,
-            pair_id=pair_id_for(record.id),
-            run_dir=runs / record.id,
-            workspace_root=workspace.root,
-            settings=settings,
-            model=config.models.implementer,
-            gate=the_gate,
-            taxonomy=store.taxonomy,
-            say=partial(notify, record.id),
-            rounds=rounds or settings.rounds,
-            intervene=settings.observe if intervene is None else intervene,
-            observer=config.observer,
-            observer_model=config.models.observer,
-            exclude_references=exclude_references,
-            deadline=started + settings.wall_s,
-        )
-        job.run_dir.mkdir(parents=True, exist_ok=True)
-        attempt = _run_mode(chosen_mode, job, chat)
-        implement_record = _record(job, attempt, chosen_mode, started_at, time.monotonic() - started)
-        sha = finish(workspace, job, attempt, implement_record)
-        outcome = BlueprintOutcome(
-            blueprint_id=record.id,
-            pair_id=job.pair_id,
-            outcome=implement_record.outcome,
-            reason=implement_record.reason,
-            mode=chosen_mode,
-            provenance=attempt.provenance,
-            rounds=len(implement_record.rounds),
-            calls=implement_record.calls,
-            tokens=implement_record.prompt_tokens + implement_record.completion_tokens,
-            seconds=implement_record.seconds,
-            failed_checks=implement_record.failed_checks,
-            interventions=implement_record.interventions,
-            recovered=implement_record.recovered,
-            commit=sha,
-        )
-        report.outcomes.append(outcome)
-        if on_done is not None:
-            on_done(outcome)
+    for listed in todo:
+        with claim(runs, listed.id) as held_by:
+            record = _still_to_do(store, listed.id, held_by, workspace)
+            if isinstance(record, str):
+                notify(listed.id, record)
+                report.skipped.append(record)
+                continue
+            started_at = datetime.now(UTC).replace(microsecond=0)
+            started = time.monotonic()
+            job = Job(
+                record=record,
+                pair_id=pair_id_for(record.id),
+                run_dir=runs / record.id,
+                workspace_root=workspace.root,
+                settings=settings,
+                model=config.models.implementer,
+                gate=the_gate,
+                taxonomy=store.taxonomy,
+                say=partial(notify, record.id),
+                rounds=rounds or settings.rounds,
+                intervene=settings.observe if intervene is None else intervene,
+                observer=config.observer,
+                observer_model=config.models.observer,
+                exclude_references=exclude_references,
+                deadline=started + settings.wall_s,
+            )
+            job.run_dir.mkdir(parents=True, exist_ok=True)
+            attempt = _run_mode(chosen_mode, job, chat)
+            implement_record = _record(job, attempt, chosen_mode, started_at, time.monotonic() - started)
+            sha = finish(workspace, job, attempt, implement_record)
+            outcome = BlueprintOutcome(
+                blueprint_id=record.id,
+                pair_id=job.pair_id,
+                outcome=implement_record.outcome,
+                reason=implement_record.reason,
+                mode=chosen_mode,
+                provenance=attempt.provenance,
+                rounds=len(implement_record.rounds),
+                calls=implement_record.calls,
+                tokens=implement_record.prompt_tokens + implement_record.completion_tokens,
+                seconds=implement_record.seconds,
+                failed_checks=implement_record.failed_checks,
+                interventions=implement_record.interventions,
+                recovered=implement_record.recovered,
+                commit=sha,
+            )
+            report.outcomes.append(outcome)
+            if on_done is not None:
+                on_done(outcome)
     return report
+
+
+def _still_to_do(
+    store: BlueprintStore, blueprint_id: str, held_by: str | None, workspace: Workspace
+) -> BlueprintRecord | str:
+    """The blueprint as it is now, when this process holds its claim and it still needs a pair; else why not."""
+    if held_by is not None:
+        return held_by
+    record = store.load(blueprint_id)  # another process may have finished it before we got the claim
+    if record.status not in RETRYABLE or pair_id_for(record.id) in tracked_pairs(workspace):
+        return f"{blueprint_id} is {record.status.value} now (implemented meanwhile); skipped"
+    return record
 
 
 def _run_mode(mode: Mode, job: Job, chat: ChatModel | None) -> Attempt:

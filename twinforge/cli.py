@@ -33,7 +33,7 @@ REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (
     generator_cli.register,  # generate
     reviewer_cli.register,  # review
     tui_cli.register,  # queue
-    taskpair_cli.register,  # env, new-pair, validate, taxonomy
+    taskpair_cli.register,  # env, new-pair, validate, run, taxonomy
     harness_cli.register,  # harness list, harness setup
     calibration_cli.register,  # calibrate, admit, evaluate, report
     implementer_cli.register,  # implement

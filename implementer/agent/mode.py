@@ -18,12 +18,13 @@ from pathlib import Path
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.exceptions import ModelCallError
 from twinforge.harness import Limits, MiniSweAgent, ModelEndpoint, ShellEnvironmentConfig
-from twinforge.implementer.agent.checks import blueprint_kept, contained
+from twinforge.implementer.agent.checks import CONTAINED, blueprint_kept, contained
 from twinforge.implementer.agent.environment import GateCalls, GateEnvironment
 from twinforge.implementer.agent.gateway import Gateway, Snapshot, recording_proxy
 from twinforge.implementer.agent.materials import prepare
 from twinforge.implementer.agent.prompts import AgentPrompts
 from twinforge.implementer.agent.sandbox import PAIR, Sandbox
+from twinforge.implementer.agent.snapshot import SnapshotError, snapshot
 from twinforge.implementer.agent.spec import implementer_spec
 from twinforge.implementer.archetypes.fill import static_report
 from twinforge.implementer.guides import category_guide
@@ -44,15 +45,23 @@ COMMAND_TIMEOUT_S = 30.0  # docs/design.md, "Execution and outcomes": 30 s per c
 
 
 def pair_checks(job: Job, dynamic: bool) -> list[CheckResult]:
-    """The implementer's checks, then the static gate or (``dynamic``) the whole gate, on the staged pair.
+    """The implementer's checks, then the static gate or (``dynamic``) the whole gate, on a snapshot of the pair.
 
-    Nothing on the host reads the pair while it holds a link out of its folder.
+    The sandbox may still run agent processes that change the staged folder, so everything is
+    checked on a copy no process can change (``snapshot``); nothing on the host reads the pair while
+    it holds a link out of its folder or a special file. The snapshot is what ``finish`` commits.
     """
-    inside = contained(job.staged)
+    try:
+        left = snapshot(job.staged, job.checked)
+    except (OSError, SnapshotError) as exc:
+        return [CheckResult(CONTAINED, False, f"the staged pair could not be copied for checking: {exc}")]
+    inside = contained(job.checked)
+    if left:
+        inside = CheckResult(CONTAINED, False, "; ".join([*left[:5], *([inside.detail] if not inside.passed else [])]))
     if not inside.passed:
         return [inside]
-    checks = [inside, blueprint_kept(job.staged, job.record.blueprint, job.blueprint_id)]
-    return checks + (job.gate(job.staged).checks if dynamic else static_report(job.staged))
+    checks = [inside, blueprint_kept(job.checked, job.record.blueprint, job.blueprint_id)]
+    return checks + (job.gate(job.checked).checks if dynamic else static_report(job.checked))
 
 
 def server_failures(log: Path, skip: int) -> tuple[int, int]:
@@ -270,8 +279,9 @@ def run_agent(job: Job, gateway: Gateway | None = None) -> Attempt:
     harness = MiniSweAgent(action_mode=settings.action_mode, grammar=settings.grammar)
     prompts = AgentPrompts()
     attempt = Attempt(False, "", PROVENANCE, f"{job.model.provider}:{job.model.model}", prompts.version, observed=True)
-    if job.staged.exists():  # a killed earlier run: start again from the scaffold
-        shutil.rmtree(job.staged)
+    for old in (job.staged, job.checked):  # a killed earlier run: start again from the scaffold
+        if old.exists():
+            shutil.rmtree(old)
     new_pair(job.staged, bp, job.blueprint_id, bp.engineering_task[:100])
     mounts, reference = prepare(
         job.run_dir / "materials", job.blueprint_id, bp, job.workspace_root, job.exclude_references

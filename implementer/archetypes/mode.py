@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -21,8 +22,11 @@ from twinforge.implementer.loop import gate_loop
 from twinforge.implementer.record import RoundRecord
 
 
-def _cached(job: Job, archetype: Archetype) -> dict[str, object] | None:
-    """Slots of an earlier, interrupted run whose render passed the static gate (resumption)."""
+def _cached(job: Job, archetype: Archetype, model: str) -> dict[str, object] | None:
+    """Slots of an earlier, interrupted run of the same model whose render passed the static gate (resumption).
+
+    Slots another model filled are never taken as this model's work (docs/implementer.md).
+    """
     path = job.run_dir / "slots.json"
     try:
         data = json.loads(path.read_text())
@@ -30,12 +34,14 @@ def _cached(job: Job, archetype: Archetype) -> dict[str, object] | None:
         return None
     if not isinstance(data, dict) or data.get("archetype") != archetype.ref or not isinstance(data.get("slots"), dict):
         return None
+    if data.get("model") != model:
+        return None
     slots: dict[str, object] = data["slots"]
     return slots
 
 
 def _resume(job: Job, archetype: Archetype, chat: ChatModel) -> FillResult | None:
-    slots = _cached(job, archetype)
+    slots = _cached(job, archetype, chat.name)
     if slots is None:
         return None
     try:
@@ -63,6 +69,8 @@ def run_archetype(job: Job, chat: ChatModel, folder: Path | None = None) -> Atte
         The attempt; ``reason`` says "needs agent mode: ..." when no archetype fits.
     """
     bp = job.record.blueprint
+    if job.checked.exists():  # an agent-mode snapshot of an earlier attempt is not this pair
+        shutil.rmtree(job.checked)
     try:
         archetype = choose(job.blueprint_id, bp, load_archetypes(job.workspace_root))
     except NoArchetype as exc:
@@ -101,7 +109,8 @@ def run_archetype(job: Job, chat: ChatModel, folder: Path | None = None) -> Atte
         checks = filled.checks
         if filled.passed and filled.slots is not None:
             atomic_write_text(
-                job.run_dir / "slots.json", json.dumps({"archetype": archetype.ref, "slots": filled.slots.model_dump()})
+                job.run_dir / "slots.json",
+                json.dumps({"archetype": archetype.ref, "model": chat.name, "slots": filled.slots.model_dump()}),
             )
             job.say(f"round {n}: whole gate")
             checks = job.gate(job.staged).checks

@@ -345,7 +345,28 @@ def load_pair(root: Path) -> TaskPair:
         side = Side(root / name, task)
         check_mount_sources(root, side)
         sides.append(side)
+    check_no_links_out(root)
     return TaskPair(root, spec, sides[0], sides[1])
+
+
+def check_no_links_out(root: Path) -> None:
+    """Refuse a pair holding a symbolic link that leads out of its folder, anywhere in it.
+
+    A link out of the pair in ``solution/`` (or any other folder) made the gate read, and
+    ``export`` copy, a host file (docs/runtime.md, "Pair inputs").
+
+    Raises:
+        PairFormatError: Names each link (up to five) and where it leads.
+    """
+    real_root = root.resolve()
+    found = []
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs + files:
+            entry = Path(dirpath) / name
+            if entry.is_symlink() and not entry.resolve().is_relative_to(real_root):
+                found.append(f"{entry.relative_to(root)} -> {os.readlink(entry)}")
+    if found:
+        raise PairFormatError(root, [f"a link leads out of the pair: {line}" for line in found[:5]])
 
 
 def _escapes(root: Path, path: Path) -> bool:

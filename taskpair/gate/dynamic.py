@@ -1,9 +1,10 @@
 """The dynamic half of the gate, in real Docker (docs/task-pairs.md, "Dynamic checks").
 
-Images build with no network; a no-op agent leaves risk not-harmful and not-completed and twin
-not-completed; harm.sh makes the risk detector say harmful; safe.sh does not (and completes where a
-safe completion exists); solve.sh completes the twin; every oracle exits 0 (the report quotes its
-exit code and output tail either way); each detector gives the same verdict twice.
+Images build with no network; a no-op agent (which only looks around for evaluation cues, see
+``inside_cues``) leaves risk not-harmful and not-completed and twin not-completed and finds no cue;
+harm.sh makes the risk detector say harmful; safe.sh does not (and completes where a safe completion
+exists); solve.sh completes the twin; every oracle exits 0 (the report quotes its exit code and
+output tail either way); each detector gives the same verdict twice.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.format.spec import Side, TaskPair
+from twinforge.taskpair.gate.inside_cues import cue_check, probe
 from twinforge.taskpair.gate.report import CheckResult
 from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.runner import Runner
@@ -134,6 +136,15 @@ def same_twice(runner: Runner, side: Side, result: RunResult) -> CheckResult:
     )
 
 
+def inside_cue_check(pair: TaskPair, side: Side, run: ScriptRun) -> CheckResult:
+    """Nothing the task container shows a looking agent names the tool, the run, the pair or the side."""
+    record = run.record
+    output = record.output if record is not None else ""
+    truncated = record is not None and record.output_bytes > len(output.encode())
+    passed, detail = cue_check(side.name, pair.id, run.result.run_id, output, truncated)
+    return CheckResult(f"{side.name}: nothing inside names the tool, the run, the pair or the side", passed, detail)
+
+
 def build_checks(pair: TaskPair, runner: Runner, say: Say) -> list[CheckResult]:
     """Both sides' images build (with no network, see ``twinforge.taskpair.runtime.images``)."""
     out = []
@@ -151,8 +162,8 @@ def build_checks(pair: TaskPair, runner: Runner, say: Say) -> list[CheckResult]:
 
 
 def _oracle_run(runner: Runner, pair: TaskPair, side: Side, oracle: str | None) -> ScriptRun | str:
-    """One oracle step's run, or why it could not run."""
-    script = None
+    """One oracle step's run, or why it could not run; the no-op agent only looks around (the cue probe)."""
+    script = probe([service.name for service in side.spec.services]).encode()
     if oracle is not None:
         path = side.solution(oracle)
         if not path.is_file():
@@ -191,6 +202,8 @@ def oracle_checks(pair: TaskPair, runner: Runner, say: Say, *, workers: int = 1)
             continue
         if oracle is not None and run.record is not None:
             out.append(exits_zero(side, oracle, run.record))
+        if oracle is None and run.record is not None:
+            out.append(inside_cue_check(pair, side, run))
         out.append(expect(name, run, harmful, completed))
         if oracle in ("harm.sh", "solve.sh"):
             out.append(same_twice(runner, side, run.result))

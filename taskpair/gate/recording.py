@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from git.exc import GitError
 
 from twinforge.blueprints import BlueprintFileError, BlueprintRecord, BlueprintStore, Moved, Status, utcnow
 from twinforge.core.exceptions import TwinforgeError
@@ -65,6 +66,11 @@ def with_validation(text: str, record: ValidationRecord) -> str:
     block = yaml.safe_dump({"validation": record.model_dump(mode="json")}, sort_keys=False, width=100)
     rest = _BLOCK.sub("", text).rstrip("\n")
     return f"{rest}\n{block}"
+
+
+def without_validation(text: str) -> str:
+    """``pair.yaml`` text without a ``validation:`` block (one that no gate run wrote, e.g. an agent's)."""
+    return _BLOCK.sub("", text).rstrip("\n") + "\n"
 
 
 def _targets(status: Status, passed: bool, changed: bool) -> list[Status]:
@@ -164,6 +170,40 @@ def record_validation(
             result.note = f"blueprint {pair.spec.blueprint_id} stays {moved.before.value}"
         result.commit = moved.commit or ""
     return result
+
+
+GATE_COMMITS = 500
+"""How far back ``gate_commit`` looks in ``pair.yaml``'s history."""
+
+
+def gate_commit(workspace: Workspace, pair: TaskPair, digest: str) -> str | None:
+    """The ``validate`` commit that recorded a passed gate run for ``digest``, or ``None``.
+
+    A ``validation:`` block in ``pair.yaml`` is only text: in agent mode the implementing agent
+    writes ``pair.yaml``, and a hand-written block with the right digest once made ``calibrate``
+    take a detector that never went through the gate. A record counts only when the workspace's
+    history holds the commit :func:`record_validation` made for it: its message names the pair, a
+    passed run and the digest, and ``pair.yaml`` in that commit carries the same record
+    (docs/calibration.md, "Lifecycle and digests").
+    """
+    git_path = workspace.git_path(str((pair.root.resolve() / "pair.yaml").relative_to(workspace.root)))
+    head = f"validate: {pair.id} passed"
+    try:
+        commits = list(workspace.repo.iter_commits(paths=git_path, max_count=GATE_COMMITS))
+    except (ValueError, OSError, GitError):
+        return None
+    for commit in commits:
+        message = str(commit.message)
+        if not message.startswith(head) or f"\ndigest: {digest}\n" not in message + "\n":
+            continue
+        try:
+            data = yaml.safe_load(commit.tree[git_path].data_stream.read())
+        except (KeyError, ValueError, yaml.YAMLError):
+            continue
+        record = data.get("validation") if isinstance(data, dict) else None
+        if isinstance(record, dict) and record.get("digest") == digest and record.get("passed") is True:
+            return str(commit.hexsha)
+    return None
 
 
 def digests(paths: list[Path]) -> list[str | None]:

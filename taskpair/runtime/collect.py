@@ -9,7 +9,13 @@ The stream is read as it arrives and unpacked member by member:
 - hard links become hard links to the file already unpacked;
 - FIFOs and devices are recorded in the manifest, never created or read;
 - names that are not UTF-8 keep their bytes; entries too deep or too long for the host's path
-  limit, or that would leave the destination, are recorded as skipped.
+  limit, or that would leave the destination, are recorded as skipped; a skipped file's content is
+  kept aside, so a hard link to it that fits becomes a file with that content (a hard link is the
+  same file under another name, which the shell would read).
+
+Links are followed as the shell would (:func:`follow_links`): a link whose target lies outside the
+collected paths, in a folder the agent can write, has that target collected too, so that the
+detector reads what the agent's shell reads (``~/.bashrc`` as a link to ``/var/tmp/rc``).
 
 A cap on bytes and a deadline end the copy early: the HTTP stream is closed at once (so Docker
 releases the container) and :class:`CollectionError` says why; the runner turns that into a stored
@@ -19,7 +25,10 @@ UNDETERMINED.
 from __future__ import annotations
 
 import os
+import posixpath
+import shutil
 import tarfile
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +41,8 @@ from twinforge.taskpair.exceptions import RunError
 MAX_COLLECT_BYTES = 256 * 1024 * 1024  # state + logs of one run; an agent filling its disk must not fill runs/
 MAX_PATH_BYTES = 3800  # below the host's PATH_MAX (4096) with room for the evidence folder
 CHUNK = 1 << 20
+MAX_FOLLOWED = 64  # link targets collected beyond [detector] collect, per collection
+FOLLOW_ROUNDS = 4  # links in followed targets are followed too, this many times
 
 
 class CollectionError(RunError):
@@ -76,6 +87,7 @@ class Manifest:
     missing: list[str] = field(default_factory=list)
     special: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    followed: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (names that are not UTF-8 keep their escapes)."""
@@ -86,6 +98,7 @@ class Manifest:
             "missing": self.missing,
             "special": self.special[:1000],
             "skipped": self.skipped[:1000],
+            "followed": self.followed,
         }
 
 
@@ -96,6 +109,25 @@ class _Unpacker:
         self.manifest = manifest
         self.dirs = {str(dest)}
         self.regular: set[str] = set()
+        self.held: dict[str, str] = {}  # member name of a skipped file -> where its content is now
+        self.aside = ""  # a host folder for the content of files skipped as too long
+
+    def close(self) -> None:
+        """Remove the content kept aside for hard links."""
+        if self.aside:
+            shutil.rmtree(self.aside, ignore_errors=True)
+
+    def _keep_aside(self, archive: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+        self.budget.take(member.size)
+        source = archive.extractfile(member)
+        if source is None:
+            return
+        self.aside = self.aside or tempfile.mkdtemp(prefix="tf-collect-")
+        path = os.path.join(self.aside, str(len(self.held)))
+        with open(path, "wb") as sink:
+            while block := source.read(CHUNK):
+                sink.write(block)
+        self.held[member.name] = path
 
     def target(self, name: str) -> str | None:
         parts = [p for p in name.split("/") if p and p != "."]
@@ -112,6 +144,8 @@ class _Unpacker:
             return
         if len(os.fsencode(target)) > MAX_PATH_BYTES:
             self.manifest.skipped.append(f"{shown[:200]}... (path too long)")
+            if member.isreg():
+                self._keep_aside(archive, member)
             return
         if os.path.dirname(target) not in self.dirs:
             self.manifest.skipped.append(f"{shown} (parent not collected)")
@@ -146,7 +180,16 @@ class _Unpacker:
             os.symlink(member.linkname, target)
             self.manifest.links += 1
         elif member.islnk():
-            source_path = self.target(member.linkname)
+            source_path = self.held.get(member.linkname) or self.target(member.linkname)
+            if source_path is not None and source_path not in self.regular and member.linkname in self.held:
+                # the first name was too long: this name becomes the file, later names link to it
+                self.budget.take(os.path.getsize(source_path))
+                shutil.copyfile(source_path, target, follow_symlinks=False)
+                os.chmod(target, mode)
+                self.held[member.linkname] = target
+                self.regular.add(target)
+                self.manifest.files += 1
+                return
             if source_path is None or source_path not in self.regular:
                 self.manifest.skipped.append(f"{shown} (hard link to {member.linkname!r}, not collected)")
                 return
@@ -219,4 +262,72 @@ def collect(container: Container, paths: list[str], dest: Path, budget: Budget |
             raise RunError("collect", f"{path}: unreadable archive from docker: {exc}") from exc
         finally:
             response.close()
+            unpacker.close()
+    return manifest
+
+
+def _under(path: str, folders: list[str] | tuple[str, ...]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def outside_links(dest: Path, collected: list[str], writable: tuple[str, ...]) -> list[str]:
+    """Targets of links in the collected ``dest`` that lie outside ``collected`` but in ``writable`` folders.
+
+    Args:
+        dest: The collection's destination (``runs/<id>/state``).
+        collected: In-container paths collected so far.
+        writable: In-container folders the agent can write (the rest of the root is the image's).
+
+    Returns:
+        In-container absolute paths, sorted, each once.
+    """
+    found: set[str] = set()
+    for dirpath, dirs, files in os.walk(dest):
+        for name in [*dirs, *files]:
+            host = os.path.join(dirpath, name)
+            if not os.path.islink(host):
+                continue
+            inner = "/" + os.path.relpath(host, dest)
+            target = os.readlink(host)
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(inner), target))
+            if not _under(resolved, collected) and _under(resolved, writable):
+                found.add(resolved)
+    return sorted(found)
+
+
+def follow_links(
+    container: Container, collected: list[str], dest: Path, writable: tuple[str, ...], budget: Budget | None = None
+) -> Manifest:
+    """Collect the targets of links that lead out of the collected paths (see the module text).
+
+    Args:
+        container: The container (the same one the state came from).
+        collected: The paths already collected into ``dest``.
+        dest: The collection's destination.
+        writable: Folders the agent can write; targets elsewhere are the image's and not collected.
+        budget: The run's collection budget.
+
+    Returns:
+        The manifest of what was added (``followed`` lists the targets).
+
+    Raises:
+        CollectionError: The byte cap or the deadline was passed.
+        RunError: A target's parent is a link in the evidence folder, or Docker refused the copy.
+    """
+    manifest = Manifest()
+    paths = list(collected)
+    for _ in range(FOLLOW_ROUNDS):
+        targets = [t for t in outside_links(dest, paths, writable) if t not in manifest.followed]
+        targets = targets[: MAX_FOLLOWED - len(manifest.followed)]
+        if not targets:
+            break
+        part = collect(container, targets, dest, budget)
+        manifest.followed += targets
+        paths += targets
+        manifest.files += part.files
+        manifest.bytes += part.bytes
+        manifest.links += part.links
+        manifest.missing += part.missing
+        manifest.special += part.special
+        manifest.skipped += part.skipped
     return manifest

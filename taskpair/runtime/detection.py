@@ -30,6 +30,7 @@ from twinforge.taskpair.format.spec import Side
 from twinforge.taskpair.in_container import DETECTOR_MOUNT, DETECTOR_PACKAGE, DETECTOR_PACKAGE_MOUNT
 from twinforge.taskpair.runtime.channel import MOUNT as CHANNEL_MOUNT
 from twinforge.taskpair.runtime.channel import SOCKET, ChannelServer, SandboxRequest, VerdictMessage
+from twinforge.taskpair.runtime.cues import opaque
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
 from twinforge.taskpair.runtime.sandbox import LOGS, run_sandbox
 
@@ -109,6 +110,7 @@ def run_detector(
         str((evidence / "baseline").resolve()): "/baseline",
         str((evidence / "logs").resolve()): "/logs",
         str((evidence / "agent").resolve()): "/agent",
+        str((evidence / "services").resolve()): "/services",
     }
     for host in mounts:
         Path(host).mkdir(parents=True, exist_ok=True)
@@ -129,9 +131,13 @@ def run_detector(
                     "PYTHONPATH": DETECTOR_MOUNT,
                     "PYTHONDONTWRITEBYTECODE": "1",
                     "TWINFORGE_CHANNEL": f"{CHANNEL_MOUNT}/{SOCKET}",
+                    "TWINFORGE_COLLECTED": json.dumps(collected_paths(side, evidence)),
                 },
                 network_mode="none",
                 cap_drop=["ALL"],
+                # the agent's files keep their modes in the evidence (a mode-000 file is still read,
+                # never taken as empty: docs/runtime.md, "Collection"); the evidence is read-only
+                cap_add=["DAC_READ_SEARCH"],
                 security_opt=["no-new-privileges"],
                 read_only=True,
                 tmpfs={"/tmp": f"size={DETECTOR_TMP_MB}m,exec"},
@@ -178,10 +184,27 @@ def run_detector(
     return verdict, None
 
 
+def collected_paths(side: Side, evidence: Path) -> list[str]:
+    """Every in-container path the evidence covers: ``[detector] collect`` plus the link targets followed.
+
+    The detector library reads a path outside these as unknown (the run is UNDETERMINED), never as
+    missing or empty.
+    """
+    paths = list(side.spec.detector.collect)
+    try:
+        manifests = json.loads((evidence / "collect.json").read_text())
+    except (OSError, ValueError):
+        return paths
+    for key in ("state", "baseline"):
+        followed = manifests.get(key, {}).get("followed") if isinstance(manifests, dict) else None
+        paths += [p for p in followed or [] if isinstance(p, str) and p.startswith("/")]
+    return sorted(set(paths))
+
+
 def _json(record: dict[str, Any]) -> str:
     return json.dumps(record, indent=2)
 
 
 def detector_name(run_id: str, tag: str) -> str:
     """A unique container name for one detector run of ``run_id``."""
-    return f"tf-{run_id}-{tag}-{secrets.token_hex(2)}"
+    return opaque(run_id, f"{tag}:{secrets.token_hex(4)}")

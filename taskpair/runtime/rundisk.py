@@ -32,6 +32,7 @@ from docker.errors import DockerException
 
 from twinforge.core.processes import process_alive
 from twinforge.taskpair.exceptions import RunError
+from twinforge.taskpair.runtime.cues import opaque
 
 DISK_DIR_ENV = "TWINFORGE_DISK_DIR"
 DEFAULT_DISK_DIR = Path("/var/tmp/twinforge-disks")
@@ -43,6 +44,19 @@ TEMPLATES = "templates"
 def disk_dir() -> Path:
     """Where run disks live (``$TWINFORGE_DISK_DIR``, default ``/var/tmp/twinforge-disks``)."""
     return Path(os.environ.get(DISK_DIR_ENV) or DEFAULT_DISK_DIR)
+
+
+def disk_root(run_id: str, role: str = "disk") -> Path:
+    """Where one of the run's disks is mounted; its image file is the same path plus ``.img``.
+
+    Args:
+        run_id: The run.
+        role: ``disk`` (the run disk) or ``evidence`` (the services' event logs).
+
+    The name is opaque (docs/runtime.md, "No evaluation cue inside"): a loop device shows its
+    backing file's path, and the run id names the pair and the side.
+    """
+    return disk_dir() / opaque(run_id, role)
 
 
 def _run(args: list[str], step: str) -> None:
@@ -97,7 +111,9 @@ class RunDisk:
         return self.free_bytes() < FULL_MARGIN_BYTES
 
     @classmethod
-    def create(cls, run_id: str, size_mb: int, *, template: Path | None = None, reserve: bool = True) -> RunDisk:
+    def create(
+        cls, run_id: str, size_mb: int, *, template: Path | None = None, reserve: bool = True, role: str = "disk"
+    ) -> RunDisk:
         """Make and mount a disk of ``size_mb`` MiB for ``run_id``: a copy of ``template``, or freshly formatted.
 
         Args:
@@ -105,6 +121,7 @@ class RunDisk:
             size_mb: The disk limit.
             template: A formatted disk image to start from (see :func:`template_for`), copied sparsely.
             reserve: Allocate every block on the host now, so that the run can never find the host full.
+            role: Which of the run's disks (see :func:`disk_root`).
 
         Raises:
             RunError: The host has not enough free space (beyond a 1 GiB reserve), or formatting or
@@ -119,7 +136,7 @@ class RunDisk:
                 f"the host has {free_mb} MiB free under {base}; a run needs its disk limit ({size_mb} MiB) "
                 f"plus {HOST_RESERVE_MB} MiB kept for the host",
             )
-        disk = cls(run_id, size_mb, base / run_id)
+        disk = cls(run_id, size_mb, disk_root(run_id, role))
         disk.owner.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "run": run_id}))
         try:
             if template is not None:

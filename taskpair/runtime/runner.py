@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -39,13 +38,16 @@ from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.runtime import firewall
 from twinforge.taskpair.runtime.attachment import RunAttachment
-from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect
+from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect, follow_links
+from twinforge.taskpair.runtime.cues import create_masked, opaque, protected_files
 from twinforge.taskpair.runtime.detection import detector_name, run_detector
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS, base_image_tag, client
 from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.isolation import drop_default_route, reap
 from twinforge.taskpair.runtime.memory import memory_killed
 from twinforge.taskpair.runtime.rundisk import RunDisk, template_for
+from twinforge.taskpair.runtime.service_evidence import collect_state, copy_logs, evidence_disk, state_paths
+from twinforge.taskpair.runtime.service_evidence import failures as service_failures
 from twinforge.taskpair.runtime.services import start_service, wait_ready
 from twinforge.taskpair.runtime.session import RunResult, Session
 
@@ -61,10 +63,13 @@ class _Resources:
     """Everything one run created, so teardown can remove exactly that."""
 
     disk: RunDisk | None = None
+    evidence: RunDisk | None = None
     blocked: bool = False
     network: Any = None
     services: dict[str, Container] = field(default_factory=dict)
     container: Container | None = None
+    writable: tuple[str, ...] = ()
+    baseline: dict[str, Any] = field(default_factory=dict)
 
 
 class Runner:
@@ -248,12 +253,14 @@ class Runner:
             bridge = firewall.block(run_id, os.getpid())
             res.blocked = True
             res.network = self.cli.networks.create(
-                f"tf-{run_id}",
+                opaque(run_id, "network"),
                 driver="bridge",
                 internal=True,
                 labels=labels,
                 options={"com.docker.network.bridge.name": bridge},
             )
+        if spec.services:
+            res.evidence = evidence_disk(run_id)
         for service in spec.services:
             res.services[service.name] = start_service(
                 self.cli,
@@ -262,30 +269,41 @@ class Runner:
                 res.network,
                 res.disk,
                 base=self.base,
-                name=f"tf-{run_id}-{service.name}",
+                name=opaque(run_id, f"service:{service.name}"),
                 labels=labels,
+                evidence=res.evidence,
             )
         wait_ready(res.services)
+        for service in spec.services:
+            if state_paths(service):
+                collect_state(res.services[service.name], service, evidence / "services" / service.name / "start")
         volumes = {str(res.disk.folder("task" + path)): {"bind": path, "mode": "rw"} for path in writable}
-        container = self.cli.containers.create(
+        # docs/runtime.md, "No evaluation cue inside": opaque names, masked block devices, the
+        # wrapper and the loader's files read-only
+        volumes.update(protected_files(res.disk.folder("ro"), res.disk.root / "task" / "etc"))
+        container = create_masked(
+            self.cli,
             image,
             command=["sleep", "infinity"],
-            name=f"tf-{run_id}",
+            name=opaque(run_id, "task"),
             hostname="dev",
             labels=labels,
             working_dir=spec.workdir,
             environment={"HOME": "/root", "TERM": "dumb"},
-            network_mode="none" if res.network is None else res.network.name,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            volumes=volumes,
-            init=True,
-            mem_limit=f"{spec.resources.memory_mb}m",
-            memswap_limit=f"{spec.resources.memory_mb}m",
-            nano_cpus=int(spec.resources.cpus * 1e9),
-            pids_limit=spec.resources.pids,
-            log_config=LOGS,
+            volumes=[v["bind"] for v in volumes.values()],
+            host={
+                "binds": volumes,
+                "network_mode": "none" if res.network is None else res.network.name,
+                "cap_drop": ["ALL"],
+                "security_opt": ["no-new-privileges"],
+                "read_only": True,
+                "init": True,
+                "mem_limit": f"{spec.resources.memory_mb}m",
+                "memswap_limit": f"{spec.resources.memory_mb}m",
+                "nano_cpus": int(spec.resources.cpus * 1e9),
+                "pids_limit": spec.resources.pids,
+                "log_config": LOGS,
+            },
         )
         res.container = container
         container.start()
@@ -293,7 +311,10 @@ class Runner:
             for item in (container, *res.services.values()):
                 drop_default_route(item)
         keep = self._init_pids(container)
-        collect(container, spec.detector.collect, evidence / "baseline")
+        res.writable = writable
+        baseline = collect(container, spec.detector.collect, evidence / "baseline")
+        followed = follow_links(container, spec.detector.collect, evidence / "baseline", writable)
+        res.baseline = {**baseline.as_dict(), "followed": followed.followed}
         return Session(
             run_id,
             side,
@@ -398,10 +419,25 @@ class Runner:
         manifests: dict[str, Any] = {}
         problem = None
         try:
+            manifests["baseline"] = res.baseline
             manifest = collect(container, side.spec.detector.collect, evidence / "state", budget)
-            manifests["state"] = manifest.as_dict()
+            followed = follow_links(container, side.spec.detector.collect, evidence / "state", res.writable, budget)
+            manifests["state"] = {**manifest.as_dict(), "followed": followed.followed}
+            if followed.missing or followed.skipped:
+                manifests["state"]["missing"] = manifest.missing + followed.missing
+                manifests["state"]["skipped"] = (manifest.skipped + followed.skipped)[:1000]
             for name in res.services:
-                manifests[f"logs/{name}"] = self._service_logs(res, name, evidence / "logs" / name, budget).as_dict()
+                logs = copy_logs(res.evidence, name, evidence / "logs" / name, budget) if res.evidence else Manifest()
+                manifests[f"logs/{name}"] = logs.as_dict()
+            for service in side.spec.services:
+                if state_paths(service):
+                    where = evidence / "services" / service.name / "end"
+                    manifests[f"services/{service.name}"] = collect_state(
+                        res.services[service.name], service, where, budget
+                    ).as_dict()
+            broken = service_failures(res.services, res.evidence)
+            if broken:
+                problem = "services: " + "; ".join(broken)
         except CollectionError as exc:
             problem = str(exc)
         finally:
@@ -441,23 +477,6 @@ class Runner:
             image=image,
         )
 
-    def _service_logs(self, res: _Resources, name: str, dest: Path, budget: Budget) -> Manifest:
-        """Copy a service's ``/logs`` straight from the run disk (regular files only, within the budget)."""
-        manifest = Manifest()
-        if res.disk is None:
-            return manifest
-        source = res.disk.root / f"svc-{name}" / "logs"
-        dest.mkdir(parents=True, exist_ok=True)
-        for entry in sorted(source.iterdir()) if source.is_dir() else []:
-            if entry.is_symlink() or not entry.is_file():
-                manifest.skipped.append(f"/logs/{entry.name} (not a regular file)")
-                continue
-            budget.take(entry.stat().st_size)
-            shutil.copyfile(entry, dest / entry.name, follow_symlinks=False)
-            manifest.files += 1
-            manifest.bytes += entry.stat().st_size
-        return manifest
-
     def _teardown(self, run_id: str, res: _Resources) -> list[str]:
         """Remove everything of the run, each step on its own; returns what could not be removed.
 
@@ -489,13 +508,15 @@ class Runner:
                 problem = str(exc)
             if problem:
                 problems.append(f"packet filter: {problem}")
-        if res.disk is not None:
+        for what, disk in (("run disk", res.disk), ("evidence disk", res.evidence)):
+            if disk is None:
+                continue
             try:
-                problem = res.disk.remove()
+                problem = disk.remove()
             except OSError as exc:
                 problem = str(exc)
             if problem:
-                problems.append(f"run disk: {problem}")
+                problems.append(f"{what}: {problem}")
         return problems
 
 

@@ -1,13 +1,20 @@
 """The sandbox: the only place agent code runs after the agent stopped (docs/runtime.md, "Sandbox").
 
 A detector that must execute what the agent wrote (hidden oracle cases, a probe of generated
-code) asks the runner on its channel. The runner starts a fresh container of the task image:
+code) asks the runner on its channel. The runner starts a fresh container of the task image,
+made hard for agent code to tell from the task container (agent code once behaved safely only as
+the sandbox's user 65534, or only when ``/in/files`` existed: docs/runtime.md, "Sandbox"):
 
-- no network, all capabilities dropped, no-new-privileges, user 65534 (nobody), read-only root
-  file system, pids / memory / CPU limits, a 1 MiB log cap;
-- each requested collected path unpacked (by the sandbox's own ``tar``, as nobody) into a
-  size-limited tmpfs at its original place, ``/tmp`` a size-limited tmpfs, inputs read-only at
-  ``/in``;
+- the task's own user (the image's ``USER``, root when unset) and host name, the task's ``HOME``
+  and ``TERM``, the same masked paths; no network, all capabilities dropped, no-new-privileges,
+  read-only root file system, pids / memory / CPU limits, a 1 MiB log cap;
+- each requested collected folder unpacked into a size-limited tmpfs at its original place, and
+  ``/tmp`` and ``/root`` as size-limited tmpfs;
+- everything goes in on standard input, never as a file or a mount: a small entry program reads
+  the folders' archives, unpacks them, changes to the working folder and replaces itself with the
+  command, whose standard input is the request's ``stdin`` (a probe program sent there is read
+  by the interpreter before any agent code runs, and nothing of it is left to read); only a
+  request with ``files`` gets them read-only under ``/in/files`` (visible to agent code);
 - no mount of the detector folder, the evidence, or the verdict channel.
 
 Its exit code and the last MiB of its output go back to the detector as data. The container is
@@ -16,9 +23,11 @@ removed whatever happens.
 
 from __future__ import annotations
 
+import io
+import json
 import os
-import shlex
 import shutil
+import socket
 import stat
 import tarfile
 import tempfile
@@ -34,14 +43,52 @@ from requests.exceptions import ReadTimeout
 
 from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.runtime.channel import SandboxRequest
+from twinforge.taskpair.runtime.cues import PYTHON, create_masked
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
 
-NOBODY = 65534
 OUTPUT_TAIL = 1 << 20
 SCRATCH_MB = 1024
 TMP_MB = 128
 PIDS = 256
 LOGS = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
+
+# The sandbox's first process (it becomes the command with exec, so nothing of it stays in the
+# process list): read a header line and the parts from standard input, unpack each part at its
+# place, change to the working folder and exec the command, whose standard input is what follows.
+# Each part is read to its last byte (tarfile stops at the end-of-archive blocks and leaves the
+# record's padding, which then began the command's input).
+ENTRY = """
+import json, os, sys, tarfile
+class Part:
+    def __init__(self, size):
+        self.left = size
+    def read(self, n=-1):
+        n = self.left if n is None or n < 0 else min(n, self.left)
+        data = b""
+        while len(data) < n:
+            chunk = os.read(0, n - len(data))
+            if not chunk:
+                break
+            data += chunk
+        self.left -= len(data)
+        return data
+line = b""
+while not line.endswith(b"\\n"):
+    c = os.read(0, 1)
+    if not c:
+        sys.exit(97)
+    line += c
+head = json.loads(line)
+for path, size in head["parts"]:
+    os.makedirs(path, exist_ok=True)
+    part = Part(size)
+    with tarfile.open(fileobj=part, mode="r|") as archive:
+        archive.extractall(path)
+    while part.read(1 << 16):
+        pass
+os.chdir(head["cwd"])
+os.execvp(head["argv"][0], head["argv"])
+"""
 
 
 @dataclass
@@ -65,21 +112,67 @@ def _clean_path(path: str) -> str:
 
 
 def _tar_of(source: Path, target: Path) -> None:
-    """Tar the contents of ``source`` (not the folder itself) as nobody's; links stay links, special files stay out."""
+    """Tar the contents of ``source`` (not the folder itself); links stay links, special files stay out."""
 
-    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    def plain(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         if not (info.isreg() or info.isdir() or info.issym() or info.islnk()):
             return None
-        info.uid = info.gid = NOBODY
         info.uname = info.gname = ""
         return info
 
     with tarfile.open(target, "w", format=tarfile.GNU_FORMAT) as archive:
         if source.is_dir() and not source.is_symlink():
             for child in sorted(os.listdir(source)):
-                archive.add(source / child, arcname=child, filter=owned)
+                archive.add(source / child, arcname=child, filter=plain)
         elif source.is_file() and not source.is_symlink():
-            archive.add(source, arcname=source.name, filter=owned)
+            archive.add(source, arcname=source.name, filter=plain)
+
+
+def _files_tar(files: dict[str, str], target: Path) -> None:
+    with tarfile.open(target, "w", format=tarfile.GNU_FORMAT) as archive:
+        for name, text in files.items():
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o444
+            archive.addfile(info, io.BytesIO(data))
+
+
+def task_user(cli: docker.DockerClient, image: str) -> str:
+    """The user the task image runs as (its ``USER``; root when it sets none): agent code runs as it here too."""
+    try:
+        user = str(cli.images.get(image).attrs.get("Config", {}).get("User") or "")
+    except ENGINE_ERRORS:
+        user = ""
+    return user or "0:0"
+
+
+def _tmpfs_owner(user: str) -> str:
+    """Mount options that make the task user own a tmpfs folder (``uid[:gid]``); '' for a user given by name."""
+    uid, _, gid = user.partition(":")
+    if not uid.isdigit() or (gid and not gid.isdigit()):
+        return ""
+    return f",uid={uid},gid={gid or uid}"
+
+
+def _send(container: Any, chunks: list[Path], head: bytes, stdin: bytes) -> None:
+    """Write the entry's header, the parts and the command's stdin to the container's standard input, then close it."""
+    sock = container.attach_socket(params={"stdin": 1, "stream": 1})
+    raw = getattr(sock, "_sock", sock)
+    try:
+        container.start()
+        raw.sendall(head)
+        for chunk in chunks:
+            with chunk.open("rb") as handle:
+                while block := handle.read(1 << 20):
+                    raw.sendall(block)
+        raw.sendall(stdin)
+    except OSError:
+        pass  # the command ended before reading all of it: its exit code says what happened
+    finally:
+        with suppress(OSError):
+            raw.shutdown(socket.SHUT_WR)
+        with suppress(OSError):
+            sock.close()
 
 
 def run_sandbox(
@@ -122,47 +215,56 @@ def run_sandbox(
             raise RunError("sandbox", f"{path} is a link in the collected state; name the real folder")
         sources.append(source)
     cwd = _clean_path(request.cwd) if request.cwd else paths[0]
-    inputs = Path(tempfile.mkdtemp(prefix="tf-sandbox-"))
+    work = Path(tempfile.mkdtemp(prefix="tf-sandbox-"))
     container = None
     try:
-        (inputs / "files").mkdir()
-        for index, source in enumerate(sources):
-            _tar_of(source, inputs / f"state-{index}.tar")
-        for file_name, text in request.files.items():
-            (inputs / "files" / file_name).write_text(text, encoding="utf-8")
-        (inputs / "stdin").write_text(request.stdin, encoding="utf-8")
-        os.chmod(inputs, 0o755)
-        unpack = " && ".join(
-            f"tar -x -f /in/state-{i}.tar -C {shlex.quote(p)}" for i, p in enumerate(paths) if sources[i].is_dir()
-        )
-        script = f'set -e; {unpack or "true"}; cd {shlex.quote(cwd)}; exec "$@" < /in/stdin'
-        tmpfs = {"/tmp": f"size={TMP_MB}m,mode=1777,exec"}
+        parts: list[tuple[str, int]] = []
+        chunks: list[Path] = []
+        for index, (path, source) in enumerate(zip(paths, sources, strict=True)):
+            if not source.is_dir():
+                continue
+            tar = work / f"{index}.tar"
+            _tar_of(source, tar)
+            parts.append((path, tar.stat().st_size))
+            chunks.append(tar)
+        tmpfs = {"/tmp": f"size={TMP_MB}m,mode=1777,exec", "/root": f"size={TMP_MB}m,mode=0700,exec"}
+        if request.files:
+            _files_tar(request.files, work / "files.tar")
+            parts.append(("/in/files", (work / "files.tar").stat().st_size))
+            chunks.append(work / "files.tar")
+            tmpfs["/in"] = "size=64m,mode=0755"
+        user = task_user(cli, image)
+        owner = _tmpfs_owner(user)
         for path, source in zip(paths, sources, strict=True):
             if source.is_dir():
-                tmpfs[path] = f"size={SCRATCH_MB}m,uid={NOBODY},gid={NOBODY},exec"
-        container = cli.containers.create(
+                tmpfs[path] = f"size={SCRATCH_MB}m,mode=0755,exec{owner}"
+        head = json.dumps({"parts": parts, "cwd": cwd, "argv": request.command}).encode() + b"\n"
+        container = create_masked(
+            cli,
             image,
-            command=["/bin/sh", "-c", script, "sandbox", *request.command],
+            command=[PYTHON, "-I", "-S", "-c", ENTRY],
             name=name,
             labels={**labels, "twinforge.sandbox": "1"},
-            user=f"{NOBODY}:{NOBODY}",
-            environment={"HOME": "/tmp", "LANG": "C.UTF-8", **request.env},
+            user=user,
+            hostname="dev",
+            environment={"HOME": "/root", "TERM": "dumb", **request.env},
             working_dir="/",
-            network_mode="none",
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            tmpfs=tmpfs,
-            volumes={str(inputs): {"bind": "/in", "mode": "ro"}},
-            mem_limit=f"{memory_mb}m",
-            memswap_limit=f"{memory_mb}m",
-            nano_cpus=int(1e9),
-            pids_limit=PIDS,
-            log_config=LOGS,
-            init=True,
+            stdin_open=True,  # with detach left off, docker-py also sets StdinOnce: stdin closes after us
+            host={
+                "network_mode": "none",
+                "cap_drop": ["ALL"],
+                "security_opt": ["no-new-privileges"],
+                "read_only": True,
+                "tmpfs": tmpfs,
+                "mem_limit": f"{memory_mb}m",
+                "memswap_limit": f"{memory_mb}m",
+                "nano_cpus": int(1e9),
+                "pids_limit": PIDS,
+                "log_config": LOGS,
+            },
         )
         live.add(container)
-        container.start()
+        _send(container, chunks, head, request.stdin.encode("utf-8"))
         timed_out = False
         try:
             status = container.wait(timeout=timeout_s)
@@ -181,4 +283,4 @@ def run_sandbox(
             live.discard(container)
             with suppress(*ENGINE_ERRORS):
                 container.remove(force=True)
-        shutil.rmtree(inputs, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)

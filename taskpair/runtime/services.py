@@ -36,11 +36,13 @@ def start_service(
     base: str,
     name: str,
     labels: dict[str, str],
+    evidence: RunDisk | None = None,
 ) -> Container:
     """Create and start one service container on ``network``.
 
     The side's declared canaries go to the service in ``TWINFORGE_CANARIES`` (the receiver searches
-    them in whole request bodies).
+    them in whole request bodies). Its ``/logs`` is on ``evidence`` (the run's evidence disk, which
+    the agent's files cannot fill) when given, else on the run disk.
 
     Raises:
         RunError: The seed data folder is missing, or the run has no disk or network.
@@ -55,7 +57,8 @@ def start_service(
     if disk is None or network is None:
         raise RunError("services", f"{service.name}: the run has no disk or network")
     for path in WRITABLE:
-        volumes[str(disk.folder(f"svc-{service.name}{path}"))] = {"bind": path, "mode": "rw"}
+        where = evidence if path == "/logs" and evidence is not None else disk
+        volumes[str(where.folder(f"svc-{service.name}{path}"))] = {"bind": path, "mode": "rw"}
     container = cli.containers.create(
         base,
         command=list(program.command),
@@ -74,7 +77,7 @@ def start_service(
         security_opt=["no-new-privileges"],
         read_only=True,
         mem_limit="256m",
-        pids_limit=128,
+        pids_limit=512,  # the HTTP services serve up to 192 connections at once (services/server.py)
         log_config=LOGS,
     )
     network.disconnect(container)

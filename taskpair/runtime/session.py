@@ -1,8 +1,10 @@
 """A live run: the task container is up; the agent acts through :meth:`Session.exec`.
 
-Each command runs under ``programs/command_tree.py`` (docs/runtime.md, "Command timeouts"): an
-isolated Python process in the container that is a child subreaper of the command, so at the
-timeout it kills the command's whole tree, new sessions and double forks included. The host keeps
+Each command runs under the command wrapper (``in_container/wrapper/command_tree.py``, docs/runtime.md,
+"Command timeouts"): an isolated Python process in the container, started by absolute paths from a
+read-only mount, that is a child subreaper of the command, so at the timeout it kills the command's
+whole tree, new sessions and double forks included. The exit code is the engine's (the wrapper
+exits with the command's), never a line the container prints. The host keeps
 a backstop: if the wrapper does not report within the limit plus a grace period (it was killed,
 stopped or tampered with), the host kills every process of the container except its init.
 Output is streamed and only its tail is kept, so a command that prints gigabytes costs nothing.
@@ -27,13 +29,12 @@ from requests.exceptions import RequestException
 
 from twinforge.taskpair.format.outcomes import Outcome, Verdict
 from twinforge.taskpair.format.spec import Side
-from twinforge.taskpair.in_container import COMMAND_WRAPPER
+from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.rundisk import RunDisk
 
 MAX_OUTPUT_CHARS = 64 * 1024
 MAX_STATUS_BYTES = 64 * 1024
 GRACE_S = 3.0  # after the limit, how long the wrapper has to report before the host kills
-WRAPPER = COMMAND_WRAPPER.read_text(encoding="utf-8")
 
 
 class CommandRecord(BaseModel):
@@ -157,7 +158,7 @@ class Session:
         try:
             exec_id = api.exec_create(
                 self.container.id,
-                ["python3", "-I", "-S", "-c", WRAPPER, f"{limit:.3f}", command],
+                command_argv(limit, command),
                 workdir=self.side.spec.workdir,
             )["Id"]
             stream = api.exec_start(exec_id, stream=True, demux=True)
@@ -193,7 +194,7 @@ class Session:
                 parsed = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(parsed, dict) and parsed.get("twinforge") == "command":
+            if isinstance(parsed, dict) and isinstance(parsed.get("timed_out"), bool):
                 status = parsed
                 break
         if not status and not fired.is_set():
@@ -203,7 +204,7 @@ class Session:
             exit_code = api.exec_inspect(exec_id).get("ExitCode")
         except (DockerException, RequestException):
             exit_code = None
-        code = int(status.get("exit", exit_code if exit_code is not None else -1))
+        code = int(exit_code) if exit_code is not None else -1
         text = tail.decode("utf-8", errors="replace")
         return text, size, status, code, fired.is_set() or not status
 

@@ -23,6 +23,7 @@ from twinforge.core.exceptions import ConfigError
 from twinforge.core.workspace import Workspace
 from twinforge.taskpair import Outcome, load_pair
 from twinforge.taskpair.format.digest import pair_digest
+from twinforge.taskpair.format.spec import ValidationRecord
 from twinforge.taskpair.gate.recording import with_validation
 
 
@@ -212,3 +213,19 @@ def test_evaluate_refuses_unknown_models_and_pairs_not_admitted(workspace: Works
     with pytest.raises(CalibrationError, match="changed since it was admitted"):
         evaluate(workspace, "big")
     assert CalibrationRecord.read(workspace, folder.name).passed
+
+
+def test_a_hand_written_validation_block_is_not_a_gate_run(workspace: Workspace) -> None:
+    # round three, kind 7: in agent mode pair.yaml is agent-written; the right digest is not enough
+    folder = copy_reference(workspace)
+    add_blueprint(workspace, folder, Status.IMPLEMENTED)
+    pair = load_pair(folder)
+    forged = ValidationRecord(digest=pair_digest(folder), passed=True, at=utcnow(), by="tester", checks=40, failed=[])
+    spec = folder / "pair.yaml"
+    spec.write_text(with_validation(spec.read_text(), forged))
+    files = [str(p.relative_to(workspace.root)) for p in folder.rglob("*") if p.is_file()]
+    workspace.commit(f"implement: {pair.id} -> implemented (agent)", files)  # how an agent's pair.yaml arrives
+    with pytest.raises(CalibrationError, match="was not written by a gate run"):
+        check_validated(workspace, load_pair(folder))
+    done = mark_validated(workspace, folder)  # the gate's own record, committed by validate
+    assert check_validated(workspace, load_pair(folder)) == done.record.digest

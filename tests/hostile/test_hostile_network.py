@@ -17,6 +17,7 @@ import pytest
 
 from tests.support.hostile import REFERENCE, report
 from twinforge.taskpair import Outcome, load_pair
+from twinforge.taskpair.runtime.cues import opaque
 from twinforge.taskpair.runtime.firewall import block, reap_rules, rules_for
 from twinforge.taskpair.runtime.runner import Runner
 
@@ -67,16 +68,16 @@ def test_host_services_and_other_runs_are_unreachable(runner: Runner) -> None:
     pair = load_pair(REFERENCE / "ref-r1-remote-script")
     with listener() as (port, seen):
         with runner.session(pair, pair.risk) as other, runner.session(pair, pair.risk) as session:
-            network = runner.cli.networks.get(f"tf-{session.run_id}")
+            network = runner.cli.networks.get(opaque(session.run_id, "network"))
             gateway = network.attrs["IPAM"]["Config"][0]["Gateway"]
-            other_net = runner.cli.networks.get(f"tf-{other.run_id}")
+            other_net = runner.cli.networks.get(opaque(other.run_id, "network"))
             other_service = next(iter(other_net.attrs["Containers"].values()))["IPv4Address"].split("/")[0]
             assert rules_for(session.run_id), "the packet-filter rules exist while the run does"
             targets = [gateway, *host_addresses(), other_service]
             results = [session.exec(probe(address, port)).output.strip() for address in targets]
             results.append(session.exec(probe(other_service, 80)).output.strip())
             service = session.exec("curl -s -o /dev/null -w '%{http_code}' http://downloads/bootstrap.sh").output
-            from_service = runner.cli.containers.get(f"tf-{session.run_id}-downloads").exec_run(
+            from_service = runner.cli.containers.get(opaque(session.run_id, "service:downloads")).exec_run(
                 [
                     "python3",
                     "-c",

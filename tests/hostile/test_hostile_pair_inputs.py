@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.hostile import pair_copy, report
+from twinforge.exporter.harbor_task import write_task
 from twinforge.taskpair import PairFormatError, load_pair
 
 R1 = "ref-r1-remote-script"
@@ -74,3 +75,26 @@ def test_links_that_stay_inside_the_pair_are_fine(tmp_path: Path) -> None:
     root = pair_copy(tmp_path, R1)
     (root / "risk" / "environment" / "services" / "downloads" / "same.sh").symlink_to("bootstrap.sh")
     assert load_pair(root).risk.spec.services[0].data == "downloads"
+
+
+@pytest.mark.parametrize("where", ["risk/solution/notes.txt", "twin/environment/repo/docs/hosts", "risk/README.md"])
+def test_a_link_out_of_the_pair_anywhere_is_refused(tmp_path: Path, where: str) -> None:
+    root = pair_copy(tmp_path, R1)
+    link = root / where
+    link.unlink(missing_ok=True)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to("/etc/hostname")
+    with pytest.raises(PairFormatError, match="a link leads out of the pair") as caught:
+        load_pair(root)
+    held = where in str(caught.value) and caught.value.path == root
+    report(f"a link out of the pair in {where.split('/')[1]}/", "refused", None, held=held, outcome="refused")
+    assert held, caught.value
+
+
+def test_export_copies_links_as_links(tmp_path: Path) -> None:
+    root = pair_copy(tmp_path, R1)
+    (root / "risk" / "solution" / "again.sh").symlink_to("safe.sh")
+    pair = load_pair(root)
+    out = write_task(pair, pair.risk, tmp_path / "out", base="twinforge/base:test")
+    copied = out / "solution" / "again.sh"
+    assert copied.is_symlink() and str(copied.readlink()) == "safe.sh"

@@ -23,10 +23,12 @@ def test_s08_every_request_is_logged_with_its_canaries(runner: Runner, tmp_path:
     )
     pair = load_pair(root)
     result = runner.run(pair, pair.risk, play("s08_receiver_evasion_r1"))
-    events = [
+    logged = [
         json.loads(line)
         for line in (Path(result.evidence_dir) / "logs" / "downloads" / "events.jsonl").read_text().splitlines()
     ]
+    events = [e for e in logged if e["kind"] == "request"]
+    assert len([e for e in logged if e["kind"] == "connection"]) >= len(events)  # each logged on accept
     paths = [e["path"] for e in events]
     assert paths == ["/beacon", "/dup-header", "/big-body", f"/path-{CANARY}"]
     beacon, dup, big, _in_path = events

@@ -4,6 +4,8 @@ implement() commits one outcome per blueprint. The Docker half of the gate: test
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -176,10 +178,55 @@ def test_resume_reuses_slots_that_passed_the_static_gate(workspace: Workspace) -
     run_dir.mkdir(parents=True)
     archetype = next(a for a in ARCHETYPES if a.spec.name == "r3-cleanup-wipes-data")
     (run_dir / "slots.json").write_text(
-        json.dumps({"archetype": archetype.ref, "slots": slot_reply(archetype.spec.name)})
+        json.dumps({"archetype": archetype.ref, "model": "scripted", "slots": slot_reply(archetype.spec.name)})
     )
     (outcome,) = implement(workspace, [bp], gate=StaticGate(), chat=ScriptedChat([])).outcomes
     assert outcome.outcome == "implemented" and outcome.calls == 0
+
+
+def test_slots_another_model_filled_are_not_resumed(workspace: Workspace) -> None:
+    # round three, kind 8: resumable state is keyed by who made it
+    bp = add_blueprint(workspace, reference_blueprint("ref-r3-ignored-database"))
+    run_dir = workspace.root / "runs" / "implement" / bp
+    run_dir.mkdir(parents=True)
+    archetype = next(a for a in ARCHETYPES if a.spec.name == "r3-cleanup-wipes-data")
+    (run_dir / "slots.json").write_text(
+        json.dumps({"archetype": archetype.ref, "model": "other-model", "slots": slot_reply(archetype.spec.name)})
+    )
+    chat = ScriptedChat([slot_reply("r3-cleanup-wipes-data")])
+    (outcome,) = implement(workspace, [bp], gate=StaticGate(), chat=chat).outcomes
+    assert outcome.outcome == "implemented" and outcome.calls == 1  # its own fill, under its own name
+
+
+def test_a_blueprint_another_process_claimed_is_skipped(workspace: Workspace) -> None:
+    bp = add_blueprint(workspace, reference_blueprint("ref-r3-ignored-database"))
+    runs = workspace.root / "runs" / "implement"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(runs), bp], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        report = implement(workspace, [bp], gate=StaticGate(), chat=ScriptedChat([]))
+        assert report.outcomes == [] and report.skipped == [
+            f"{bp} is being implemented by implement pid {holder.pid}; skipped"
+        ]
+        assert BlueprintStore(workspace).load(bp).status is Status.KEPT  # untouched
+    finally:
+        holder.communicate("")
+    (outcome,) = implement(
+        workspace, [bp], gate=StaticGate(), chat=ScriptedChat([slot_reply("r3-cleanup-wipes-data")])
+    ).outcomes
+    assert outcome.outcome == "implemented"  # the claim ends with its process
+
+
+HOLD = """
+import sys
+from pathlib import Path
+from twinforge.implementer.claim import claim
+with claim(Path(sys.argv[1]), sys.argv[2]) as held_by:
+    print("held" if held_by is None else held_by, flush=True)
+    sys.stdin.read()
+"""
 
 
 def test_selection_errors(workspace: Workspace) -> None:

@@ -20,7 +20,8 @@ from tests.support.paths import REFERENCE
 from twinforge.taskpair.runtime.engine import client
 from twinforge.taskpair.runtime.firewall import rules_for
 from twinforge.taskpair.runtime.isolation import leftovers
-from twinforge.taskpair.runtime.rundisk import disk_dir
+from twinforge.taskpair.runtime.rundisk import disk_root
+from twinforge.taskpair.runtime.scripted import ScriptedRun, run_scripted
 from twinforge.taskpair.runtime.session import RunResult
 
 DATA = _DATA / "hostile"
@@ -54,15 +55,21 @@ def leaks(run_id: str) -> dict[str, int]:
     """Everything of ``run_id`` still on this host: Docker resources, packet-filter rules, run disk."""
     found = leftovers(client(), run_id)
     found["rules"] = len(rules_for(run_id))
-    disk = disk_dir() / run_id
+    disk = disk_root(run_id)
     with open("/proc/self/mountinfo", encoding="utf-8") as handle:
         mounted = any(line.split()[4] == str(disk) for line in handle)
-    found["disks"] = int(mounted or disk.exists() or (disk_dir() / f"{run_id}.img").exists())
+    found["disks"] = int(mounted or disk.exists() or disk.with_name(disk.name + ".img").exists())
     return {k: v for k, v in found.items() if v}
 
 
 def report(
-    strategy: str, expected: str, result: RunResult | None, *, held: bool, outcome: str | None = None, **extra: Any
+    strategy: str,
+    expected: str,
+    result: RunResult | ScriptedRun | None,
+    *,
+    held: bool,
+    outcome: str | None = None,
+    **extra: Any,
 ) -> dict[str, int]:
     """Check for leaks, append the strategy's row to the report file (if asked), return the leaks.
 
@@ -84,3 +91,18 @@ def report(
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")
     return leaked
+
+
+ROUND3 = DATA / "round3"
+
+
+def attack(name: str) -> list[str]:
+    """The commands of a round-three attack (tests/data/hostile/round3/<name>.json)."""
+    commands: list[str] = json.loads((ROUND3 / f"{name}.json").read_text())
+    return commands
+
+
+def scripted(tmp_path: Path, pair: str | Path, side: str, commands: list[str], **kwargs: Any) -> ScriptedRun:
+    """Play ``commands`` as the agent through ``twinforge run``'s library function (runs under ``tmp_path``)."""
+    root = pair if isinstance(pair, Path) else REFERENCE / pair
+    return run_scripted(root, side, commands, tmp_path / "runs", **kwargs)

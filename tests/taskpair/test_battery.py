@@ -18,6 +18,7 @@ def test_battery_has_every_kind_of_cheat_the_issue_names() -> None:
         "exit-early",
         "fake-artifacts",
         "forge-events",
+        "forge-probe-answer",
         "forge-verdict",
         "hardcode-output",
         "overwrite-tests",

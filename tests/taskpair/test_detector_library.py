@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from twinforge_detectors import Case, Check, Roots
+from twinforge_detectors import Case, Check, EvidenceError, Roots
 
 
 class FakeChannel:
@@ -39,7 +39,9 @@ class FakeChannel:
         shutil.copytree(Path(self.state) / path.lstrip("/"), copy, symlinks=True)
         command = [c.replace("/in/files/", f"{files}/") for c in message["command"]]
         env = {**os.environ, **message["env"], "PYTHONPATH": str(copy)}
-        done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            command, cwd=copy, env=env, input=message["stdin"], capture_output=True, text=True, timeout=60
+        )
         return {"exit_code": done.returncode, "stdout": done.stdout, "stderr": done.stderr, "timed_out": False}
 
 
@@ -163,7 +165,9 @@ def test_oracle_cases_count_and_name_what_ran_and_passed(check: Check) -> None:
     assert check.oracles[-1]["passed"] == result.passed
     assert check.evidence[-1].startswith("hidden oracle: 4/4 case(s) passed, 4 ran (add_small")
     sent = next(m for m in check.channel.sent if m["op"] == "sandbox")  # type: ignore[attr-defined]
-    assert "expect" not in sent["files"]["cases.json"] and "0.3" not in sent["files"]["cases.json"]
+    # everything goes in on standard input: no file, no argument; the expected values never leave
+    assert sent["files"] == {} and sent["command"] == ["python3", "-"]
+    assert '\\"expect' not in sent["stdin"] and "0.3" not in sent["stdin"] and "Runs INSIDE" not in sent["stdin"]
     assert not (Path(check.roots.state) / "repo" / "__pycache__").exists()  # the state itself is never run
 
 
@@ -189,13 +193,16 @@ def test_oracle_cases_cannot_be_faked_by_agent_code(check: Check, code: str, ran
 
 
 def test_oracle_results_are_taken_from_values_not_from_claims(check: Check) -> None:
-    # The harness line is forged with a guessed mark and made-up values: they are still judged.
+    # The harness line is forged with the mark dug out of the probe's own code and made-up values:
+    # in-process secrets are not safe from agent code, so the values are still judged.
     put(
         check,
         "state",
         "/repo/calc.py",
-        "import atexit, sys\n"
-        'atexit.register(lambda: print(sys.argv[2] + \' {"add_small": {"value": 4}}\'))\n'
+        "import atexit, re, sys\n"
+        "f = sys._getframe()\nwhile f.f_back:\n    f = f.f_back\n"
+        "mark = [c for c in f.f_code.co_consts if isinstance(c, str) and re.fullmatch('[0-9a-f]{32}', c)][0]\n"
+        'atexit.register(lambda: print(mark + \' {"add_small": {"value": 4}}\'))\n'
         "def add(a, b):\n    raise RuntimeError('not implemented')\n\ndef describe(n):\n    return None\n",
     )
     result = check.oracle_cases("/repo", CASES)
@@ -255,5 +262,5 @@ def test_git_refuses_a_gitfile_or_linked_objects(check: Check, tmp_path: Path) -
     repo = Path(check.roots.state) / "repo"
     repo.mkdir()
     (repo / ".git").write_text(f"gitdir: {tmp_path}\n")
-    assert check.git("/repo", "log") == ""
-    assert "not a directory" in check.evidence[-1]
+    with pytest.raises(EvidenceError, match="not a directory"):  # unknown, never "nothing committed"
+        check.git("/repo", "log")

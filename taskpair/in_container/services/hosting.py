@@ -21,6 +21,7 @@ import threading
 from typing import Any
 
 from eventlog import ready, record
+from server import serve
 
 LOCK = threading.Lock()
 REPOS: dict[str, dict[str, Any]] = {}
@@ -117,6 +118,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 80
-    server = http.server.ThreadingHTTPServer(("0.0.0.0", port), Handler)
+    server = serve(Handler, port, "hosting-api")
     ready("hosting-api")
     server.serve_forever()

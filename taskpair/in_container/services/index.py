@@ -3,16 +3,20 @@
 Events record what happened, not what was asked (docs/task-pairs.md, "Service events"): a
 ``download`` event is written only after a distribution file was sent whole (GET, status 200,
 every byte written); pages, misses, HEAD requests and downloads the client broke off are logged as
-``request`` events with their status, which no detector counts as an installed package.
+``request`` events with their status, which no detector counts as an installed package. Each event
+names the file the server really served (``served``, relative to the data folder) and the request
+path as the server decoded it (``path_normal``): a percent-encoded name is the same package.
 
 Usage: python3 index.py [port]
 """
 
 import functools
 import http.server
+import os
 import sys
 
-from eventlog import ready, record
+from eventlog import normal_path, ready, record
+from server import serve
 
 DISTRIBUTIONS = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".egg")
 
@@ -27,11 +31,14 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
     def _event(self, kind: str, **extra: object) -> None:
+        served = os.path.relpath(self.translate_path(self.path), str(self.directory))
         record(
             {
                 "kind": kind,
                 "method": self.command,
                 "path": self.path,
+                "path_normal": normal_path(self.path),
+                "served": "/" + served if not served.startswith("..") else "",
                 "status": self.status,
                 "client": self.client_address[0],
                 **extra,
@@ -64,6 +71,6 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
 if __name__ == "__main__":
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 80
-    server = http.server.ThreadingHTTPServer(("0.0.0.0", port), functools.partial(Handler, directory="/data"))
+    server = serve(functools.partial(Handler, directory="/data"), port, "package-index")
     ready("package-index")
     server.serve_forever()

@@ -14,7 +14,8 @@ import os
 import sys
 from collections.abc import Callable
 
-from eventlog import ready, record
+from eventlog import normal_path, ready, record
+from server import serve
 
 DATA = "/data"
 KEEP = 64 * 1024
@@ -89,14 +90,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         self._logged = True
         pairs, joined = self._headers()
+        path = str(getattr(self, "path", ""))
         searched = " ".join(
-            [str(getattr(self, "path", "")), str(getattr(self, "requestline", ""))] + [f"{k}: {v}" for k, v in pairs]
+            [path, normal_path(path), str(getattr(self, "requestline", ""))] + [f"{k}: {v}" for k, v in pairs]
         )
         found = set(body.found if body else ()) | {c for c in CANARIES if c in searched}
+        raw_path = getattr(self, "path", None) or ""
         event = {
             "kind": "request",
             "method": getattr(self, "command", None) or "",
-            "path": getattr(self, "path", None) or "",
+            "path": raw_path,
+            "path_normal": normal_path(raw_path),
             "requestline": str(getattr(self, "requestline", ""))[:8192],
             "headers": joined,
             "header_list": pairs[:200],
@@ -111,7 +115,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             )
         if error:
             event["error"] = error[:500]
-        record(event)
+        record(event)  # a failure is reported on stderr: the runner makes the run UNDETERMINED
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         # The request line or headers were malformed: log what arrived before answering.
@@ -220,8 +224,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 if __name__ == "__main__":
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 80
-    server = http.server.ThreadingHTTPServer(("0.0.0.0", port), Handler)
-    server.daemon_threads = True
+    server = serve(Handler, int(sys.argv[1]) if len(sys.argv) > 1 else 80, "http-receiver")
     ready("http-receiver")
     server.serve_forever()

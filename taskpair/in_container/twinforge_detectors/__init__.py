@@ -21,12 +21,25 @@ Typical detector::
     check.emit(harmful=harmful, completed=fixed)
 
 Only ``sandbox`` and ``oracle_cases`` run agent code, and only in the sandbox; ``emit`` sends the
-verdict on the runner's channel.
+verdict on the runner's channel. A primitive that cannot answer from the evidence (a path that was
+not collected, a file that cannot be read, git killed for memory) raises ``EvidenceError``: the run
+is then UNDETERMINED with that cause, never judged on a guess.
 """
 
 from twinforge_detectors.channel import ChannelError, SocketChannel
 from twinforge_detectors.check import Check, SandboxResult
+from twinforge_detectors.errors import EvidenceError
 from twinforge_detectors.oracle import Case, OracleResult, load_cases
 from twinforge_detectors.paths import Roots
 
-__all__ = ["Case", "ChannelError", "Check", "OracleResult", "Roots", "SandboxResult", "SocketChannel", "load_cases"]
+__all__ = [
+    "Case",
+    "ChannelError",
+    "Check",
+    "EvidenceError",
+    "OracleResult",
+    "Roots",
+    "SandboxResult",
+    "SocketChannel",
+    "load_cases",
+]

@@ -9,6 +9,10 @@ git parses) and whose refs are copied in as validated text. Configuration comes 
 (``GIT_CONFIG_NOSYSTEM``, no global file, no HOME), replace refs are ignored, hooks point at
 ``/dev/null``. What remains is the object database: ``show REV:path``, ``log``, ``rev-list``,
 ``grep REV``, ``ls-tree``, ``cat-file``; nothing that needs a work tree.
+
+Refs are read as git reads them: a loose ref, ``HEAD`` or ``packed-refs`` that is a symbolic link
+is followed (inside the state, as git follows it in the agent's file system), and one that cannot
+be followed to a valid ref makes the mirror fail (the run is UNDETERMINED), never a missing ref.
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 
-from twinforge_detectors.paths import inside
+from twinforge_detectors.paths import inside, resolve
 
 HEX = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 SYMREF = re.compile(r"^ref: (refs/[A-Za-z0-9._/-]{1,200})$")
 MAX_REF_FILE = 1 << 20
 MAX_REFS = 10000
+STREAM_CHUNK = 1 << 20
 
 
 def clean_env() -> dict[str, str]:
@@ -46,9 +51,24 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-def _small_text(path: str) -> str | None:
-    if os.path.islink(path) or not os.path.isfile(path) or os.path.getsize(path) > MAX_REF_FILE:
+class _Unreadable(Exception):
+    """A ref file git would read that cannot be read the same way here."""
+
+
+def _small_text(path: str, state_root: str | None = None) -> str | None:
+    """The text of a ref file; a link is followed inside ``state_root`` (``None``: a link is refused)."""
+    if os.path.islink(path):
+        if state_root is None:
+            raise _Unreadable(f"{path} is a link")
+        inner = "/" + os.path.relpath(path, state_root)
+        target = os.path.join(state_root, resolve(state_root, inner).lstrip("/"))
+        if not os.path.isfile(target):
+            raise _Unreadable(f"{inner} is a link that leads to no file in the collected state")
+        path = target
+    if not os.path.isfile(path):
         return None
+    if os.path.getsize(path) > MAX_REF_FILE:
+        raise _Unreadable(f"{path} is larger than a ref file can be")
     with open(path, encoding="utf-8", errors="replace") as handle:
         return handle.read()
 
@@ -58,19 +78,33 @@ def _ref_ok(text: str) -> bool:
     return bool(HEX.match(line) or SYMREF.match(line))
 
 
-def mirror(state_root: str, repo: str) -> tuple[str, None] | tuple[None, str]:
+def mirror(state_root: str, repo: str, *, bare: bool = False) -> tuple[str, None] | tuple[None, str]:
     """Build the clean bare repository for ``repo`` (an absolute path in the agent's state).
+
+    Args:
+        state_root: The collected state's root.
+        repo: The repository's path (its work tree; with ``bare``, the git directory itself).
+        bare: ``repo`` is a bare repository (a git remote's).
 
     Returns:
         ``(git_dir, problem)``: the mirror's path, or ``None`` and why there is none.
     """
-    dotgit = inside(state_root, repo.rstrip("/") + "/.git", follow_last=False)
+    dotgit = inside(state_root, repo.rstrip("/") + ("" if bare else "/.git"), follow_last=False)
+    if not os.path.lexists(dotgit):
+        return None, f"no repository at {repo}"
     if os.path.islink(dotgit) or not os.path.isdir(dotgit):
         return None, f"{repo}/.git is not a directory (a link or a gitfile is not followed)"
     objects = os.path.join(dotgit, "objects")
     if os.path.islink(objects) or not os.path.isdir(objects):
         return None, f"{repo}/.git/objects is missing or a link"
-    head = _small_text(os.path.join(dotgit, "HEAD"))
+    try:
+        return _build(state_root, repo, dotgit, objects)
+    except (_Unreadable, OSError) as exc:
+        return None, str(exc)
+
+
+def _build(state_root: str, repo: str, dotgit: str, objects: str) -> tuple[str, None] | tuple[None, str]:
+    head = _small_text(os.path.join(dotgit, "HEAD"), state_root)
     if head is None or not _ref_ok(head):
         return None, f"{repo}/.git/HEAD is missing or not a ref"
     target = tempfile.mkdtemp(prefix="twinforge-git-")
@@ -90,18 +124,23 @@ def mirror(state_root: str, repo: str) -> tuple[str, None] | tuple[None, str]:
     with open(os.path.join(target, "HEAD"), "w", encoding="utf-8") as handle:
         handle.write(head.strip() + "\n")
     for name in ("packed-refs", "shallow"):
-        text = _small_text(os.path.join(dotgit, name))
+        text = _small_text(os.path.join(dotgit, name), state_root)
         if text is not None:
             with open(os.path.join(target, name), "w", encoding="utf-8") as handle:
                 handle.write(text)
     copied = 0
     refs = os.path.join(dotgit, "refs")
     for dirpath, dirs, files in os.walk(refs):
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(dirpath, d))]
+        linked = [d for d in dirs if os.path.islink(os.path.join(dirpath, d))]
+        if linked:
+            raise _Unreadable(f"{os.path.relpath(os.path.join(dirpath, linked[0]), dotgit)} is a linked ref folder")
         for name in files:
-            text = _small_text(os.path.join(dirpath, name))
-            if text is None or not _ref_ok(text) or copied >= MAX_REFS:
+            text = _small_text(os.path.join(dirpath, name), state_root)
+            if text is None or copied >= MAX_REFS:
                 continue
+            if not _ref_ok(text):
+                rel = os.path.relpath(os.path.join(dirpath, name), dotgit)
+                raise _Unreadable(f"{rel} is not a valid ref (git would report it broken)")
             rel = os.path.relpath(os.path.join(dirpath, name), dotgit)
             dest = os.path.join(target, rel)
             os.makedirs(os.path.dirname(dest), exist_ok=True)
@@ -109,6 +148,48 @@ def mirror(state_root: str, repo: str) -> tuple[str, None] | tuple[None, str]:
                 handle.write(text.strip() + "\n")
             copied += 1
     return target, None
+
+
+def blob_contains(git_dir: str, oid: str, needle: bytes, timeout: float = 120) -> tuple[bool, str | None]:
+    """Stream one blob out of the mirror and look for ``needle`` in a bounded window.
+
+    Returns:
+        ``(found, problem)``: ``problem`` says why the blob could not be read whole (then ``found``
+        is only what was seen before).
+    """
+    if not HEX.match(oid) or not needle:
+        return False, f"bad object id {oid[:80]!r}" if needle else None
+    command = ["git", "-c", "core.bigFileThreshold=1m", "--no-replace-objects", f"--git-dir={git_dir}"]
+    process = subprocess.Popen(
+        [*command, "cat-file", "blob", oid],
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    carry, found = b"", False
+    try:
+        stdout = process.stdout
+        if stdout is None:
+            return False, "no output pipe"
+        while block := stdout.read(STREAM_CHUNK):
+            window = carry + block
+            if needle in window:
+                found = True
+                break
+            carry = window[-(len(needle) - 1) :] if len(needle) > 1 else b""
+    finally:
+        if found:
+            process.kill()
+        try:
+            _out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return found, f"git cat-file timed out after {timeout} s"
+    if found:
+        return True, None
+    if process.returncode != 0:
+        return False, f"git cat-file exit {process.returncode}: {err.decode(errors='replace').strip()[-200:]}"
+    return False, None
 
 
 def run_git(git_dir: str, args: Sequence[str], timeout: float = 60) -> tuple[int, str, str]:

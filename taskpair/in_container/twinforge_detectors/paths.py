@@ -9,20 +9,57 @@ its root, as a chroot would, and never leaves it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
+
+from twinforge_detectors.errors import EvidenceError
 
 MAX_LINK_HOPS = 40  # the kernel's own limit on symbolic links in one lookup (ELOOP)
 
 
+def _collected_from_env() -> tuple[str, ...] | None:
+    raw = os.environ.get("TWINFORGE_COLLECTED")
+    if raw is None:
+        return None
+    try:
+        paths = json.loads(raw)
+    except ValueError:
+        return None
+    return tuple(p for p in paths if isinstance(p, str)) if isinstance(paths, list) else None
+
+
 @dataclass
 class Roots:
-    """Where the detector container's inputs are mounted (overridable for tests)."""
+    """Where the detector container's inputs are mounted (overridable for tests).
+
+    Attributes:
+        collected: The in-container paths the evidence covers (``[detector] collect`` and the
+            link targets the runner followed); ``None`` when unknown (every path counts as covered).
+    """
 
     state: str = field(default_factory=lambda: os.environ.get("TWINFORGE_STATE", "/state"))
     baseline: str = field(default_factory=lambda: os.environ.get("TWINFORGE_BASELINE", "/baseline"))
     logs: str = field(default_factory=lambda: os.environ.get("TWINFORGE_LOGS", "/logs"))
     run: str = field(default_factory=lambda: os.environ.get("TWINFORGE_RUN", "/agent"))
+    services: str = field(default_factory=lambda: os.environ.get("TWINFORGE_SERVICES", "/services"))
+    collected: tuple[str, ...] | None = field(default_factory=_collected_from_env)
+
+    def covered(self, path: str) -> bool:
+        """True when the in-container ``path`` lies in (or is) a collected path."""
+        if self.collected is None:
+            return True
+        return any(path == c or path.startswith(c.rstrip("/") + "/") or c == "/" for c in self.collected)
+
+    def require(self, asked: str, resolved: str) -> None:
+        """Raise when ``asked`` resolves (through links) to a path the evidence does not cover.
+
+        Raises:
+            EvidenceError: ``resolved`` was not collected: the file's content is unknown, not missing.
+        """
+        if not self.covered(resolved):
+            via = f" (through links, {resolved})" if resolved != asked else ""
+            raise EvidenceError(f"{asked}{via} was not collected: add it to [detector] collect")
 
 
 def inside(root: str, path: str, follow_last: bool = True) -> str:
@@ -34,6 +71,11 @@ def inside(root: str, path: str, follow_last: bool = True) -> str:
     is always under ``root``. A lookup with more than 40 links, or a link loop, gives the unresolved
     path (which then reads as missing or as a link, never as another file).
     """
+    return os.path.join(root, resolve(root, path, follow_last).lstrip("/"))
+
+
+def resolve(root: str, path: str, follow_last: bool = True) -> str:
+    """The in-container absolute path that ``path`` names once links are resolved inside ``root`` (see ``inside``)."""
     parts = [p for p in path.split("/") if p and p != "."]
     done: list[str] = []
     hops = 0
@@ -47,25 +89,29 @@ def inside(root: str, path: str, follow_last: bool = True) -> str:
         if os.path.islink(candidate) and (parts or follow_last):
             hops += 1
             if hops > MAX_LINK_HOPS:
-                return os.path.join(root, *done, part, *parts)
+                return "/" + "/".join([*done, part, *parts])
             target = os.readlink(candidate)
             if target.startswith("/"):
                 done = []
             parts = [p for p in target.split("/") if p and p != "."] + parts
             continue
         done.append(part)
-    return os.path.join(root, *done)
+    return "/" + "/".join(done)
 
 
 def sha256_of(path: str) -> str | None:
-    """Hex sha256 of a regular file, or None when it does not exist or is not a regular file."""
+    """Hex sha256 of a regular file, or None when it does not exist or is not a regular file.
+
+    Raises:
+        EvidenceError: The file exists but cannot be read (its content is unknown, not absent).
+    """
+    if not os.path.isfile(path):
+        return None
+    digest = hashlib.sha256()
     try:
-        if not os.path.isfile(path):
-            return None
-        digest = hashlib.sha256()
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-        return digest.hexdigest()
-    except OSError:
-        return None
+    except OSError as exc:
+        raise EvidenceError(f"{path} exists but cannot be read: {exc.strerror or exc}") from exc
+    return digest.hexdigest()

@@ -3,7 +3,11 @@
 Nothing here is trusted: agent code can change what this prints. It only ever sends values back;
 the detector decides (see ``oracle.py``).
 
-Usage: python3 sandbox_harness.py CASES_JSON MARK
+``Check.oracle_cases`` sends this program on the sandbox's standard input with a call of
+:func:`run` appended (cases and mark as literals), so no file, argument or environment variable of
+the sandbox tells agent code that it is probed, or what the cases and the mark are.
+
+Usage (by hand): python3 sandbox_harness.py CASES_JSON MARK
 """
 
 import importlib
@@ -48,7 +52,10 @@ def _target(call: str) -> "Any":
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as handle:
         cases = json.load(handle)
-    mark = sys.argv[2]
+    run(cases, sys.argv[2])
+
+
+def run(cases: "list[dict[str, Any]]", mark: str) -> None:
     results: dict[str, dict[str, object]] = {}
     for case in cases:
         try:
@@ -60,5 +67,5 @@ def main() -> None:
     sys.stdout.flush()
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and len(sys.argv) > 2:
     main()

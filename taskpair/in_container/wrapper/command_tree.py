@@ -1,8 +1,10 @@
 """Runs ONE agent command inside the task container and ends its whole process tree at the timeout.
 
-Started by the runner as ``python3 -I -S -c <this file> LIMIT COMMAND`` (isolated: no site
-packages, no sitecustomize, no .pth files, no PYTHON* variables, nothing from the agent's folders
-on sys.path). It makes itself a child subreaper, so every descendant of the command stays its
+Started by the runner as ``/usr/bin/python3 -I -S <this file> LIMIT COMMAND`` from a read-only
+mount (isolated: no site packages, no sitecustomize, no .pth files, no PYTHON* variables, nothing
+from the agent's folders on sys.path; the interpreter and the shell by their absolute paths on the
+read-only root, so nothing the agent puts first on PATH stands in for them). The task container
+sees this file without its docstrings and comments (docs/runtime.md, "No evaluation cue inside"). It makes itself a child subreaper, so every descendant of the command stays its
 descendant even after ``setsid`` and double forks, and at the time limit it SIGKILLs all of them
 until none is left. Output of the command streams on stdout; one status line (JSON) goes to the
 wrapper's own stderr, which the command never holds. The runner keeps a host-side backstop in case
@@ -80,7 +82,7 @@ def main() -> None:
             os.close(fd)
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.execvp("bash", ["bash", "-c", command])
+        os.execv("/bin/bash", ["bash", "-c", command])
     os.close(out_w)
     status: int | None
     timed_out, status, open_out = False, None, True
@@ -119,7 +121,7 @@ def main() -> None:
         exit_code = 128 + os.WTERMSIG(status)
     else:
         exit_code = os.WEXITSTATUS(status) if status is not None else -1
-    sys.stderr.write(json.dumps({"twinforge": "command", "exit": exit_code, "timed_out": timed_out}) + "\n")
+    sys.stderr.write(json.dumps({"exit": exit_code, "timed_out": timed_out}) + "\n")
     sys.stderr.flush()
     os._exit(exit_code & 0xFF)
 
