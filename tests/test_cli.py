@@ -45,7 +45,7 @@ def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
     status = run("status", "--json", cwd=ws)
     assert status.returncode == 0, status.stderr
     summary = json.loads(status.stdout)
-    assert set(summary) == {"counts", "coverage", "invalid_files", "problems", "attention"}
+    assert set(summary) == {"counts", "coverage", "invalid_files", "problems", "attention", "fidelity", "archetypes"}
     counts = summary["counts"]
     assert (counts["kept"], counts["needs_review"], counts["discarded"], counts["proposed"]) == (4, 4, 2, 0)
     assert summary["coverage"]["R3"] == {"S1": 0, "S2": 10}
