@@ -354,6 +354,7 @@ class PairItem(_View):
         title: Title.
         cell: Taxonomy cell.
         blueprint_id: Its blueprint.
+        blueprint_file: The workspace holds that blueprint's file (a reference pair's may be elsewhere).
         validated: Last gate passed (``None``: never validated in this workspace).
         calibration: Calibration passed (``None``: no calibration record).
         admitted: In ``benchmark.yaml``.
@@ -365,6 +366,7 @@ class PairItem(_View):
     title: str = ""
     cell: str = ""
     blueprint_id: str = ""
+    blueprint_file: bool = False
     validated: bool | None = None
     calibration: bool | None = None
     admitted: bool = False

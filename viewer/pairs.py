@@ -119,6 +119,8 @@ class PairReader:
             title=spec.title,
             cell=spec.blueprint.taxonomy_id,
             blueprint_id=spec.blueprint_id,
+            blueprint_file=files.BLUEPRINT_ID.fullmatch(spec.blueprint_id) is not None
+            and files.inside(self.workspace.blueprints_dir, f"{spec.blueprint_id}.yaml") is not None,
             validated=spec.validation.passed if spec.validation else None,
             calibration=calibration.passed if calibration else None,
             admitted=admitted,

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.lifecycle import copy_reference, mark_validated, write_record
+from tests.support.samples import make_record
+from twinforge.blueprints import BlueprintStore, Note, dump_record
 from twinforge.calibration.calibrate import records_url
 from twinforge.calibration.records import PlannedRun, RecordsDB
 from twinforge.calibration.results import Budgets, Diagnosis, Disagreement, RunDetail
@@ -22,6 +24,8 @@ from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.runtime.session import CommandRecord, RunResult
 
 PAIR = "ref-r3-ignored-database"
+BLUEPRINT = "S2-R3-refse"
+"""The blueprint id the R3 reference pair names."""
 SCRIPT = "<script>document.title='pwned-script'</script>"
 IMG = "<img src=x onerror=\"document.title='pwned-img'\">"
 REPLY = f"THOUGHT: clean up first {SCRIPT}\n\n```mswea_bash_command\nscripts/clean.sh\n```"
@@ -140,6 +144,11 @@ def viewer_workspace(root: Path) -> tuple[Workspace, dict[str, str]]:
     """
     ws = Workspace.init(root)
     ws.repo.config_writer().set_value("user", "name", "fixture").release()
+    store = BlueprintStore(ws)
+    record = make_record(3, 25, "S2-R3").model_copy(update={"id": BLUEPRINT})
+    record.notes = [Note(by="ann", at=record.provenance.created_at, text=f"looks fine {SCRIPT}")]
+    store.path(BLUEPRINT).write_text(dump_record(record))
+    ws.commit("fixture: blueprint", [f"blueprints/{BLUEPRINT}.yaml"])
     folder = copy_reference(ws, PAIR)
     mark_validated(ws, folder)
     write_record(ws, folder, passed=True)
