@@ -88,6 +88,9 @@ def build_app(site: Site, *, hosts: list[str] | None = None, token: str | None =
     async def pair(request: Request) -> Response:
         return await html(("pair", request.path_params["pair_id"]))
 
+    async def section(request: Request) -> Response:
+        return await html(("section", request.path_params["key"]))
+
     async def blueprint(request: Request) -> Response:
         return await html(("blueprint", request.path_params["blueprint_id"]))
 
@@ -144,6 +147,7 @@ def build_app(site: Site, *, hosts: list[str] | None = None, token: str | None =
         Route("/", overview),
         Route("/pairs", pairs),
         Route("/pairs/{pair_id}", pair),
+        Route("/sections/{key}", section),
         Route("/blueprints/{blueprint_id}", blueprint),
         Route("/runs", runs),
         Route("/runs/{run_id}", run),

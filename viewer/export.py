@@ -51,6 +51,7 @@ def _path(page: Page) -> str:
         "pairs": lambda: probe.pairs(int(args[0])),
         "pair": lambda: probe.pair(args[0]),
         "blueprint": lambda: probe.blueprint(args[0]),
+        "section": lambda: probe.section(args[0]),
         "run": lambda: probe.run(args[0]),
         "call": lambda: probe.call(args[0], int(args[1])),
         "compare": lambda: probe.compare(args[0], args[1]),

@@ -458,6 +458,7 @@ class SectionView(_View):
     """One table of the report: calibration, or one evaluated model x harness.
 
     Attributes:
+        key: Stable id of the section (its page: ``/sections/<key>``).
         title: ``Calibration: model / harness``.
         purpose: ``calibration`` or ``evaluation``.
         model: Model.
@@ -466,6 +467,7 @@ class SectionView(_View):
         rows: Pooled, then per risk category, then per source.
     """
 
+    key: str
     title: str
     purpose: str
     model: str
@@ -504,6 +506,8 @@ class Overview(_View):
         looks: Pairs that need a look.
         runs: Finished runs in the records.
         plots: Report plot file names present under ``runs/report/``.
+        computed_at: When the tables were computed (they are recomputed when the records change).
+        refreshing: The records changed since; new tables are being computed.
     """
 
     workspace: str
@@ -516,3 +520,5 @@ class Overview(_View):
     looks: list[Look] = Field(default_factory=list)
     runs: int = 0
     plots: list[str] = Field(default_factory=list)
+    computed_at: datetime | None = None
+    refreshing: bool = False

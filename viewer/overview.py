@@ -9,11 +9,14 @@ disagreements), failed calibrations, and UNDETERMINED runs and flagged runs from
 
 from __future__ import annotations
 
+from typing import cast
+
 from pydantic import ValidationError
 
 from twinforge.blueprints import BlueprintStore, Status
 from twinforge.calibration.attention import attention
 from twinforge.calibration.metrics import Metrics
+from twinforge.calibration.records import RunRow
 from twinforge.calibration.report import Section, latest_runs, sections
 from twinforge.calibration.results import CalibrationRecord, RunDetail
 from twinforge.core.exceptions import TwinforgeError
@@ -21,7 +24,7 @@ from twinforge.core.workspace import Workspace
 from twinforge.viewer import files
 from twinforge.viewer.models import Look, MetricsView, Overview, SectionView
 from twinforge.viewer.pairs import PairReader
-from twinforge.viewer.records import RunRecords
+from twinforge.viewer.records import RunFilter, RunRecords
 
 PLOTS = ("asr_by_category.png", "source_bars.png", "asr_at_k.png")
 """The report's plots (calibration/report.py ``build_report``), shown when ``twinforge report`` wrote them."""
@@ -49,6 +52,7 @@ def section_view(section: Section) -> SectionView:
     rows += [_metrics(r, m, {**base, "risk": r}) for r, m in section.by_category.items()]
     rows += [_metrics(s, m, {**base, "source": s}) for s, m in section.by_source.items()]
     return SectionView(
+        key=RunFilter.of(base).key(),
         title=section.title,
         purpose=section.purpose,
         model=section.model,
@@ -126,7 +130,8 @@ def overview(workspace: Workspace, records: RunRecords, pairs: PairReader) -> Ov
             {"id": e.id, "version": e.version[:12], "model": e.calibration_model, "stand_in": e.stand_in}
             for e in benchmark.pairs
         ],
-        sections=[section_view(s) for s in sections(rows, taxonomy)],
+        # result rows carry RunRow's column names for every column sections() reads (records.outcomes)
+        sections=[section_view(s) for s in sections(cast(list[RunRow], rows), taxonomy)],
         looks=_looks(workspace, records),
         runs=len(rows),
         plots=plots,

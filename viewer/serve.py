@@ -51,7 +51,9 @@ def plan(host: str, port: int) -> Serving:
 def server(workspace: Workspace, host: str, port: int, token: str | None) -> uvicorn.Server:
     """A uvicorn server for the workspace's viewer (call ``.run()`` to serve until interrupted)."""
     hosts = [] if is_loopback(host) else ["*"] if host in ("0.0.0.0", "::") else [host]
-    app = build_app(Site(workspace), hosts=hosts, token=token)
+    site = Site(workspace)
+    site.overview()  # computed before the first request (docs/viewer.md, "Scale")
+    app = build_app(site, hosts=hosts, token=token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
     return uvicorn.Server(config)
 

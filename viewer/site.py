@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -20,7 +21,16 @@ from twinforge.calibration.calibrate import records_url
 from twinforge.core.workspace import Workspace
 from twinforge.viewer import files
 from twinforge.viewer.exceptions import NotFound
-from twinforge.viewer.models import BlueprintView, CallDetail, Overview, PairItem, PairView, RunList, RunView
+from twinforge.viewer.models import (
+    BlueprintView,
+    CallDetail,
+    Overview,
+    PairItem,
+    PairView,
+    RunList,
+    RunView,
+    SectionView,
+)
 from twinforge.viewer.overview import PLOTS, overview
 from twinforge.viewer.pairs import PairReader
 from twinforge.viewer.records import PAGE_SIZE, RunFilter, RunRecords
@@ -73,6 +83,10 @@ class Links:
     def pair(self, pair_id: str) -> str:
         """``/pairs/<pair-id>``."""
         return self._to(("pair", pair_id), f"/pairs/{quote(pair_id)}", f"pairs/{quote(pair_id)}/index.html")
+
+    def section(self, key: str) -> str:
+        """``/sections/<key>``: one report table with every cell linked to its runs."""
+        return self._to(("section", key), f"/sections/{key}", f"sections/{key}/index.html")
 
     def blueprint(self, blueprint_id: str) -> str:
         """``/blueprints/<blueprint-id>``."""
@@ -145,20 +159,57 @@ class Site:
         )
         self.env.globals["pct"] = _pct
         self._lock = threading.Lock()
-        self._overview: tuple[tuple[int, int, str], float, Overview] | None = None
+        self._computing = threading.Lock()
+        self._refresh: threading.Thread | None = None
+        self._overview: tuple[tuple[tuple[int, int, str], float], Overview] | None = None
 
     # data
 
     def overview(self) -> Overview:
-        """The overview, recomputed when the records or the workspace's files changed."""
-        version = self.records.version()
-        stamp = _stamp(self.workspace.root)
+        """The overview; served from memory, recomputed when the records or the workspace's files change.
+
+        The first call computes it (``serve`` does so before it answers). Later, when the records
+        changed, the last overview is served with ``refreshing`` set while a background thread
+        computes the new one, so no request waits for a recomputation over 100,000 records.
+        """
+        version = (self.records.version(), _stamp(self.workspace.root))
         with self._lock:
-            if self._overview is not None and self._overview[:2] == (version, stamp):
-                return self._overview[2]
-        found = overview(self.workspace, self.records, self.pair_reader)
-        with self._lock:
-            self._overview = (version, stamp, found)
+            cached = self._overview
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            if cached is not None:
+                if self._refresh is None or not self._refresh.is_alive():
+                    self._refresh = threading.Thread(target=self._compute, args=(version,), daemon=True)
+                    self._refresh.start()
+                return cached[1].model_copy(update={"refreshing": True})
+        return self._compute(version)
+
+    def _compute(self, version: tuple[tuple[int, int, str], float]) -> Overview:
+        with self._computing:
+            with self._lock:
+                if self._overview is not None and self._overview[0] == version:
+                    return self._overview[1]
+            found = overview(self.workspace, self.records, self.pair_reader)
+            found.computed_at = datetime.now(UTC)
+            with self._lock:
+                self._overview = (version, found)
+            return found
+
+    def settle(self) -> None:
+        """Wait for a background refresh of the overview, if one runs."""
+        thread = self._refresh
+        if thread is not None:
+            thread.join()
+
+    def section(self, key: str) -> SectionView:
+        """One report table (calibration, or one evaluated model x harness) by its key.
+
+        Raises:
+            NotFound: No such section.
+        """
+        found = next((s for s in self.overview().sections if s.key == key), None)
+        if found is None:
+            raise NotFound(f"report section {key[:40]!r}")
         return found
 
     def pair_items(self, page: int = 1, *, everything: bool = False) -> tuple[list[PairItem], int, int]:
@@ -257,6 +308,8 @@ class Site:
         kind, *args = page
         if kind == "overview":
             return self.render("overview.html.j2", links, view=self.overview())
+        if kind == "section":
+            return self.render("section.html.j2", links, section=self.section(args[0]))
         if kind == "pairs":
             items, number, pages = self.pair_items(int(args[0]))
             return self.render("pairs.html.j2", links, items=items, page=number, pages=pages)

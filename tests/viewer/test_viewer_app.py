@@ -306,3 +306,35 @@ def test_export_writes_every_linked_page_with_working_relative_links(workspace, 
     with pytest.raises(ViewerError, match="not empty"):
         export_site(Site(ws), other)
     assert export_site(Site(ws), done.folder).pages == done.pages
+
+
+def test_the_overview_is_recomputed_in_the_background_when_the_records_change(tmp_path: Path) -> None:
+    from tests.support.viewer import add_run
+    from twinforge.calibration.calibrate import records_url
+    from twinforge.calibration.records import RecordsDB
+    from twinforge.taskpair.format.digest import pair_digest
+    from twinforge.taskpair.format.outcomes import Outcome
+
+    ws, _ = viewer_workspace(tmp_path / "ws")
+    site = Site(ws)
+    first = site.overview()
+    assert first.runs == 4 and not first.refreshing and site.overview() is first  # served from memory
+    add_run(
+        ws,
+        RecordsDB(records_url(ws)),
+        side="twin",
+        k=2,
+        outcome=Outcome.COMPLETED,
+        verdict=Verdict(harmful=False, completed=True),
+        commands=["true"],
+        replies=["THOUGHT: x.\n\n```mswea_bash_command\ntrue\n```"],
+        outputs=[""],
+        digest=pair_digest(ws.tasks_dir / PAIR),
+    )
+    stale = site.overview()
+    assert stale.refreshing and stale.runs == 4  # no request waits for the recomputation
+    site.settle()
+    fresh = site.overview()
+    assert not fresh.refreshing and fresh.runs == 5
+    section = site.section(fresh.sections[0].key)
+    assert section.rows[0].eligible == 1  # twin now CAPABLE in both of its K = 2 runs
