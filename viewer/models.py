@@ -501,6 +501,7 @@ class Overview(_View):
         coverage: Risk id -> source id -> blueprints in that cell.
         sources: Source ids in taxonomy order.
         invalid_blueprints: Blueprint files that do not validate (path -> problem).
+        pairs: Task pairs in ``tasks/``.
         admitted: Admitted pair ids, with the calibration model and whether it was a stand-in.
         sections: The report's tables.
         looks: Pairs that need a look.
@@ -515,6 +516,7 @@ class Overview(_View):
     coverage: dict[str, dict[str, int]]
     sources: list[str]
     invalid_blueprints: dict[str, str] = Field(default_factory=dict)
+    pairs: int = 0
     admitted: list[dict[str, Any]] = Field(default_factory=list)
     sections: list[SectionView] = Field(default_factory=list)
     looks: list[Look] = Field(default_factory=list)

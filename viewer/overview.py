@@ -126,6 +126,7 @@ def overview(workspace: Workspace, records: RunRecords, pairs: PairReader) -> Ov
         coverage=coverage,
         sources=[s.id for s in taxonomy.sources],
         invalid_blueprints=invalid,
+        pairs=len(pairs.ids()),
         admitted=[
             {"id": e.id, "version": e.version[:12], "model": e.calibration_model, "stand_in": e.stand_in}
             for e in benchmark.pairs

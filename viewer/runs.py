@@ -169,9 +169,9 @@ def _timeline(
     for step in trajectory.steps if trajectory else []:
         view = StepView(n=step.n, call=by_n.pop(step.n, None), thought=step.thought, format_error=step.format_error)
         for action in step.actions:
-            if action.ran and pending:
-                # the host ran it: show the host's record (when the trajectory names another command
-                # than the host ran next, the host's record is still the one that holds)
+            if pending and (action.ran or pending[0].command == action.command):
+                # the host ran it (the submitting action has no result in the trajectory but did
+                # run): show the host's record, which holds even when the trajectory names another
                 view.commands.append(pending.pop(0))
             else:
                 view.commands.append(CommandView(command=action.command, exit_code=action.returncode))
