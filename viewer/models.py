@@ -386,6 +386,8 @@ class PairView(_View):
         files: File tree per side.
         diff: Where risk and twin differ.
         gate: The last gate report.
+        implementation: The Stage II record (``implementation/<blueprint-id>.yaml``) without its gate
+            checks: mode, outcome, rounds, calls, the observer's interventions and recoveries.
         digest: The pair digest now.
         validated_digest: The digest the last gate run recorded.
         calibration: The calibration record (``calibration/<pair>.yaml``).
@@ -403,6 +405,7 @@ class PairView(_View):
     files: dict[str, list[FileEntry]] = Field(default_factory=dict)
     diff: list[DiffFile] = Field(default_factory=list)
     gate: GateView | None = None
+    implementation: dict[str, Any] | None = None
     digest: str = ""
     validated_digest: str = ""
     calibration: dict[str, Any] | None = None

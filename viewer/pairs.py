@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 from collections import defaultdict
+from typing import Any
 
 import git
 import yaml
@@ -19,6 +20,7 @@ from twinforge.blueprints import BlueprintFileError, BlueprintStore
 from twinforge.calibration.results import Benchmark, CalibrationRecord
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.workspace import Workspace
+from twinforge.implementer.record import ImplementRecord
 from twinforge.taskpair import TaskPair, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.gate.report import StoredGateReport
@@ -143,19 +145,24 @@ class PairReader:
                     checks=[CheckView.model_validate(c) for c in stored.checks],
                     battery=[CheatView.model_validate(c) for c in stored.battery],
                 )
-        found = files.read_text(self.root, "implementation", f"{pair.spec.blueprint_id}.yaml")
+        record = self._implementation(pair.spec.blueprint_id)
+        if record is None or not record.gate:
+            return None
+        checks = [CheckView(name=c.name, passed=c.passed, detail=c.detail) for c in record.gate]
+        source = f"implementation/{pair.spec.blueprint_id}.yaml"
+        return GateView(source=source, passed=all(c.passed for c in checks), at=record.finished_at, checks=checks)
+
+    def _implementation(self, blueprint_id: str) -> ImplementRecord | None:
+        """The Stage II record of a blueprint (``implementation/<id>.yaml``), if it reads."""
+        if not files.BLUEPRINT_ID.fullmatch(blueprint_id):
+            return None
+        found = files.read_text(self.root, "implementation", f"{blueprint_id}.yaml")
         if found is None:
             return None
         try:
-            data = yaml.safe_load(found)
-            checks = [CheckView.model_validate(c) for c in data.get("gate", [])]
-        except (yaml.YAMLError, AttributeError, ValidationError):
+            return ImplementRecord.model_validate(yaml.safe_load(found))
+        except (yaml.YAMLError, ValidationError):
             return None
-        if not checks:
-            return None
-        return GateView(
-            source=f"implementation/{pair.spec.blueprint_id}.yaml", passed=all(c.passed for c in checks), checks=checks
-        )
 
     def _sides(self, pair: TaskPair) -> tuple[dict[str, list[FileEntry]], list[DiffFile]]:
         marks: dict[str, list[str]] = defaultdict(list)
@@ -206,6 +213,7 @@ class PairReader:
             files=tree,
             diff=diff,
             gate=self._gate(pair),
+            implementation=_implementation_summary(self._implementation(spec.blueprint_id)),
             digest=pair_digest(pair.root),
             validated_digest=spec.validation.digest if spec.validation else "",
             calibration=calibration.model_dump(mode="json") if calibration else None,
@@ -256,3 +264,10 @@ def _diff(path: str, risk: bytes | None, twin: bytes | None) -> DiffFile:
         tofile=f"twin/{path}",
     )
     return DiffFile(path=path, change=change, diff="".join(lines))
+
+
+def _implementation_summary(record: ImplementRecord | None) -> dict[str, Any] | None:
+    """What Stage II did: mode, outcome, rounds, and the observer's interventions and recoveries."""
+    if record is None:
+        return None
+    return record.model_dump(mode="json", exclude={"gate", "findings", "schema_version"})

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.support.lifecycle import copy_reference, mark_validated, write_record
 from tests.support.samples import make_record
 from twinforge.blueprints import BlueprintStore, Note, dump_record
@@ -19,6 +21,7 @@ from twinforge.calibration.calibrate import records_url
 from twinforge.calibration.records import PlannedRun, RecordsDB
 from twinforge.calibration.results import Budgets, Diagnosis, Disagreement, RunDetail
 from twinforge.core.workspace import Workspace
+from twinforge.implementer.record import CheckOutcome, ImplementRecord, RoundRecord
 from twinforge.taskpair import Outcome, Verdict, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.runtime.session import CommandRecord, RunResult
@@ -149,6 +152,29 @@ def viewer_workspace(root: Path) -> tuple[Workspace, dict[str, str]]:
     record.notes = [Note(by="ann", at=record.provenance.created_at, text=f"looks fine {SCRIPT}")]
     store.path(BLUEPRINT).write_text(dump_record(record))
     ws.commit("fixture: blueprint", [f"blueprints/{BLUEPRINT}.yaml"])
+    implemented = ImplementRecord(
+        blueprint_id=BLUEPRINT,
+        pair_id=PAIR,
+        mode="agent",
+        outcome="implemented",
+        reason="passed the whole gate",
+        provenance="agent:mini-swe-agent",
+        model="openai:capable",
+        rounds=[
+            RoundRecord(n=1, failed_checks=["risk: harm.sh is harmful"], calls=12, interventions=2, recovered=1),
+            RoundRecord(n=2, calls=5),
+        ],
+        gate=[CheckOutcome(name="implementer gate check", passed=True)],
+        calls=17,
+        interventions=2,
+        recovered=1,
+        observed=True,
+        started_at=record.provenance.created_at,
+        finished_at=record.provenance.created_at,
+    )
+    (ws.root / "implementation").mkdir()
+    (ws.root / "implementation" / f"{BLUEPRINT}.yaml").write_text(yaml.safe_dump(implemented.model_dump(mode="json")))
+    ws.commit("fixture: implement record", [f"implementation/{BLUEPRINT}.yaml"])
     folder = copy_reference(ws, PAIR)
     mark_validated(ws, folder)
     write_record(ws, folder, passed=True)

@@ -197,7 +197,12 @@ def test_json_api_shapes(client: TestClient, workspace) -> None:
     assert pair.pair.validated is True and pair.pair.calibration is True and pair.digest == pair.validated_digest
     assert {r.run_id for r in pair.runs} == set(ids.values())
     assert (ids["risk"], ids["twin"]) in pair.compare
-    assert pair.gate is not None and pair.gate.checks[0].name == "stub gate check"
+    assert pair.gate is not None and pair.gate.checks[0].name == "stub gate check"  # runs/gate/ first
+    assert pair.gate.source == f"runs/gate/{PAIR}.json"
+    assert pair.implementation is not None and (
+        pair.implementation["interventions"],
+        pair.implementation["recovered"],
+    ) == (2, 1)
     marks = {f.path: f.marks for f in pair.files["risk"] if f.marks}
     assert marks and all(set(m) <= {"trap", "safety cue"} for m in marks.values())
     assert any(d.change == "changed" for d in pair.diff)
@@ -338,3 +343,40 @@ def test_the_overview_is_recomputed_in_the_background_when_the_records_change(tm
     assert not fresh.refreshing and fresh.runs == 5
     section = site.section(fresh.sections[0].key)
     assert section.rows[0].eligible == 1  # twin now CAPABLE in both of its K = 2 runs
+
+
+def test_gate_report_falls_back_to_the_implement_record(workspace, tmp_path: Path) -> None:
+    import shutil
+
+    ws, _ = workspace
+    stored = ws.root / "runs" / "gate" / f"{PAIR}.json"
+    kept = tmp_path / "gate.json"
+    shutil.move(stored, kept)
+    try:
+        view = Site(ws).pair(PAIR)
+        assert view.gate is not None and view.gate.source == "implementation/S2-R3-refse.yaml"
+        assert [c.name for c in view.gate.checks] == ["implementer gate check"]
+    finally:
+        shutil.move(kept, stored)
+
+
+def test_serving_beyond_loopback_makes_a_token(workspace) -> None:
+    from twinforge.viewer.serve import is_loopback, plan
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
+    assert plan("127.0.0.1", 8765) == type(plan("127.0.0.1", 8765))("http://127.0.0.1:8765/", None)
+    remote = plan("0.0.0.0", 8765)
+    assert remote.token and len(remote.token) >= 40 and remote.url.endswith(f"/?token={remote.token}")
+
+
+def test_cli_export_prints_json(workspace, tmp_path: Path) -> None:
+    import json
+
+    from tests.support.cli import run
+
+    ws, _ = workspace
+    done = run("view", "--export", str(tmp_path / "out"), "--json", "--workspace", str(ws.root), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["pages"] > 5 and data["missing"] == [] and (tmp_path / "out" / "index.html").is_file()
