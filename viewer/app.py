@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, TypeAdapter
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -23,7 +24,8 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from twinforge.viewer.exceptions import NotFound
+from twinforge.viewer.exceptions import NotFound, ViewerError
+from twinforge.viewer.records import RunFilter
 from twinforge.viewer.site import CSP, Links, Site
 
 STATIC = Path(__file__).parent / "static"
@@ -74,8 +76,6 @@ def build_app(site: Site, *, hosts: list[str] | None = None, token: str | None =
     links = Links()
 
     async def html(page: tuple[str, ...], params: dict[str, str] | None = None) -> Response:
-        from twinforge.viewer.records import RunFilter
-
         text = await run_in_threadpool(site.page, page, links, RunFilter.of(params) if params is not None else None)
         return HTMLResponse(text)
 
@@ -141,7 +141,12 @@ def build_app(site: Site, *, hosts: list[str] | None = None, token: str | None =
         message = str(exc) if isinstance(exc, NotFound) else "not found"
         if request.url.path.startswith("/api/"):
             return JSONResponse({"error": message}, 404)
-        return HTMLResponse(site.render("error.html.j2", links, message=message), 404)
+        return HTMLResponse(site.render("error.html.j2", links, message=message, title="not found"), 404)
+
+    async def unreadable(request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": str(exc)}, 500)
+        return HTMLResponse(site.render("error.html.j2", links, message=str(exc), title="cannot read"), 500)
 
     routes = [
         Route("/", overview),
@@ -163,12 +168,10 @@ def build_app(site: Site, *, hosts: list[str] | None = None, token: str | None =
     return Starlette(
         routes=routes,
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed), Middleware(_Headers, token=token)],
-        exception_handlers={NotFound: not_found, 404: not_found},
+        exception_handlers={NotFound: not_found, 404: not_found, ViewerError: unreadable},
     )
 
 
 def _json(data: Any) -> Response:
-    from pydantic import BaseModel, TypeAdapter
-
     body = data.model_dump_json() if isinstance(data, BaseModel) else TypeAdapter(Any).dump_json(data).decode()
     return Response(body, media_type="application/json")

@@ -380,3 +380,13 @@ def test_cli_export_prints_json(workspace, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["pages"] > 5 and data["missing"] == [] and (tmp_path / "out" / "index.html").is_file()
+
+
+def test_an_unreadable_records_database_is_named_not_a_crash(tmp_path: Path) -> None:
+    ws = Workspace.init(tmp_path / "ws")
+    (ws.root / ".twinforge").mkdir(exist_ok=True)
+    (ws.root / ".twinforge" / "records.db").write_bytes(b"this is not a database" * 100)
+    client = TestClient(build_app(Site(ws)), base_url="http://127.0.0.1")
+    page = client.get("/runs")
+    assert page.status_code == 500 and "records.db" in page.text
+    assert "records.db" in client.get("/api/runs").json()["error"]
