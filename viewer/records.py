@@ -10,6 +10,8 @@ row), PostgreSQL with ``default_transaction_read_only``. Lists are paged in SQL,
 from __future__ import annotations
 
 import hashlib
+import sqlite3
+import threading
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -107,9 +109,17 @@ class RunRecords:
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine: Engine | None = None
+        self._watch: sqlite3.Connection | None = None
+        self._watch_lock = threading.Lock()
         if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
             return
         ro_url, connect_args = read_only_url(url)
+        if url.startswith("sqlite:///"):
+            path = url.removeprefix("sqlite:///")
+            try:
+                self._watch = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            except sqlite3.Error as exc:
+                raise ViewerError(f"cannot open the records database {path}: {exc}") from exc
         try:
             self.engine = create_engine(ro_url, connect_args=connect_args)
         except SQLAlchemyError as exc:
@@ -128,11 +138,21 @@ class RunRecords:
                 return []
             raise ViewerError(f"cannot read the records database {self.url}: {str(exc).splitlines()[0]}") from exc
 
-    def version(self) -> tuple[int, int, str]:
-        """``(rows, largest id, latest finish)``: changes whenever a run is planned or finished."""
+    def version(self) -> tuple[object, ...]:
+        """A value that changes whenever a run is planned or finished.
+
+        SQLite: ``PRAGMA data_version`` on a connection kept open for it, which changes with every
+        commit of another connection (microseconds, whatever the size). Other databases:
+        ``(rows, largest id, latest finish)``.
+        """
+        if self.engine is None:
+            return ("absent",)
+        if self._watch is not None:
+            with self._watch_lock:
+                return ("sqlite", self._watch.execute("PRAGMA data_version").fetchone()[0])
         found = self._query(select(func.count(RunRow.id), func.max(RunRow.id), func.max(RunRow.finished_at)))
         if not found:
-            return 0, 0, ""
+            return (0, 0, "")
         count, largest, finished = found[0]
         return int(count or 0), int(largest or 0), str(finished or "")
 

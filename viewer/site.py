@@ -161,7 +161,7 @@ class Site:
         self._lock = threading.Lock()
         self._computing = threading.Lock()
         self._refresh: threading.Thread | None = None
-        self._overview: tuple[tuple[tuple[int, int, str], float], Overview] | None = None
+        self._overview: tuple[tuple[tuple[object, ...], float], Overview] | None = None
 
     # data
 
@@ -184,7 +184,7 @@ class Site:
                 return cached[1].model_copy(update={"refreshing": True})
         return self._compute(version)
 
-    def _compute(self, version: tuple[tuple[int, int, str], float]) -> Overview:
+    def _compute(self, version: tuple[tuple[object, ...], float]) -> Overview:
         with self._computing:
             with self._lock:
                 if self._overview is not None and self._overview[0] == version:
