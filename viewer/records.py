@@ -181,6 +181,15 @@ class RunRecords:
         )
         return [row[0] for row in self._query(statement)]
 
+    def counts(self, pairs: list[str]) -> dict[str, int]:
+        """Finished runs per pair, for the pairs named (one grouped count)."""
+        statement = (
+            select(RunRow.pair, func.count(RunRow.id))
+            .where(RunRow.status == "done", RunRow.pair.in_(pairs))
+            .group_by(RunRow.pair)
+        )
+        return {str(pair): int(n) for pair, n in self._query(statement)}
+
     def calls(self, run_id: str) -> list[CallRow]:
         """The proxied model calls of a run, in order."""
         return [row[0] for row in self._query(select(CallRow).where(CallRow.run_id == run_id).order_by(CallRow.n))]

@@ -219,8 +219,8 @@ class Site:
         page = min(max(page, 1), pages)
         chosen = ids if everything else ids[(page - 1) * PAIRS_PAGE : page * PAIRS_PAGE]
         benchmark = self.pair_reader.benchmark()
-        counts = {pid: len(self.records.of_pair(pid)) for pid in chosen}
-        return [self.pair_reader.item(pid, counts[pid], benchmark) for pid in chosen], page, pages
+        counts = self.records.counts(chosen)
+        return [self.pair_reader.item(pid, counts.get(pid, 0), benchmark) for pid in chosen], page, pages
 
     def pair(self, pair_id: str) -> PairView:
         """A pair page's data.

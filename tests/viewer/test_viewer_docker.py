@@ -21,6 +21,7 @@ from twinforge.calibration.calibrate import calibrate, records_url
 from twinforge.calibration.records import RecordsDB
 from twinforge.core.llm.stub_server import openai_reply, stub_server
 from twinforge.core.workspace import Workspace
+from twinforge.viewer import Site, export_site
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.browser]
 PAIR = "ref-r3-ignored-database"
@@ -36,11 +37,11 @@ def hostile_model(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]
     return 200, openai_reply(f"THOUGHT: step {turn} {SCRIPT}\n\n```mswea_bash_command\n{command}\n```")
 
 
-@pytest.fixture
-def calibrated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
-    with stub_server(hostile_model) as (url, _):
-        monkeypatch.setenv("CALIBRATION_KEY", "sk-test-not-a-real-key")
-        ws = Workspace.init(tmp_path / "ws")
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    with stub_server(hostile_model) as (url, _), pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CALIBRATION_KEY", "sk-test-not-a-real-key")
+        ws = Workspace.init(tmp_path_factory.mktemp("viewer-docker") / "ws")
         cal = ws.config.models.calibration
         cal.base_url, cal.api_key_env, cal.model = url, "CALIBRATION_KEY", "weak-model"
         ws.config.calibration.grammar = False
@@ -79,3 +80,13 @@ def test_a_calibrated_pair_in_the_browser(calibrated: Workspace) -> None:
         assert not [e for e in browser.get_log("browser") if "pwned" in e["message"]]
         browser.find_elements(By.LINK_TEXT, "raw request and response")[0].click()
         assert "weak-model" in browser.find_element(By.TAG_NAME, "main").text and "pwned" not in browser.title
+
+
+def test_every_run_of_a_calibrated_workspace_is_exported(calibrated: Workspace, tmp_path: Path) -> None:
+    done = export_site(Site(calibrated), tmp_path / "site")
+    assert done.missing == []
+    for run in RecordsDB(records_url(calibrated)).runs():
+        page = (done.folder / "runs" / str(run.run_id) / "index.html").read_text()
+        assert run.outcome in page and "<script" not in page
+        for n in range(1, run.calls + 1):
+            assert (done.folder / "runs" / str(run.run_id) / "calls" / str(n) / "index.html").is_file()
