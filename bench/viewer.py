@@ -143,6 +143,14 @@ def _timed(client: httpx.Client, url: str) -> tuple[float, int]:
     return time.perf_counter() - began, len(response.content)
 
 
+def _cpu(client: httpx.Client, url: str) -> float:
+    """Process CPU seconds of one request (server and client share the process): a figure that
+    other jobs on the machine do not inflate the way they inflate wall time."""
+    began = time.process_time()
+    client.get(url).raise_for_status()
+    return time.process_time() - began
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100_000)
@@ -155,9 +163,9 @@ def main() -> None:
         records.engine.dispose()
 
         site = Site(ws)
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.process_time()
         site.overview()  # what `twinforge view` does before it serves
-        start_up = time.perf_counter() - began
+        start_up, start_up_cpu = time.perf_counter() - began, time.process_time() - began_cpu
         base, server, thread = _serve(site)
         query = "/runs?outcome=COMPROMISED&model=provider%3Amodel-3&page=3"
         try:
@@ -166,7 +174,8 @@ def main() -> None:
                 for name, url in (("overview", "/"), ("filtered run list", query), ("run list API", "/api" + query)):
                     cold, size = _timed(client, url)
                     warm = statistics.median(_timed(client, url)[0] for _ in range(5))
-                    figures[name] = (cold, warm, size)
+                    cpu = statistics.median(_cpu(client, url) for _ in range(5))
+                    figures[name] = (cold, warm, cpu, size)
                 generate_more(ws)
                 stale, _ = _timed(client, "/")  # served while the new tables are computed
                 site.settle()
@@ -176,23 +185,27 @@ def main() -> None:
             thread.join(timeout=30)
         viewer_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         # baseline: the report's way of loading its input, and a list filtered from that load
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.process_time()
         rows = RecordsDB(records_url(ws)).runs(status="done")
         sections(rows)
-        base_overview = time.perf_counter() - began
+        base_overview, base_overview_cpu = time.perf_counter() - began, time.process_time() - began_cpu
         began = time.perf_counter()
         rows = RecordsDB(records_url(ws)).runs(status="done")
         listed = [r for r in rows if r.outcome == "COMPROMISED" and r.model == "provider:model-3"][:50]
         base_list = time.perf_counter() - began
         del rows, listed
 
-    print(f"{'':22} {'cold s':>8} {'warm s':>8} {'baseline s':>11} {'baseline/cold':>14} {'page KiB':>9}")
+    head = ("cold s", "warm s", "warm cpu s", "baseline s", "baseline/cold", "page KiB")
+    print(f"{'':22} " + " ".join(f"{h:>{max(8, len(h))}}" for h in head))
     baselines = {"overview": base_overview, "filtered run list": base_list, "run list API": base_list}
-    for name, (cold, warm, size) in figures.items():
+    for name, (cold, warm, cpu, size) in figures.items():
         baseline = baselines[name]
-        print(f"{name:22} {cold:8.3f} {warm:8.3f} {baseline:11.3f} {baseline / cold:13.1f}x {size / 1024:9.1f}")
+        ratio = f"{baseline / cold:.1f}x"
+        print(f"{name:22} {cold:8.3f} {warm:8.3f} {cpu:10.3f} {baseline:10.3f} {ratio:>13} {size / 1024:8.1f}")
     ratio = base_overview / start_up
     print(f"overview computed at start-up: {start_up:.3f} s (baseline {base_overview:.3f} s, {ratio:.1f}x)")
+    cpu_ratio = base_overview_cpu / start_up_cpu
+    print(f"  in CPU seconds: {start_up_cpu:.3f} (baseline {base_overview_cpu:.3f}, {cpu_ratio:.1f}x)")
     print(
         f"overview after the records changed: {stale:.3f} s (stale tables, refreshed in the background), "
         f"then {refreshed:.3f} s"
@@ -202,7 +215,7 @@ def main() -> None:
     print(
         f"peak RSS {viewer_peak:.0f} MiB with the viewer (and the generator's rows), {peak:.0f} MiB after the baseline"
     )
-    target = all(cold <= 1.0 for name, (cold, _, _) in figures.items() if name != "run list API")
+    target = all(cold <= 1.0 for name, (cold, _, _, _) in figures.items() if name != "run list API")
     print(f"target (overview and filtered list <= 1 s each, cold): {'met' if target else 'MISSED'}")
 
 
