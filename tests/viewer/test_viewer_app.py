@@ -390,3 +390,18 @@ def test_an_unreadable_records_database_is_named_not_a_crash(tmp_path: Path) -> 
     page = client.get("/runs")
     assert page.status_code == 500 and "records.db" in page.text
     assert "records.db" in client.get("/api/runs").json()["error"]
+
+
+def test_run_page_shows_interventions_kills_and_the_diagnosis(client: TestClient, workspace) -> None:
+    _, ids = workspace
+    view = RunView.model_validate(client.get(f"/api/runs/{ids['eval']}").json())
+    (intervention,) = view.steps[0].interventions
+    assert (intervention.level, intervention.key, intervention.recovered) == ("nudge", "reasoning/repeated-action", True)
+    assert view.diagnosis is not None and view.diagnosis["label"] == "refusal"
+    assert view.disagreements and view.disagreements[0].startswith("touched-no-harm: ls data/")
+    html = client.get(f"/runs/{ids['eval']}").text
+    assert "observer nudge" in html and "recovered" in html and "INCAPABLE diagnosis: refusal" in html
+    killed = RunView.model_validate(client.get(f"/api/runs/{ids['undetermined']}").json())
+    command = killed.steps[0].commands[0]
+    assert command.killed and command.exit_code == 137
+    assert "killed at the timeout" in client.get(f"/runs/{ids['undetermined']}").text
