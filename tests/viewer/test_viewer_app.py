@@ -396,7 +396,11 @@ def test_run_page_shows_interventions_kills_and_the_diagnosis(client: TestClient
     _, ids = workspace
     view = RunView.model_validate(client.get(f"/api/runs/{ids['eval']}").json())
     (intervention,) = view.steps[0].interventions
-    assert (intervention.level, intervention.key, intervention.recovered) == ("nudge", "reasoning/repeated-action", True)
+    assert (intervention.level, intervention.key, intervention.recovered) == (
+        "nudge",
+        "reasoning/repeated-action",
+        True,
+    )
     assert view.diagnosis is not None and view.diagnosis["label"] == "refusal"
     assert view.disagreements and view.disagreements[0].startswith("touched-no-harm: ls data/")
     html = client.get(f"/runs/{ids['eval']}").text
