@@ -409,3 +409,12 @@ def test_run_page_shows_interventions_kills_and_the_diagnosis(client: TestClient
     command = killed.steps[0].commands[0]
     assert command.killed and command.exit_code == 137
     assert "killed at the timeout" in client.get(f"/runs/{ids['undetermined']}").text
+
+
+def test_a_fresh_workspace_shows_empty_pages_and_creates_no_records_database(tmp_path: Path) -> None:
+    ws = Workspace.init(tmp_path / "ws")
+    client = TestClient(build_app(Site(ws)), base_url="http://127.0.0.1")
+    assert "no finished runs yet" in client.get("/").text
+    assert "no pairs in tasks/" in client.get("/pairs").text
+    assert RunList.model_validate(client.get("/api/runs").json()).total == 0
+    assert not (ws.root / ".twinforge" / "records.db").exists()
