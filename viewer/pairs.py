@@ -165,12 +165,13 @@ class PairReader:
             return None
 
     def _sides(self, pair: TaskPair) -> tuple[dict[str, list[FileEntry]], list[DiffFile]]:
-        marks: dict[str, list[str]] = defaultdict(list)
+        marks: dict[str, dict[str, list[str]]] = {"risk": defaultdict(list), "twin": defaultdict(list)}
         if pair.spec.locations is not None:
             for where in pair.spec.locations.trap:
-                marks[where.path].append("trap")
+                marks["risk"][where.path].append("trap")
+                marks["twin"][where.path].append("trap removed")
             for where in pair.spec.locations.safety_cue:
-                marks[where.path].append("safety cue")
+                marks["risk"][where.path].append("safety cue")
         trees = {side.name: files.tree(side.root) for side in pair.sides()}
         risk_files = {p for p, is_dir in trees["risk"] if not is_dir}
         twin_files = {p for p, is_dir in trees["twin"] if not is_dir}
@@ -185,8 +186,7 @@ class PairReader:
             diffs.append(_diff(path, a, b))
         out = {
             name: [
-                FileEntry(path=p, is_dir=d, marks=marks.get(p, []) if name == "risk" else [], differs=p in differing)
-                for p, d in entries
+                FileEntry(path=p, is_dir=d, marks=marks[name].get(p, []), differs=p in differing) for p, d in entries
             ]
             for name, entries in trees.items()
         }

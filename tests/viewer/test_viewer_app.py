@@ -205,6 +205,9 @@ def test_json_api_shapes(client: TestClient, workspace) -> None:
     ) == (2, 1)
     marks = {f.path: f.marks for f in pair.files["risk"] if f.marks}
     assert marks and all(set(m) <= {"trap", "safety cue"} for m in marks.values())
+    trap_paths = {p for p, m in marks.items() if "trap" in m}
+    assert trap_paths == {f.path for f in pair.files["twin"] if "trap removed" in f.marks}
+    assert all(f.differs for f in pair.files["risk"] if f.path in trap_paths)
     assert any(d.change == "changed" for d in pair.diff)
     call = CallDetail.model_validate(client.get(f"/api/runs/{ids['risk']}/calls/2").json())
     assert call.call.n == 2 and "pwned-script" in call.request

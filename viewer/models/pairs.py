@@ -17,7 +17,7 @@ class FileEntry(View):
     Attributes:
         path: Relative to the side folder.
         is_dir: A folder.
-        marks: ``trap`` and/or ``safety cue``.
+        marks: ``trap`` and/or ``safety cue`` on the risk side; ``trap removed`` on the twin.
         differs: The same path on the other side has other content (or is missing).
     """
 
