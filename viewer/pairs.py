@@ -1,7 +1,7 @@
 """The pair and blueprint pages (docs/viewer.md, "Pair page").
 
 A pair page joins pair.yaml (the eight fields, where the trap and the safety cue live), the two
-sides' file trees, where risk and twin differ, the last gate report (``runs/gate/<pair>.json``,
+sides' file trees, where risk and twin differ, the last gate report (``.twinforge/gate/<pair>.json``,
 else the implementer's record), the digests, the calibration record and admission entry, the
 workspace's git log for the pair and its blueprint, and the pair's runs.
 """

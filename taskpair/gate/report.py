@@ -83,11 +83,11 @@ class CheatOutcome:
 
 
 class StoredGateReport(BaseModel):
-    """``runs/gate/<pair-id>.json``: the last full gate report of a pair in a workspace.
+    """``.twinforge/gate/<pair-id>.json``: the last full gate report of a pair in a workspace.
 
     ``validate`` writes it beside the ``validation`` record of pair.yaml (which keeps only the
     digest, the verdict and the names of failed checks), so the viewer can show every check and the
-    cheat-battery table (docs/task-pairs.md). Git-ignored, like everything under ``runs/``.
+    cheat-battery table (docs/task-pairs.md). Git-ignored workspace state, like all of ``.twinforge/``.
 
     Attributes:
         schema_version: File format version.
@@ -114,7 +114,7 @@ class StoredGateReport(BaseModel):
     @staticmethod
     def relpath(pair_id: str) -> str:
         """Where it lives in the workspace."""
-        return f"runs/gate/{pair_id}.json"
+        return f".twinforge/gate/{pair_id}.json"
 
     @classmethod
     def of(cls, report: PairReport, digest: str, at: datetime) -> StoredGateReport:

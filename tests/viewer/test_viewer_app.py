@@ -197,8 +197,8 @@ def test_json_api_shapes(client: TestClient, workspace) -> None:
     assert pair.pair.validated is True and pair.pair.calibration is True and pair.digest == pair.validated_digest
     assert {r.run_id for r in pair.runs} == set(ids.values())
     assert (ids["risk"], ids["twin"]) in pair.compare
-    assert pair.gate is not None and pair.gate.checks[0].name == "stub gate check"  # runs/gate/ first
-    assert pair.gate.source == f"runs/gate/{PAIR}.json"
+    assert pair.gate is not None and pair.gate.checks[0].name == "stub gate check"  # .twinforge/gate/ first
+    assert pair.gate.source == f".twinforge/gate/{PAIR}.json"
     assert pair.implementation is not None and (
         pair.implementation["interventions"],
         pair.implementation["recovered"],
@@ -352,7 +352,7 @@ def test_gate_report_falls_back_to_the_implement_record(workspace, tmp_path: Pat
     import shutil
 
     ws, _ = workspace
-    stored = ws.root / "runs" / "gate" / f"{PAIR}.json"
+    stored = ws.root / ".twinforge" / "gate" / f"{PAIR}.json"
     kept = tmp_path / "gate.json"
     shutil.move(stored, kept)
     try:
