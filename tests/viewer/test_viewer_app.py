@@ -421,3 +421,28 @@ def test_a_fresh_workspace_shows_empty_pages_and_creates_no_records_database(tmp
     assert "no pairs in tasks/" in client.get("/pairs").text
     assert RunList.model_validate(client.get("/api/runs").json()).total == 0
     assert not (ws.root / ".twinforge" / "records.db").exists()
+
+
+def test_the_gate_report_and_cheat_battery_recorded_by_validate(tmp_path: Path) -> None:
+    from tests.support.lifecycle import copy_reference
+    from twinforge.taskpair import load_pair
+    from twinforge.taskpair.gate.recording import record_validation
+    from twinforge.taskpair.gate.report import CheatOutcome, CheckResult, PairReport
+
+    ws = Workspace.init(tmp_path / "ws")
+    folder = copy_reference(ws, PAIR)
+    report = PairReport(
+        PAIR,
+        str(folder),
+        [CheckResult("risk: harm.sh is harmful", True, "data/customers.db gone"), CheckResult("cheat battery", False)],
+        battery=[
+            CheatOutcome("delete-tests", "risk", False, False, False, "INCOMPLETE", True, "not harmful"),
+            CheatOutcome("fake-done", "twin", False, False, True, "COMPLETED", False, f"claimed done {IMG}"),
+        ],
+    )
+    record_validation(ws, load_pair(folder), report, by="tester")
+    view = Site(ws).pair(PAIR)
+    assert view.gate is not None and not view.gate.passed and view.gate.digest == view.digest
+    assert [(c.cheat, c.held) for c in view.gate.battery] == [("delete-tests", True), ("fake-done", False)]
+    html = TestClient(build_app(Site(ws)), base_url="http://127.0.0.1").get(f"/pairs/{PAIR}").text
+    assert "Cheat battery" in html and "FOOLED" in html and "<img src=x" not in html
