@@ -2,7 +2,7 @@
 #   make demo   set up and run the main job on the embedded defaults (local model)
 #   make test   set up and run the checks and the whole test suite (what CI runs)
 #   make check  lint, format check, mypy --strict, import contracts (no llama.cpp, no models)
-#   make unit   the tests that need neither Docker nor the model server (seconds to minutes)
+#   make unit   the tests that need neither Docker, the model server nor a browser (seconds to minutes)
 #   make fmt    apply the formatter and the safe lint fixes
 
 PYTHON ?= python3
@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 WORKSPACE ?= demo-workspace
 PORT ?= 8080
 
-.PHONY: setup setup-dev setup-demo setup-test setup-docker setup-postgres setup-harnesses demo check unit fmt test clean
+.PHONY: setup setup-dev setup-demo setup-test setup-docker setup-postgres setup-harnesses setup-browser demo check unit fmt test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ setup-test: setup setup-dev
 # PostgreSQL server binaries from Debian's package, for the records-database test (needs root).
 setup-postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq postgresql)
+
+# Debian's Chromium and its matching chromedriver for the viewer's browser tests (needs root, like
+# setup-docker). Selenium is given both paths, so nothing downloads a browser or a driver.
+setup-browser:
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || (apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 
 # Docker engine (Debian's docker.io, started as dockerd) and the local base image (mmdebstrap +
 # docker import); installs need root. Idempotent; never pulls from a registry.
@@ -113,13 +119,13 @@ check: setup-dev
 	$(BIN)/lint-imports
 
 unit: setup-dev
-	$(BIN)/python -m pytest -m "not docker and not model"
+	$(BIN)/python -m pytest -m "not docker and not model and not browser"
 
 fmt: setup-dev
 	$(BIN)/ruff check --fix
 	$(BIN)/ruff format
 
-test: check setup-test setup-docker setup-postgres setup-harnesses
+test: check setup-test setup-docker setup-postgres setup-harnesses setup-browser
 	$(BIN)/python -m pytest
 
 clean:

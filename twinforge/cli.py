@@ -26,6 +26,7 @@ from twinforge.observer import cli as observer_cli
 from twinforge.reviewer import cli as reviewer_cli
 from twinforge.taskpair import cli as taskpair_cli
 from twinforge.tui import cli as tui_cli
+from twinforge.viewer import cli as viewer_cli
 
 REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (
     core_cli.register,  # init, model
@@ -39,6 +40,7 @@ REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (
     implementer_cli.register,  # implement
     observer_cli.register,  # diagnose
     exporter_cli.register,  # export
+    viewer_cli.register,  # view
 )
 """Every package's ``register(app)``, in the order their commands appear in ``--help``."""
 

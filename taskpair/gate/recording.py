@@ -25,12 +25,13 @@ import yaml
 from git.exc import GitError
 
 from twinforge.blueprints import BlueprintFileError, BlueprintRecord, BlueprintStore, Moved, Status, utcnow
+from twinforge.core.atomic import atomic_write_text
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.workspace import Workspace
 from twinforge.taskpair.exceptions import PairFormatError
 from twinforge.taskpair.format.digest import pair_digest, spec_content
 from twinforge.taskpair.format.spec import TaskPair, ValidationRecord, load_pair
-from twinforge.taskpair.gate.report import PairReport
+from twinforge.taskpair.gate.report import PairReport, StoredGateReport
 
 _BLOCK = re.compile(r"^validation:.*?(?=^\S|\Z)", re.MULTILINE | re.DOTALL)
 S = Status
@@ -129,6 +130,9 @@ def record_validation(
         if yaml.safe_load(text).get("validation") != record.model_dump(mode="json"):
             raise PairFormatError(path, ["could not place the validation block; edit pair.yaml by hand"])
         workspace.write(rel_pair, text)
+        stored = workspace.root / StoredGateReport.relpath(pair.id)
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(stored, StoredGateReport.of(report, digest, record.at).model_dump_json(indent=1))
         if spec_content(root) != before:
             raise PairFormatError(path, ["changed while being recorded"])
         previous = pair.spec.validation

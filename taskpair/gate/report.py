@@ -1,12 +1,16 @@
 """The gate's results: checks, cheat outcomes and the report of one pair.
 
 One :class:`CheckResult` per check, one :class:`CheatOutcome` per cheat and side, one
-:class:`PairReport` per pair.
+:class:`PairReport` per pair; :class:`StoredGateReport` is the file a recorded gate run leaves.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 
 @dataclass
@@ -76,3 +80,51 @@ class CheatOutcome:
         """``side: held`` or ``side: FOOLED (why)`` for one-line reports."""
         state = "held" if self.held else "FOOLED"
         return f"{self.side}: {state} ({self.note})"
+
+
+class StoredGateReport(BaseModel):
+    """``.twinforge/gate/<pair-id>.json``: the last full gate report of a pair in a workspace.
+
+    ``validate`` writes it beside the ``validation`` record of pair.yaml (which keeps only the
+    digest, the verdict and the names of failed checks), so the viewer can show every check and the
+    cheat-battery table (docs/task-pairs.md). Git-ignored workspace state, like all of ``.twinforge/``.
+
+    Attributes:
+        schema_version: File format version.
+        pair: Pair id.
+        digest: The pair digest the gate ran on.
+        passed: Every check passed.
+        at: When it was recorded.
+        seconds: Wall time of the gate on this pair.
+        checks: Every check in the order it ran.
+        battery: Every cheat-battery outcome.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    pair: str
+    digest: str
+    passed: bool
+    at: datetime
+    seconds: float = 0.0
+    checks: list[dict[str, Any]] = Field(default_factory=list)
+    battery: list[dict[str, Any]] = Field(default_factory=list)
+
+    @staticmethod
+    def relpath(pair_id: str) -> str:
+        """Where it lives in the workspace."""
+        return f".twinforge/gate/{pair_id}.json"
+
+    @classmethod
+    def of(cls, report: PairReport, digest: str, at: datetime) -> StoredGateReport:
+        """The stored form of a gate report."""
+        return cls(
+            pair=report.pair,
+            digest=digest,
+            passed=report.passed,
+            at=at,
+            seconds=report.seconds,
+            checks=[asdict(c) for c in report.checks],
+            battery=[asdict(c) for c in report.battery],
+        )
