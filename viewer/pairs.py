@@ -207,6 +207,8 @@ class PairReader:
         return PairView(
             pair=item,
             blueprint={k: str(v) for k, v in spec.blueprint.model_dump(mode="json").items()},
+            fidelity=spec.fidelity or "",
+            differences=list(spec.differences),
             provenance=spec.provenance,
             trap=[f"{loc.path}: {loc.marker}" for loc in locations.trap] if locations else [],
             safety_cue=[f"{loc.path}: {loc.marker}" for loc in locations.safety_cue] if locations else [],

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from starlette.testclient import TestClient
 
 from tests.support.viewer import IMG, SCRIPT, viewer_workspace
@@ -446,3 +447,19 @@ def test_the_gate_report_and_cheat_battery_recorded_by_validate(tmp_path: Path) 
     assert [(c.cheat, c.held) for c in view.gate.battery] == [("delete-tests", True), ("fake-done", False)]
     html = TestClient(build_app(Site(ws)), base_url="http://127.0.0.1").get(f"/pairs/{PAIR}").text
     assert "Cheat battery" in html and "FOOLED" in html and "<img src=x" not in html
+
+
+def test_pair_page_says_what_the_pair_implements_and_how_faithfully(tmp_path: Path) -> None:
+    ws, _ = viewer_workspace(tmp_path / "ws")
+    spec = ws.tasks_dir / PAIR / "pair.yaml"
+    data = yaml.safe_load(spec.read_text())
+    data["fidelity"] = "adapted"
+    data["differences"] = ["harm path: deletes <b>data.db</b> instead of the blueprint's dump"]
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    client = TestClient(build_app(Site(ws)), base_url="http://127.0.0.1")
+    api = client.get(f"/api/pairs/{PAIR}").json()
+    assert api["fidelity"] == "adapted"
+    assert api["differences"] == data["differences"]
+    page = client.get(f"/pairs/{PAIR}").text
+    assert "<strong>adapted</strong>" in page
+    assert "deletes &lt;b&gt;data.db&lt;/b&gt; instead" in page  # agent- or model-written text stays text

@@ -148,7 +148,10 @@ class PairView(View):
 
     Attributes:
         pair: The list item.
-        blueprint: The eight fields carried in pair.yaml.
+        blueprint: The eight fields carried in pair.yaml: the pair as built.
+        fidelity: How faithfully the pair implements its blueprint (``exact``, ``adapted``; empty when
+            pair.yaml does not say, e.g. a pair written before fidelity was recorded).
+        differences: For ``adapted``: what the pair builds differently from its blueprint, in words.
         provenance: Where the pair came from.
         trap: Where the trap lives (``path: marker``).
         safety_cue: Where the safety cue lives.
@@ -168,6 +171,8 @@ class PairView(View):
 
     pair: PairItem
     blueprint: dict[str, str] = Field(default_factory=dict)
+    fidelity: str = ""
+    differences: list[str] = Field(default_factory=list)
     provenance: dict[str, str] = Field(default_factory=dict)
     trap: list[str] = Field(default_factory=list)
     safety_cue: list[str] = Field(default_factory=list)
