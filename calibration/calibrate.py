@@ -16,9 +16,9 @@ from pathlib import Path
 
 from twinforge.blueprints import BlueprintStore, Status, utcnow
 from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.execute import Campaign, Execution, Target, execute, harness_key
+from twinforge.calibration.execute import Campaign, Execution, Target, execute
 from twinforge.calibration.records import RecordsDB, RunRow
-from twinforge.calibration.results import Budgets, CalibrationModel, CalibrationRecord, RunDetail, RunSummary
+from twinforge.calibration.results import Budgets, CalibrationModel, CalibrationRecord, HarnessChoice, RunSummary
 from twinforge.calibration.rules import is_capable, is_compromised, is_undetermined, outcome, passes_calibration
 from twinforge.core.presets import presets
 from twinforge.core.workspace import Workspace
@@ -213,16 +213,18 @@ def calibrate(
     if refusals:
         raise CalibrationError("; ".join(refusals))
     records = RecordsDB(records_url(workspace))
-    options = {"action_mode": config.calibration.action_mode, "grammar": config.calibration.grammar}
+    harness = HarnessChoice(
+        name=config.calibration.harness, action_mode=config.calibration.action_mode, grammar=config.calibration.grammar
+    )
     campaign = Campaign(
         "calibration",
         config.models.calibration,
         model_label(workspace),
-        config.calibration.harness,
-        options,
+        harness,
         k_total,
         max_calls=max_calls,
         rerun_overtime=config.calibration.rerun_overtime,
+        rerun_undetermined=config.calibration.rerun_undetermined,
     )
     done: Execution = execute(
         campaign,
@@ -243,7 +245,7 @@ def calibrate(
 def _decide(
     workspace: Workspace, campaign: Campaign, targets: list[Target], records: RecordsDB, report: CalibrationReport
 ) -> None:
-    key = harness_key(campaign.harness, campaign.options)
+    key = campaign.harness.key()
     model = calibration_model(workspace)
     rows = records.runs(pairs=[t.pair.id for t in targets], purpose="calibration")
     store = BlueprintStore(workspace)
@@ -303,7 +305,8 @@ def _record(
     for row in sorted(rows, key=lambda r: (r.side, r.k)):
         if row.k > campaign.k:
             continue
-        detail = RunDetail.model_validate(row.detail) if row.detail else None
+        finished = row.finished()
+        detail = finished.detail if finished else None
         if is_undetermined(row.outcome):
             undetermined.append(f"{row.side} k={row.k}: {row.error or 'no valid verdict'}")
         if detail and detail.diagnosis and row.side == "twin":

@@ -14,14 +14,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from docker.errors import DockerException
 
 from twinforge.calibration.executors import make_executor
 from twinforge.calibration.jobs import Job, discard_partial, run_job
 from twinforge.calibration.records import PlannedRun, RecordsDB, RunRow
-from twinforge.calibration.results import Budgets, RunSummary
+from twinforge.calibration.results import Budgets, HarnessChoice, Purpose, RunSummary
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.settings import ModelSettings
 from twinforge.taskpair import TaskPair
@@ -30,13 +29,6 @@ from twinforge.taskpair.runtime.isolation import reap
 
 WAIT_S = 2.0
 """Poll interval while another process executes some of the planned runs."""
-
-
-def harness_key(name: str, options: dict[str, Any]) -> str:
-    """Harness name plus the options that change its behaviour, e.g. ``mini-swe-agent[text,grammar]``."""
-    parts = [str(options.get("action_mode", "")), "grammar" if options.get("grammar") else ""]
-    flags = ",".join(p for p in parts if p)
-    return f"{name}[{flags}]" if flags else name
 
 
 @dataclass(frozen=True)
@@ -72,25 +64,25 @@ class Campaign:
         purpose: ``calibration`` or ``evaluation`` (kept apart in the records).
         model: The model block (calibration's, or the evaluated model's).
         label: ``provider:model`` as keyed in the records.
-        harness: Harness adapter name.
-        options: Harness options (action mode, grammar).
-        k: Runs per side.
+        harness: The harness and its options.
+        k: Runs per side (recorded on every planned run).
         max_calls: A call cap below the tasks' own (recorded in the run key and the evidence).
         rerun_overtime: How often an OVERTIME run is rerun.
+        rerun_undetermined: How often an UNDETERMINED run is rerun.
     """
 
-    purpose: str
+    purpose: Purpose
     model: ModelSettings
     label: str
-    harness: str
-    options: dict[str, Any]
+    harness: HarnessChoice
     k: int
     max_calls: int | None = None
     rerun_overtime: int = 2
+    rerun_undetermined: int = 2
 
     def planned(self, targets: list[Target]) -> list[PlannedRun]:
         """One planned run per target, side and k."""
-        key = harness_key(self.harness, self.options)
+        key = self.harness.key()
         return [
             PlannedRun(
                 t.pair.id,
@@ -103,6 +95,7 @@ class Campaign:
                 digest=t.digest,
                 budgets=Budgets.of(side.spec.agent, self.max_calls).key(),
                 purpose=self.purpose,
+                runs=self.k,
             )
             for t in targets
             for side in t.pair.sides()
@@ -159,7 +152,9 @@ def execute(
     first = True
     reclaimed = False
     while True:
-        plan = records.plan(planned, rerun_overtime=campaign.rerun_overtime)
+        plan = records.plan(
+            planned, rerun_overtime=campaign.rerun_overtime, rerun_undetermined=campaign.rerun_undetermined
+        )
         for run_id in plan.reclaimed:
             discard_partial(runs_dir, run_id)
             reclaimed = True
@@ -192,15 +187,15 @@ def execute(
 def _job(campaign: Campaign, target: Target, row: RunRow, records: RecordsDB, runs_dir: Path) -> Job:
     side = target.pair.risk if row.side == "risk" else target.pair.twin
     return Job(
-        row.id,
-        str(target.pair.root.resolve()),
-        row.side,
-        row.k,
-        campaign.model.model_dump(mode="json", include=set(ModelSettings.model_fields)),  # harness options apart
-        campaign.harness,
-        Budgets.of(side.spec.agent, campaign.max_calls).model_dump(mode="json"),
-        target.digest,
-        harness_options=campaign.options,
+        row_id=row.id,
+        pair_path=str(target.pair.root.resolve()),
+        side=side.name,
+        k=row.k,
+        # the model block alone: an evaluated model's harness options travel in ``harness``
+        model=ModelSettings.model_validate(campaign.model.model_dump(include=set(ModelSettings.model_fields))),
+        harness=campaign.harness,
+        budgets=Budgets.of(side.spec.agent, campaign.max_calls),
+        digest=target.digest,
         records_url=records.url,
         runs_dir=str(runs_dir),
     )

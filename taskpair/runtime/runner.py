@@ -35,6 +35,7 @@ from docker.types import LogConfig
 
 from twinforge.core.atomic import atomic_write_text
 from twinforge.taskpair.exceptions import RunError
+from twinforge.taskpair.format.digest import detector_digest
 from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.runtime import firewall
@@ -318,8 +319,9 @@ class Runner:
         timings["teardown"] = time.monotonic() - t4
         timings["total"] = time.monotonic() - t0
         if problems:
-            result.outcome = Outcome.UNDETERMINED
-            result.detector_error = "; ".join(filter(None, [result.detector_error, "teardown: " + "; ".join(problems)]))
+            # A failure after the detector gave its verdict keeps the verdict and records the failure;
+            # only a missing or invalid verdict is UNDETERMINED (docs/calibration.md, "Outcomes").
+            result.cleanup_error = "teardown: " + "; ".join(problems)
         result.timings = {k: round(v, 3) for k, v in timings.items()}
         self._store(result, evidence)
         return result
@@ -417,6 +419,7 @@ class Runner:
             commands=len(session.records),
             evidence_dir=str(evidence),
             image=image,
+            detector_digest=detector_digest(side.root),
         )
 
     def _service_logs(self, res: _Resources, name: str, dest: Path, budget: Budget) -> Manifest:

@@ -67,6 +67,9 @@ class RunResult(BaseModel):
         evidence_dir: Where the evidence lives.
         image: The task image the run used (the sandbox of a detector rerun uses it too).
         agent_error: The agent or harness raised instead of ending (the run was still judged).
+        cleanup_error: What failed after the detector gave its verdict (teardown); the verdict and
+            its outcome stand (docs/calibration.md, "Outcomes").
+        detector_digest: Digest of the side's ``detector/`` folder that judged the run.
     """
 
     run_id: str
@@ -83,6 +86,8 @@ class RunResult(BaseModel):
     evidence_dir: str
     image: str = ""
     agent_error: str | None = None
+    cleanup_error: str | None = None
+    detector_digest: str = ""
 
 
 @dataclass

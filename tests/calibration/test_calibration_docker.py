@@ -310,9 +310,8 @@ def test_evaluate_runs_admitted_pairs_apart_from_calibration(ws: Workspace, scri
     assert (ws.root / "calibration" / f"{R3_NAME}.yaml").read_text() == before  # calibration evidence untouched
     runs = RecordsDB(records_url(ws)).runs()
     assert sorted(r.purpose for r in runs) == ["calibration", "calibration", "evaluation", "evaluation"]
-    sections = build_report(RecordsDB(records_url(ws)), ws.root / "runs" / "report").sections
-    assert [(s.purpose, s.model) for s in sections] == [
-        ("calibration", "openai-compatible:weak-model"),
-        ("evaluation", "openai-compatible:big-model"),
-    ]
-    assert sections[0].pooled.asr == (1.0,) and sections[1].pooled.asr == (0.0,)
+    built = build_report(RecordsDB(records_url(ws)), ws.root / "runs" / "report")
+    assert [c.model for c in built.calibration] == ["openai-compatible:weak-model"]
+    assert [c.model for c in built.combinations] == ["openai-compatible:big-model"]
+    assert built.calibration[0].asr == [1.0] and built.combinations[0].asr == [0.0]
+    assert built.combinations[0].k == 1 and {r.runs for r in runs if r.purpose == "evaluation"} == {1}
