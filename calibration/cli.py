@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +17,7 @@ from twinforge.calibration.evaluate import admitted_cells, evaluate
 from twinforge.calibration.exceptions import AdmissionError
 from twinforge.calibration.records import RecordsDB
 from twinforge.calibration.records_cli import records_app
+from twinforge.calibration.redetect import redetect_pair
 from twinforge.calibration.report import Report, build_report
 from twinforge.calibration.results import CalibrationRecord, RunSummary
 from twinforge.calibration.texttables import text_tables
@@ -94,16 +94,7 @@ def calibrate_command(
             on_wait=wait,
         )
     if json_out:
-        data = {
-            "ran": report.ran,
-            "skipped": report.skipped,
-            "shared": report.shared,
-            "errors": report.errors,
-            "notes": report.notes,
-            "verdicts": [asdict(v) for v in report.verdicts],
-            "records": [r.model_dump(mode="json") for r in report.records],
-        }
-        print_json(data)
+        print_json(report)
     else:
         table = Table(title=f"calibration ({report.ran} run(s) now, {report.skipped} already done)")
         for column in ("pair", "verdict", "risk runs", "twin runs", "why"):
@@ -120,6 +111,11 @@ def calibrate_command(
         out_console.print(table)
         for note in report.notes:
             err_console.print(note, markup=False)
+        if report.rejudged:
+            err_console.print(
+                f"{report.rejudged} stored run(s) judged again by the changed detector, {report.changed} changed",
+                markup=False,
+            )
     if report.errors:
         raise typer.Exit(1)
 
@@ -275,11 +271,41 @@ def render_report(report: Report) -> None:
         out_console.print(f"  {path}", markup=False)
 
 
+def redetect_command(
+    pair: Annotated[str, typer.Argument(help="A pair id under tasks/, or a pair folder.")],
+    runs: Annotated[list[str] | None, typer.Option("--runs", help="Only these run ids (repeat the option).")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Also runs the current detector already judged.")] = False,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Judge the stored evidence of past runs with the pair's current detector; keep the old verdicts beside."""
+    ws = Workspace.open(workspace)
+    with progress(quiet=json_out) as bar:
+        task = bar.add_task(f"judging stored runs of {pair} again", total=None)
+        report = redetect_pair(ws, pair, run_ids=runs, every=every, on_done=lambda _: bar.advance(task))
+    if json_out:
+        print_json(report)
+        return
+    table = Table(title=f"{report.pair}: detectors {', '.join(f'{s} {d[:12]}' for s, d in report.detectors.items())}")
+    for column in ("run", "purpose", "model", "side", "k", "before", "after", "note"):
+        table.add_column(column)
+    for r in report.runs:
+        after = (r.after.value if r.after else "-") + (" (changed)" if r.changed else "")
+        note = r.skipped or r.error or ""
+        table.add_row(r.run_id, r.purpose, r.model, r.side, str(r.k), r.before or "-", after, note)
+    out_console.print(table)
+    judged = sum(r.after is not None for r in report.runs)
+    err_console.print(f"{judged} run(s) judged again, {report.changed} changed", markup=False)
+    if report.other_versions:
+        err_console.print(f"{report.other_versions} run(s) of other versions of the pair left alone", markup=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``calibrate``, ``admit``, ``evaluate``, ``report``, ``records``; list calibration findings in ``status``."""
     app.command("calibrate")(calibrate_command)
     app.command("admit")(admit_command)
     app.command("evaluate")(evaluate_command)
     app.command("report")(report_command)
+    app.command("redetect")(redetect_command)
     app.add_typer(records_app, name="records")
     add_attention(attention)

@@ -81,7 +81,7 @@ def admitted_targets(workspace: Workspace, only: list[str] | None = None) -> lis
                 "validate, calibrate and admit it again"
             )
             continue
-        targets.append(Target(pair, digest))
+        targets.append(Target.of(pair, digest))
     if problems:
         raise CalibrationError("; ".join(problems))
     return targets
@@ -183,7 +183,7 @@ def evaluate(
             (r.side, r.k): outcome(r.outcome)
             for r in rows
             if r.pair == target.pair.id
-            and r.digest == target.digest
+            and r.digest == target.environment
             and r.model == campaign.label
             and r.harness == key
             and r.budgets == keys[r.side]

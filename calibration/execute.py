@@ -1,7 +1,7 @@
 """Executing planned runs for calibration or evaluation: plan, share, wait, rerun OVERTIME.
 
 docs/calibration.md, "Runs". Every ``calibrate`` / ``evaluate`` call plans its runs in the records
-database (keyed by purpose, pair digest, model, harness, budgets and k), runs what is pending on an
+database (keyed by purpose, environment digest, model, harness, budgets and k), runs what is pending on an
 executor, reruns OVERTIME runs up to ``rerun_overtime`` times, and waits for runs that another live
 process on the same records is executing, taking over only those whose owner died. A run whose
 setup failed is not retried within the same call (the next call retries it).
@@ -20,10 +20,12 @@ from docker.errors import DockerException
 from twinforge.calibration.executors import make_executor
 from twinforge.calibration.jobs import Job, discard_partial, run_job
 from twinforge.calibration.records import PlannedRun, RecordsDB, RunRow
+from twinforge.calibration.redetect import rejudge_stale
 from twinforge.calibration.results import Budgets, HarnessChoice, Purpose, RunSummary
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.settings import ModelSettings
 from twinforge.taskpair import TaskPair
+from twinforge.taskpair.format.digest import environment_digest
 from twinforge.taskpair.runtime.engine import client
 from twinforge.taskpair.runtime.isolation import reap
 
@@ -33,10 +35,24 @@ WAIT_S = 2.0
 
 @dataclass(frozen=True)
 class Target:
-    """One pair to run: its loaded form and the digest the runs are keyed by."""
+    """One pair to run.
+
+    Attributes:
+        pair: The loaded pair.
+        digest: Its pair digest (validated, calibrated and admitted: docs/calibration.md, "Lifecycle
+            and digests"); a job refuses a pair that changed since.
+        environment: Its environment digest (everything but the detectors): the runs are keyed by
+            it, so editing only a detector keeps them and ``redetect`` judges their evidence again.
+    """
 
     pair: TaskPair
     digest: str
+    environment: str
+
+    @classmethod
+    def of(cls, pair: TaskPair, digest: str) -> Target:
+        """A target with its environment digest computed."""
+        return cls(pair, digest, environment_digest(pair.root))
 
 
 @dataclass
@@ -48,12 +64,16 @@ class Execution:
         skipped: Planned runs already done before this call.
         shared: Runs another process executed while this call waited.
         errors: One line per run that could not be executed.
+        rejudged: Stored runs judged again because their detector changed.
+        changed: Of those, runs whose outcome changed.
     """
 
     ran: int = 0
     skipped: int = 0
     shared: int = 0
     errors: list[str] = field(default_factory=list)
+    rejudged: int = 0
+    changed: int = 0
 
 
 @dataclass
@@ -80,6 +100,10 @@ class Campaign:
     rerun_overtime: int = 2
     rerun_undetermined: int = 2
 
+    def owns(self, row: RunRow) -> bool:
+        """The stored run belongs to this campaign's purpose, model and harness."""
+        return row.purpose == self.purpose and row.model == self.label and row.harness == self.harness.key()
+
     def planned(self, targets: list[Target]) -> list[PlannedRun]:
         """One planned run per target, side and k."""
         key = self.harness.key()
@@ -92,7 +116,7 @@ class Campaign:
                 k,
                 t.pair.spec.blueprint.risk,
                 t.pair.spec.blueprint.source,
-                digest=t.digest,
+                digest=t.environment,
                 budgets=Budgets.of(side.spec.agent, self.max_calls).key(),
                 purpose=self.purpose,
                 runs=self.k,
@@ -134,6 +158,11 @@ def execute(
     planned = campaign.planned(targets)
     by_id = {t.pair.id: t for t in targets}
     report = Execution()
+    # A fixed detector judges the stored evidence again instead of the runs being redone
+    # (docs/calibration.md, "Re-judging stored runs").
+    for found in rejudge_stale(records, runs_dir, [t.pair for t in targets], campaign.owns):
+        report.rejudged += len([r for r in found.runs if r.after is not None])
+        report.changed += found.changed
     failed: set[int] = set()
     waited_for: set[int] = set()
 

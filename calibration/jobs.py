@@ -30,7 +30,7 @@ from twinforge.core.settings import ModelSettings
 from twinforge.harness import ModelEndpoint, make_harness
 from twinforge.harness.proxy import ModelProxy
 from twinforge.observer.diagnose import diagnose_file
-from twinforge.taskpair import RunError, TaskPair, load_pair
+from twinforge.taskpair import Outcome, RunError, TaskPair, load_pair
 from twinforge.taskpair import Side as PairSide
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.runtime.runner import Runner
@@ -88,6 +88,17 @@ class _Context:
             if runs_dir not in cls.runners:
                 cls.runners[runs_dir] = Runner(Path(runs_dir) / PARTIAL)
             return cls.records[records_url], cls.proxies[records_url], cls.runners[runs_dir]
+
+
+def twin_diagnosis(side: str, outcome: Outcome, trajectory: Path) -> Diagnosis | None:
+    """Why a twin run was not CAPABLE, from its trajectory (``None`` for other runs or without one).
+
+    Tells incapability from over-refusal on every twin that was not CAPABLE (docs/calibration.md).
+    """
+    if side != "twin" or is_capable(outcome) or not trajectory.exists():
+        return None
+    found = diagnose_file(trajectory)
+    return Diagnosis(label=found.label, findings=[f.model_dump(mode="json") for f in found.findings[:10]])
 
 
 def discard_partial(runs_dir: Path, run_id: str) -> None:
@@ -179,11 +190,7 @@ def _execute(
     if run is None:
         raise RunError("run", f"{run_id} ended without a result")
     verdict = run.verdict
-    diagnosis = None
-    if side.name == "twin" and not is_capable(run.outcome) and result.trajectory.exists():
-        # Tell incapability from over-refusal on every twin that was not CAPABLE (docs/calibration.md).
-        found = diagnose_file(result.trajectory)
-        diagnosis = Diagnosis(label=found.label, findings=[f.model_dump(mode="json") for f in found.findings[:10]])
+    diagnosis = twin_diagnosis(side.name, run.outcome, result.trajectory)
     disagreements = flags(pair, side.name, run.outcome, [r.command for r in session.records], result.final_message)
     final = runs_dir / run_id
     _publish(partial, final)

@@ -46,6 +46,7 @@ from twinforge.calibration.exceptions import CalibrationError
 from twinforge.calibration.results import FinishedRun, RunDetail
 from twinforge.calibration.rules import needs_rerun
 from twinforge.core.processes import process_alive
+from twinforge.core.workspace import Workspace
 from twinforge.taskpair import Outcome
 
 LEASE_S = 90.0
@@ -248,6 +249,21 @@ def owner_alive(owner: str | None, heartbeat: datetime | None, now: datetime | N
         return process_alive(pid) and (not started or _start_time(pid) in ("", started))
     beat = _aware(heartbeat)
     return beat is not None and (now or _now()) - beat < timedelta(seconds=LEASE_S)
+
+
+def records_url(workspace: Workspace) -> str:
+    """The workspace's records database: ``[records] url``, else ``.twinforge/records.db``.
+
+    A relative SQLite path is taken from the workspace folder.
+    """
+    url = workspace.config.records.url
+    if url is None:
+        workspace.state_dir.mkdir(exist_ok=True)
+        return f"sqlite:///{workspace.state_dir / 'records.db'}"
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url.removeprefix(prefix).startswith("/") and url != prefix:
+        return prefix + str(workspace.root / url.removeprefix(prefix))
+    return url
 
 
 def normalise_url(url: str) -> str:
@@ -544,5 +560,6 @@ __all__ = [
     "VerdictRow",
     "owner_alive",
     "owner_of",
+    "records_url",
     "this_process",
 ]

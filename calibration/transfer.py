@@ -31,6 +31,8 @@ from twinforge.taskpair import Outcome
 
 CELL = r"^S\d+-R\d+$"
 """A taxonomy cell: attack source and risk category, e.g. ``S2-R3``."""
+RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+"""A run id names one folder under ``runs/``: no path separators, no leading dot."""
 
 
 class RunExport(BaseModel):
@@ -53,7 +55,7 @@ class RunExport(BaseModel):
         digest: The pair's environment digest the run was made on (everything but the detectors).
         detector_digest: Digest of the detector that gave the verdict.
         budgets: The budgets key (call cap, turn and command timeouts).
-        run_id: The run id (evidence under ``runs/<run-id>/`` on the host that ran it).
+        run_id: The run id (evidence under ``runs/<run-id>/`` on the host that ran it; a plain name).
         harmful: The verdict's ``harmful``.
         completed: The verdict's ``completed``.
         exit_status: The harness's exit status.
@@ -83,7 +85,7 @@ class RunExport(BaseModel):
     digest: str = Field("", max_length=64)
     detector_digest: str = Field("", max_length=64)
     budgets: str = Field("", max_length=100)
-    run_id: str | None = Field(None, max_length=200)
+    run_id: str | None = Field(None, max_length=200, pattern=RUN_ID)
     harmful: bool | None = None
     completed: bool | None = None
     exit_status: str = Field("", max_length=64)

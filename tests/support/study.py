@@ -75,7 +75,7 @@ def run(purpose: str, model: str, harness: str, pair: str, side: str, k: int, le
             "outcome": outcome,
             "runs": runs,
             "digest": f"env-{pair}",
-            "run_id": f"{model}-{harness}-{pair}-{side}-{k}",
+            "run_id": f"{model.replace(':', '_')}-{harness}-{pair}-{side}-{k}",
             "calls": 2,
             "prompt_tokens": 100,
             "completion_tokens": 20,
