@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from twinforge.calibration.metrics import Metrics
-from twinforge.calibration.tables import Combination, Comparison, Stability
+from twinforge.calibration.tables import Combination, Comparison, Stability, model_categories
 
 if TYPE_CHECKING:
     from twinforge.calibration.report import Report
@@ -122,7 +122,9 @@ def _sources(report: Report) -> TextTable:
 
 def _categories(report: Report) -> TextTable:
     rows = []
-    for item in [*report.categories, *report.combination_categories]:
+    # the calibration model stands in for an evaluation when nothing was evaluated yet
+    pooled = report.categories or model_categories(report.calibration, report.risks, report.sources)
+    for item in [*pooled, *report.combination_categories]:
         for source, table in item.by_source_category.items():
             rows.append([item.model, item.harness or "all", source, *(_asr(table.get(r)) for r in report.risks)])
     return TextTable(
