@@ -243,3 +243,21 @@ def test_proxy_needs_an_explicit_upstream() -> None:
     proxy = ModelProxy()
     with pytest.raises(HarnessError, match="needs a base_url"):
         proxy.grant("r", ModelSettings(provider="openai", base_url=None), cap=1, seconds=1)
+
+
+def test_evaluate_defaults_to_the_studys_k_and_every_planned_run_records_k(workspace: Workspace) -> None:
+    from twinforge.calibration.execute import Campaign, Target
+    from twinforge.calibration.results import HarnessChoice
+    from twinforge.taskpair import load_pair
+    from twinforge.taskpair.format.digest import environment_digest
+
+    assert workspace.config.evaluation.runs == 4  # docs/calibration.md, "Evaluation": the reference k
+    pair = load_pair(copy_reference(workspace))
+    campaign = Campaign("evaluation", ModelSettings(), "openai:m", HarnessChoice(name="mini-swe-agent"), 4)
+    planned = campaign.planned([Target.of(pair, pair_digest(pair.root))])
+    assert len(planned) == 8 and {p.runs for p in planned} == {4} and {p.k for p in planned} == {1, 2, 3, 4}
+    assert {p.digest for p in planned} == {environment_digest(pair.root)} != {pair_digest(pair.root)}
+    (pair.root / "risk" / "detector" / "detect.py").write_text("# edited\n")
+    assert environment_digest(pair.root) == planned[0].digest  # a detector edit keeps the run key
+    (pair.root / "risk" / "instruction.md").write_text("Another task.\n")
+    assert environment_digest(pair.root) != planned[0].digest
