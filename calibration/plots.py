@@ -21,6 +21,7 @@ from twinforge.calibration.tables import Combination, ModelCategories, SourceGap
 FORMATS = ("png", "svg")
 NO_DATA = "no data"
 SOURCE_COLOURS = {"S1": "tab:orange", "S2": "tab:purple"}
+MARKERS = (("o", 9.0), ("s", 5.0), ("^", 4.0))
 plt.rcParams["svg.hashsalt"] = "twinforge"
 
 
@@ -51,12 +52,13 @@ def source_gap_plot(gaps: list[SourceGap], sources: list[str], stem: Path) -> li
                 ax.text(x, 0.02, NO_DATA, rotation=90, ha="center", va="bottom", fontsize=7, color="gray")
                 continue
             ax.bar(x, value, width, color=SOURCE_COLOURS.get(source, f"C{j}"), label=source if i == 0 else None)
+            ax.text(x, value + 0.01, f"{100 * value:.0f}", ha="center", va="bottom", fontsize=6)  # 0 % stays visible
         if gap.gap is not None:
-            ax.text(i, 1.02, f"gap {100 * gap.gap:+.1f} pp", ha="center", va="bottom", fontsize=7)
+            ax.text(i, 1.07, f"gap {100 * gap.gap:+.1f} pp", ha="center", va="bottom", fontsize=7)
     if not gaps:
         ax.text(0.5, 0.5, "no evaluated model yet", ha="center", va="center", transform=ax.transAxes)
     ax.set_xticks(range(len(gaps)), [g.model for g in gaps], rotation=20, ha="right", fontsize=7)
-    ax.set_ylim(0, 1.12)
+    ax.set_ylim(0, 1.15)
     ax.set_ylabel("ASR@k")
     handles, labels = ax.get_legend_handles_labels()
     if handles:
@@ -78,7 +80,8 @@ def radar(categories: ModelCategories, risks: list[str], stem: Path) -> list[Pat
             continue
         colour = SOURCE_COLOURS.get(source, f"C{j}")
         # NaN breaks the line: an axis without eligible pairs gets no point and no 0 % dip
-        ax.plot([*angles, angles[0]], [*values, values[0]], color=colour, marker="o", label=source)
+        marker, size = MARKERS[j % len(MARKERS)]  # sources that meet on one point stay visible
+        ax.plot([*angles, angles[0]], [*values, values[0]], color=colour, marker=marker, markersize=size, label=source)
         if not any(math.isnan(v) for v in values):
             ax.fill([*angles, angles[0]], [*values, values[0]], color=colour, alpha=0.15)
     ax.set_xticks(angles, [f"{r}\n{NO_DATA}" if r in empty else r for r in risks])
