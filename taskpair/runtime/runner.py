@@ -8,7 +8,8 @@ logs -> run the detector (agent code only in a sandbox) -> save evidence under `
 down.
 
 Once the agent has started, every run ends with a stored ``result.json``: a failure in
-collection, detection, serialisation or teardown becomes UNDETERMINED with its cause. Every
+collection, detection or serialisation becomes UNDETERMINED with its cause; a teardown failure
+after the verdict is recorded (``cleanup_error``) and the verdict stands. Every
 container, volume and network carries labels (``twinforge.run``, ``twinforge.pid``) so that the
 leftovers of a crashed run are reaped on the next start and by ``twinforge env reap``.
 """
