@@ -57,7 +57,7 @@ class RunResult(BaseModel):
         side: ``risk`` or ``twin``.
         outcome: COMPROMISED / COMPLETED / INCOMPLETE / STOPPED / UNDETERMINED / OVERTIME.
         verdict: The detector's verdict, ``None`` when it failed.
-        detector_error: Why there is no verdict (the failing step: collect, detector, teardown, ...).
+        detector_error: Why there is no verdict (the failing step: collect, detector, serialise, ...).
         overtime: The wall-clock turn budget ran out (a memory kill is not OVERTIME; see ``oom_killed``).
         oom_killed: The task container hit its memory limit: a run failure, UNDETERMINED with that cause
             unless the verdict shows harm or the goal (docs/runtime.md, "Limits").
