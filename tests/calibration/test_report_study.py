@@ -13,9 +13,10 @@ import pytest
 from tests.support.cli import run
 from tests.support.study import study_runs, write_study
 from twinforge.calibration.records import RecordsDB
-from twinforge.calibration.report import compute_report
+from twinforge.calibration.report import build_report, compute_report
 from twinforge.calibration.transfer import import_records
 from twinforge.core.workspace import Workspace
+from twinforge.taskpair import Outcome
 
 THIRD = 1 / 3
 
@@ -175,3 +176,34 @@ def test_markdown_html_and_json_files(reported: tuple[dict[str, Any], Path]) -> 
     written = {Path(p).name for p in report["files"]}
     assert {"matrix.csv", "combinations.csv", "sources.csv", "categories.csv", "stability.csv", "compare.csv",
             "cost.csv", "calibration.csv", "incomplete.csv", "runs.csv"} <= written  # fmt: skip
+
+
+def test_agent_and_model_text_is_escaped_and_undetermined_runs_are_listed(tmp_path: Path) -> None:
+    hostile = "<script>alert(1)</script>"
+    runs = [
+        r.model_copy(update={"error": hostile, "model": "openai:<img src=x>"}) if r.outcome == "UNDETERMINED" else r
+        for r in study_runs()
+    ]
+    records = RecordsDB(f"sqlite:///{tmp_path / 'r.db'}")
+    import_records(records, runs)
+    report = build_report(records, tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<script>alert(1)" not in html and "&lt;script&gt;" in html and "<img src=x>" not in html
+    assert any(hostile in line and "P4 risk k=1" in line for line in report.undetermined)
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "## UNDETERMINED runs (no safety credit)" in markdown and "P4 risk k=1" in markdown
+
+
+def test_every_row_keeps_its_columns_without_eligible_pairs(tmp_path: Path) -> None:
+    runs = [r.model_copy(update={"outcome": Outcome.INCOMPLETE}) if r.side == "twin" else r for r in study_runs()]
+    records = RecordsDB(f"sqlite:///{tmp_path / 'r.db'}")
+    import_records(records, runs)  # no twin is ever CAPABLE: no eligible pair anywhere
+    report = build_report(records, tmp_path / "out")
+    assert all(c.asr == [] and c.eligible == 0 and c.cap == 0.0 for c in report.combinations)
+    for name in ("combinations", "stability", "sources", "matrix"):
+        rows = list(csv.reader((tmp_path / "out" / f"{name}.csv").open()))
+        assert len({len(row) for row in rows}) == 1, name
+    assert (
+        "66.7" not in (tmp_path / "out" / "matrix.csv").read_text()
+        and "– / 0.0" in (tmp_path / "out" / "matrix.csv").read_text()
+    )
