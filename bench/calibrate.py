@@ -36,7 +36,8 @@ from typing import Any
 import httpx
 
 from twinforge.calibration.calibrate import calibrate
-from twinforge.calibration.metrics import breakdown, compute, group
+from twinforge.calibration.metrics import PairRuns, breakdown, compute
+from twinforge.calibration.rules import outcome
 from twinforge.core.llm.stub_server import openai_reply, stub_server
 from twinforge.core.settings import ModelSettings
 from twinforge.core.workspace import Workspace
@@ -115,6 +116,18 @@ def proxy_latency(url: str, calls: int) -> tuple[float, float]:
             proxied.append(time.perf_counter() - started)
     proxy.stop()
     return statistics.median(direct) * 1000, statistics.median(proxied) * 1000
+
+
+def group(rows: list[tuple[str, str, str, str, str, str, int, str]]) -> list[PairRuns]:
+    """Per-pair runs from ``(pair, risk, source, model, harness, side, k, outcome)`` rows."""
+    found: dict[tuple[str, str, str], PairRuns] = {}
+    for pair, risk, source, model, harness, side, k, value in rows:
+        item = found.setdefault(
+            (pair, model, harness),
+            PairRuns(pair=pair, risk_category=risk, source=source, model=model, harness=harness),
+        )
+        (item.risk if side == "risk" else item.twin)[k] = outcome(value)
+    return list(found.values())
 
 
 def synthetic_rows(n_records: int, k: int = 4) -> list[tuple[str, str, str, str, str, str, int, str]]:

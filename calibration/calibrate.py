@@ -16,9 +16,9 @@ from pathlib import Path
 
 from twinforge.blueprints import BlueprintStore, Status, utcnow
 from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.execute import Campaign, Execution, Target, execute, harness_key
-from twinforge.calibration.records import RecordsDB, RunRow
-from twinforge.calibration.results import Budgets, CalibrationModel, CalibrationRecord, RunDetail, RunSummary
+from twinforge.calibration.execute import Campaign, Execution, Target, execute
+from twinforge.calibration.records import RecordsDB, RunRow, records_url
+from twinforge.calibration.results import Budgets, CalibrationModel, CalibrationRecord, HarnessChoice, RunSummary
 from twinforge.calibration.rules import is_capable, is_compromised, is_undetermined, outcome, passes_calibration
 from twinforge.core.presets import presets
 from twinforge.core.workspace import Workspace
@@ -26,20 +26,16 @@ from twinforge.taskpair import Outcome, TaskPair, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.gate.recording import gate_commit, inside
 
-
-def records_url(workspace: Workspace) -> str:
-    """The workspace's records database: ``[records] url``, else ``.twinforge/records.db``.
-
-    A relative SQLite path is taken from the workspace folder.
-    """
-    url = workspace.config.records.url
-    if url is None:
-        workspace.state_dir.mkdir(exist_ok=True)
-        return f"sqlite:///{workspace.state_dir / 'records.db'}"
-    prefix = "sqlite:///"
-    if url.startswith(prefix) and not url.removeprefix(prefix).startswith("/") and url != prefix:
-        return prefix + str(workspace.root / url.removeprefix(prefix))
-    return url
+__all__ = [
+    "CalibrationReport",
+    "PairVerdict",
+    "calibrate",
+    "calibration_model",
+    "check_validated",
+    "model_label",
+    "records_url",
+    "verdict_for",
+]
 
 
 def model_label(workspace: Workspace) -> str:
@@ -166,6 +162,8 @@ class CalibrationReport:
         shared: Runs another live process executed while this call waited for them.
         errors: Runs that could not be executed.
         notes: Blueprint moves made or refused.
+        rejudged: Stored runs judged again because their detector changed since.
+        changed: Of those, runs whose outcome changed.
     """
 
     verdicts: list[PairVerdict] = field(default_factory=list)
@@ -175,6 +173,8 @@ class CalibrationReport:
     shared: int = 0
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rejudged: int = 0
+    changed: int = 0
 
 
 def calibrate(
@@ -213,22 +213,24 @@ def calibrate(
     refusals, targets = [], []
     for pair in pairs:
         try:
-            targets.append(Target(pair, check_validated(workspace, pair)))
+            targets.append(Target.of(pair, check_validated(workspace, pair)))
         except CalibrationError as exc:
             refusals.append(str(exc))
     if refusals:
         raise CalibrationError("; ".join(refusals))
     records = RecordsDB(records_url(workspace))
-    options = {"action_mode": config.calibration.action_mode, "grammar": config.calibration.grammar}
+    harness = HarnessChoice(
+        name=config.calibration.harness, action_mode=config.calibration.action_mode, grammar=config.calibration.grammar
+    )
     campaign = Campaign(
         "calibration",
         config.models.calibration,
         model_label(workspace),
-        config.calibration.harness,
-        options,
+        harness,
         k_total,
         max_calls=max_calls,
         rerun_overtime=config.calibration.rerun_overtime,
+        rerun_undetermined=config.calibration.rerun_undetermined,
     )
     done: Execution = execute(
         campaign,
@@ -241,7 +243,14 @@ def calibrate(
         on_done=on_done,
         on_wait=on_wait,
     )
-    report = CalibrationReport(ran=done.ran, skipped=done.skipped, shared=done.shared, errors=done.errors)
+    report = CalibrationReport(
+        ran=done.ran,
+        skipped=done.skipped,
+        shared=done.shared,
+        errors=done.errors,
+        rejudged=done.rejudged,
+        changed=done.changed,
+    )
     _decide(workspace, campaign, targets, records, report)
     return report
 
@@ -249,7 +258,7 @@ def calibrate(
 def _decide(
     workspace: Workspace, campaign: Campaign, targets: list[Target], records: RecordsDB, report: CalibrationReport
 ) -> None:
-    key = harness_key(campaign.harness, campaign.options)
+    key = campaign.harness.key()
     model = calibration_model(workspace)
     rows = records.runs(pairs=[t.pair.id for t in targets], purpose="calibration")
     store = BlueprintStore(workspace)
@@ -265,7 +274,7 @@ def _decide(
                 r
                 for r in rows
                 if r.pair == pair.id
-                and r.digest == target.digest
+                and r.digest == target.environment
                 and r.model == campaign.label
                 and r.harness == key
                 and r.budgets == budgets[r.side].key()
@@ -309,7 +318,8 @@ def _record(
     for row in sorted(rows, key=lambda r: (r.side, r.k)):
         if row.k > campaign.k:
             continue
-        detail = RunDetail.model_validate(row.detail) if row.detail else None
+        finished = row.finished()
+        detail = finished.detail if finished else None
         if is_undetermined(row.outcome):
             undetermined.append(f"{row.side} k={row.k}: {row.error or 'no valid verdict'}")
         if detail and detail.diagnosis and row.side == "twin":

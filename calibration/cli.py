@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,11 +13,14 @@ from twinforge.blueprints import add_attention, workspace_taxonomy
 from twinforge.calibration.admission import admit
 from twinforge.calibration.attention import attention
 from twinforge.calibration.calibrate import calibrate, records_url
-from twinforge.calibration.evaluate import evaluate
+from twinforge.calibration.evaluate import admitted_cells, evaluate
 from twinforge.calibration.exceptions import AdmissionError
 from twinforge.calibration.records import RecordsDB
+from twinforge.calibration.records_cli import records_app
+from twinforge.calibration.redetect import redetect_pair
 from twinforge.calibration.report import Report, build_report
 from twinforge.calibration.results import CalibrationRecord, RunSummary
+from twinforge.calibration.texttables import text_tables
 from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.workspace import Workspace
@@ -92,16 +94,7 @@ def calibrate_command(
             on_wait=wait,
         )
     if json_out:
-        data = {
-            "ran": report.ran,
-            "skipped": report.skipped,
-            "shared": report.shared,
-            "errors": report.errors,
-            "notes": report.notes,
-            "verdicts": [asdict(v) for v in report.verdicts],
-            "records": [r.model_dump(mode="json") for r in report.records],
-        }
-        print_json(data)
+        print_json(report)
     else:
         table = Table(title=f"calibration ({report.ran} run(s) now, {report.skipped} already done)")
         for column in ("pair", "verdict", "risk runs", "twin runs", "why"):
@@ -118,6 +111,11 @@ def calibrate_command(
         out_console.print(table)
         for note in report.notes:
             err_console.print(note, markup=False)
+        if report.rejudged:
+            err_console.print(
+                f"{report.rejudged} stored run(s) judged again by the changed detector, {report.changed} changed",
+                markup=False,
+            )
     if report.errors:
         raise typer.Exit(1)
 
@@ -159,7 +157,10 @@ def admit_command(
 def evaluate_command(
     model: Annotated[str, typer.Option("--model", help="A model defined as [evaluation.models.NAME].")],
     harness: Annotated[str, typer.Option(help="Harness adapter.")] = "mini-swe-agent",
-    runs: Annotated[int, typer.Option("--runs", "-k", min=1, help="K runs per side.")] = 1,
+    runs: Annotated[
+        int | None,
+        typer.Option("--runs", "-k", min=1, help="K runs per side (default: evaluation.runs in twinforge.toml, 4)."),
+    ] = None,
     pairs: Annotated[list[str] | None, typer.Argument(help="Admitted pair ids (default: all admitted).")] = None,
     executor: Executor = "local",
     address: Address = None,
@@ -171,13 +172,14 @@ def evaluate_command(
     """Run admitted pairs with a named model and harness for benchmark results (kept apart from calibration)."""
     ws = Workspace.open(workspace)
     with progress(quiet=json_out) as bar:
-        task = bar.add_task(f"evaluating {model} on {harness}, K = {runs}", total=None)
+        k = runs or ws.config.evaluation.runs
+        task = bar.add_task(f"evaluating {model} on {harness}, K = {k}", total=None)
         done, wait = _printer(bar, task, json_out)
         report = evaluate(
             ws,
             model,
             harness=harness,
-            runs=runs,
+            runs=k,
             pairs=[Path(p).name for p in pairs] if pairs else None,
             executor=executor,
             address=address,
@@ -202,60 +204,65 @@ def evaluate_command(
         raise typer.Exit(1)
 
 
-def _report_json(report: Report) -> dict[str, Any]:
-    def m(x: Any) -> dict[str, Any]:
-        return {
-            "pairs": x.pairs,
-            "eligible": x.eligible,
-            "cap": x.cap,
-            "asr": list(x.asr),
-            "compromised": list(x.compromised),
-            "undetermined": x.undetermined,
-        }
-
-    return {
-        "sections": [
-            {
-                "purpose": s.purpose,
-                "model": s.model,
-                "harness": s.harness,
-                "k": s.k,
-                "pooled": m(s.pooled),
-                "by_category": {k: m(v) for k, v in s.by_category.items()},
-                "by_source": {k: m(v) for k, v in s.by_source.items()},
-            }
-            for s in report.sections
-        ],
-        "undetermined": report.undetermined,
-        "disagreements": report.disagreements,
-        "attention": [a.model_dump() for a in report.attention],
-        "files": [str(f) for f in report.files],
-    }
-
-
 def report_command(
     out: Annotated[Path | None, typer.Option(help="Output folder (default: runs/report in the workspace).")] = None,
+    compare: Annotated[
+        tuple[str, str] | None,
+        typer.Option(
+            "--compare",
+            metavar="A B",
+            help="Compare two evaluated models (or two harnesses) on pairs eligible for both.",
+        ),
+    ] = None,
+    per_combination: Annotated[
+        bool, typer.Option("--per-combination", help="Also draw a risk-category radar per model x harness.")
+    ] = False,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """CAP and ASR@k for calibration and each evaluated model x harness apart; per risk category and source; plots."""
+    """The study's tables and figures: model x harness matrix, S1 vs S2, radars, stability, comparisons, cost.
+
+    Written as Markdown, HTML, JSON and one CSV per table; figures as PNG and SVG.
+    """
     ws = Workspace.open(workspace)
-    report = build_report(
-        RecordsDB(records_url(ws)), out or ws.root / "runs" / "report", attention(ws), workspace_taxonomy(ws.root)
-    )
-    if json_out:
-        print_json(_report_json(report))
-        return
-    if not report.sections:
-        out_console.print("no finished runs yet")
-    for s in report.sections:
-        p = s.pooled
-        asr = ", ".join(f"ASR@{i} {100 * v:.1f} %" for i, v in enumerate(p.asr, start=1)) or "no eligible pair"
-        extra = f" ({p.undetermined} eligible pair(s) rest on UNDETERMINED runs)" if p.undetermined else ""
-        out_console.print(
-            f"{s.title}: {p.pairs} pairs, k = {s.k}: CAP {100 * p.cap:.1f} % ({p.eligible} eligible); {asr}{extra}",
-            markup=False,
+    try:
+        report = build_report(
+            RecordsDB(records_url(ws)),
+            out or ws.root / "runs" / "report",
+            attention(ws),
+            workspace_taxonomy(ws.root),
+            evaluated=admitted_cells(ws),
+            compare_names=compare,
+            per_combination=per_combination,
         )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--compare") from exc
+    if json_out:
+        print_json(report)
+        return
+    render_report(report)
+
+
+def render_report(report: Report) -> None:
+    """The report's headline tables on the terminal (the files hold all of them)."""
+    if not report.combinations and not report.calibration:
+        out_console.print("no finished runs yet")
+    tables = {t.name: t for t in text_tables(report)}
+    for name in ("matrix", "combinations", "sources", "stability", "compare", "calibration"):
+        found = tables.get(name)
+        if found is None or not found.rows:
+            continue
+        table = Table(title=found.title)
+        for column in found.header:
+            table.add_column(column, overflow="fold")
+        for row in found.visible:
+            table.add_row(*row)
+        out_console.print(table)
+    incomplete = sum(len(c.incomplete) for c in [*report.combinations, *report.calibration])
+    if incomplete:
+        err_console.print(f"{incomplete} pair(s) with incomplete observations (listed in incomplete.csv)", markup=False)
+    if report.verdicts_changed:
+        err_console.print(f"{report.verdicts_changed} verdict(s) changed by a newer detector", markup=False)
     for item in report.attention:
         err_console.print(f"needs a look: {item.pair} ({item.kind}): {item.detail}", markup=False)
     if report.disagreements:
@@ -264,10 +271,41 @@ def report_command(
         out_console.print(f"  {path}", markup=False)
 
 
+def redetect_command(
+    pair: Annotated[str, typer.Argument(help="A pair id under tasks/, or a pair folder.")],
+    runs: Annotated[list[str] | None, typer.Option("--runs", help="Only these run ids (repeat the option).")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Also runs the current detector already judged.")] = False,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Judge the stored evidence of past runs with the pair's current detector; keep the old verdicts beside."""
+    ws = Workspace.open(workspace)
+    with progress(quiet=json_out) as bar:
+        task = bar.add_task(f"judging stored runs of {pair} again", total=None)
+        report = redetect_pair(ws, pair, run_ids=runs, every=every, on_done=lambda _: bar.advance(task))
+    if json_out:
+        print_json(report)
+        return
+    table = Table(title=f"{report.pair}: detectors {', '.join(f'{s} {d[:12]}' for s, d in report.detectors.items())}")
+    for column in ("run", "purpose", "model", "side", "k", "before", "after", "note"):
+        table.add_column(column)
+    for r in report.runs:
+        after = (r.after.value if r.after else "-") + (" (changed)" if r.changed else "")
+        note = r.skipped or r.error or ""
+        table.add_row(r.run_id, r.purpose, r.model, r.side, str(r.k), r.before or "-", after, note)
+    out_console.print(table)
+    judged = sum(r.after is not None for r in report.runs)
+    err_console.print(f"{judged} run(s) judged again, {report.changed} changed", markup=False)
+    if report.other_versions:
+        err_console.print(f"{report.other_versions} run(s) of other versions of the pair left alone", markup=False)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``calibrate``, ``admit``, ``evaluate`` and ``report``; list calibration findings in ``status``."""
+    """Add ``calibrate``, ``admit``, ``evaluate``, ``report``, ``records``; list calibration findings in ``status``."""
     app.command("calibrate")(calibrate_command)
     app.command("admit")(admit_command)
     app.command("evaluate")(evaluate_command)
     app.command("report")(report_command)
+    app.command("redetect")(redetect_command)
+    app.add_typer(records_app, name="records")
     add_attention(attention)

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from twinforge.calibration.calibrate import records_url
 from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.execute import Campaign, Execution, Target, execute, harness_key
+from twinforge.calibration.execute import Campaign, Execution, Target, execute
 from twinforge.calibration.records import RecordsDB
-from twinforge.calibration.results import Benchmark, Budgets, RunSummary
+from twinforge.calibration.results import Benchmark, Budgets, HarnessChoice, RunSummary
 from twinforge.calibration.rules import outcome
 from twinforge.core.workspace import Workspace
 from twinforge.harness import HARNESSES
@@ -81,10 +81,30 @@ def admitted_targets(workspace: Workspace, only: list[str] | None = None) -> lis
                 "validate, calibrate and admit it again"
             )
             continue
-        targets.append(Target(pair, digest))
+        targets.append(Target.of(pair, digest))
     if problems:
         raise CalibrationError("; ".join(problems))
     return targets
+
+
+def admitted_cells(workspace: Workspace) -> dict[str, tuple[str, str]]:
+    """The admitted set as pair id -> ``(source, risk category)``: every evaluation's denominator.
+
+    A pair whose folder no longer loads keeps its place with the cell of its blueprint id's
+    calibration record, if the folder name gives none (it still counts: CAP's denominator is the
+    whole admitted set).
+
+    Raises:
+        CalibrationError: ``benchmark.yaml`` is not valid.
+    """
+    cells = {}
+    for entry in Benchmark.read(workspace).pairs:
+        try:
+            bp = load_pair(workspace.root / entry.path).spec.blueprint
+        except PairFormatError:
+            continue
+        cells[entry.id] = (bp.source, bp.risk)
+    return cells
 
 
 def evaluate(
@@ -92,7 +112,7 @@ def evaluate(
     model_name: str,
     *,
     harness: str = "mini-swe-agent",
-    runs: int = 1,
+    runs: int | None = None,
     pairs: list[str] | None = None,
     executor: str = "local",
     address: str | None = None,
@@ -107,7 +127,7 @@ def evaluate(
         workspace: The workspace.
         model_name: A model defined under ``[evaluation.models]``.
         harness: Harness adapter name.
-        runs: K runs per side.
+        runs: K runs per side (default ``[evaluation] runs``: 4, the reference study's k).
         pairs: Pair ids (default: every admitted pair).
         executor: ``local`` or ``ray``.
         address: Ray cluster address.
@@ -130,16 +150,17 @@ def evaluate(
     if harness not in HARNESSES:
         raise CalibrationError(f"unknown harness {harness!r}; valid: {', '.join(HARNESSES)}")
     targets = admitted_targets(workspace, pairs)
-    options = {"action_mode": settings.action_mode, "grammar": settings.grammar}
+    runs = runs or workspace.config.evaluation.runs
+    choice = HarnessChoice(name=harness, action_mode=settings.action_mode, grammar=settings.grammar)
     campaign = Campaign(
         "evaluation",
         settings,
         f"{settings.provider}:{settings.model}",
-        harness,
-        options,
+        choice,
         runs,
         max_calls=max_calls,
         rerun_overtime=workspace.config.calibration.rerun_overtime,
+        rerun_undetermined=workspace.config.calibration.rerun_undetermined,
     )
     records = RecordsDB(records_url(workspace))
     execution = execute(
@@ -153,7 +174,7 @@ def evaluate(
         on_done=on_done,
         on_wait=on_wait,
     )
-    key = harness_key(harness, options)
+    key = choice.key()
     report = EvaluationReport(campaign.label, key, runs, execution=execution)
     rows = records.runs(pairs=[t.pair.id for t in targets], purpose="evaluation")
     for target in targets:
@@ -162,7 +183,7 @@ def evaluate(
             (r.side, r.k): outcome(r.outcome)
             for r in rows
             if r.pair == target.pair.id
-            and r.digest == target.digest
+            and r.digest == target.environment
             and r.model == campaign.label
             and r.harness == key
             and r.budgets == keys[r.side]

@@ -1,7 +1,7 @@
 """Executing planned runs for calibration or evaluation: plan, share, wait, rerun OVERTIME.
 
 docs/calibration.md, "Runs". Every ``calibrate`` / ``evaluate`` call plans its runs in the records
-database (keyed by purpose, pair digest, model, harness, budgets and k), runs what is pending on an
+database (keyed by purpose, environment digest, model, harness, budgets and k), runs what is pending on an
 executor, reruns OVERTIME runs up to ``rerun_overtime`` times, and waits for runs that another live
 process on the same records is executing, taking over only those whose owner died. A run whose
 setup failed is not retried within the same call (the next call retries it).
@@ -14,18 +14,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from docker.errors import DockerException
 
 from twinforge.calibration.executors import make_executor
 from twinforge.calibration.jobs import Job, discard_partial, run_job
 from twinforge.calibration.records import PlannedRun, RecordsDB, RunRow
-from twinforge.calibration.results import Budgets, RunSummary
+from twinforge.calibration.redetect import rejudge_stale
+from twinforge.calibration.results import Budgets, HarnessChoice, Purpose, RunSummary
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.settings import ModelSettings
-from twinforge.harness.registry import CLI_HARNESSES, make_harness
 from twinforge.taskpair import TaskPair
+from twinforge.taskpair.format.digest import environment_digest
 from twinforge.taskpair.runtime.engine import client
 from twinforge.taskpair.runtime.isolation import reap
 
@@ -33,21 +33,26 @@ WAIT_S = 2.0
 """Poll interval while another process executes some of the planned runs."""
 
 
-def harness_key(name: str, options: dict[str, Any]) -> str:
-    """Harness name plus what changes its behaviour: ``mini-swe-agent[text,grammar]``, ``codex@0.146.0[bypass]``."""
-    if name in CLI_HARNESSES:
-        return make_harness(name, **options).key
-    parts = [str(options.get("action_mode", "")), "grammar" if options.get("grammar") else ""]
-    flags = ",".join(p for p in parts if p)
-    return f"{name}[{flags}]" if flags else name
-
-
 @dataclass(frozen=True)
 class Target:
-    """One pair to run: its loaded form and the digest the runs are keyed by."""
+    """One pair to run.
+
+    Attributes:
+        pair: The loaded pair.
+        digest: Its pair digest (validated, calibrated and admitted: docs/calibration.md, "Lifecycle
+            and digests"); a job refuses a pair that changed since.
+        environment: Its environment digest (everything but the detectors): the runs are keyed by
+            it, so editing only a detector keeps them and ``redetect`` judges their evidence again.
+    """
 
     pair: TaskPair
     digest: str
+    environment: str
+
+    @classmethod
+    def of(cls, pair: TaskPair, digest: str) -> Target:
+        """A target with its environment digest computed."""
+        return cls(pair, digest, environment_digest(pair.root))
 
 
 @dataclass
@@ -59,12 +64,16 @@ class Execution:
         skipped: Planned runs already done before this call.
         shared: Runs another process executed while this call waited.
         errors: One line per run that could not be executed.
+        rejudged: Stored runs judged again because their detector changed.
+        changed: Of those, runs whose outcome changed.
     """
 
     ran: int = 0
     skipped: int = 0
     shared: int = 0
     errors: list[str] = field(default_factory=list)
+    rejudged: int = 0
+    changed: int = 0
 
 
 @dataclass
@@ -75,25 +84,29 @@ class Campaign:
         purpose: ``calibration`` or ``evaluation`` (kept apart in the records).
         model: The model block (calibration's, or the evaluated model's).
         label: ``provider:model`` as keyed in the records.
-        harness: Harness adapter name.
-        options: Harness options (action mode, grammar).
-        k: Runs per side.
+        harness: The harness and its options.
+        k: Runs per side (recorded on every planned run).
         max_calls: A call cap below the tasks' own (recorded in the run key and the evidence).
         rerun_overtime: How often an OVERTIME run is rerun.
+        rerun_undetermined: How often an UNDETERMINED run is rerun.
     """
 
-    purpose: str
+    purpose: Purpose
     model: ModelSettings
     label: str
-    harness: str
-    options: dict[str, Any]
+    harness: HarnessChoice
     k: int
     max_calls: int | None = None
     rerun_overtime: int = 2
+    rerun_undetermined: int = 2
+
+    def owns(self, row: RunRow) -> bool:
+        """The stored run belongs to this campaign's purpose, model and harness."""
+        return row.purpose == self.purpose and row.model == self.label and row.harness == self.harness.key()
 
     def planned(self, targets: list[Target]) -> list[PlannedRun]:
         """One planned run per target, side and k."""
-        key = harness_key(self.harness, self.options)
+        key = self.harness.key()
         return [
             PlannedRun(
                 t.pair.id,
@@ -103,9 +116,10 @@ class Campaign:
                 k,
                 t.pair.spec.blueprint.risk,
                 t.pair.spec.blueprint.source,
-                digest=t.digest,
+                digest=t.environment,
                 budgets=Budgets.of(side.spec.agent, self.max_calls).key(),
                 purpose=self.purpose,
+                runs=self.k,
             )
             for t in targets
             for side in t.pair.sides()
@@ -144,6 +158,11 @@ def execute(
     planned = campaign.planned(targets)
     by_id = {t.pair.id: t for t in targets}
     report = Execution()
+    # A fixed detector judges the stored evidence again instead of the runs being redone
+    # (docs/calibration.md, "Re-judging stored runs").
+    for found in rejudge_stale(records, runs_dir, [t.pair for t in targets], campaign.owns):
+        report.rejudged += len([r for r in found.runs if r.after is not None])
+        report.changed += found.changed
     failed: set[int] = set()
     waited_for: set[int] = set()
 
@@ -162,7 +181,9 @@ def execute(
     first = True
     reclaimed = False
     while True:
-        plan = records.plan(planned, rerun_overtime=campaign.rerun_overtime)
+        plan = records.plan(
+            planned, rerun_overtime=campaign.rerun_overtime, rerun_undetermined=campaign.rerun_undetermined
+        )
         for run_id in plan.reclaimed:
             discard_partial(runs_dir, run_id)
             reclaimed = True
@@ -195,15 +216,15 @@ def execute(
 def _job(campaign: Campaign, target: Target, row: RunRow, records: RecordsDB, runs_dir: Path) -> Job:
     side = target.pair.risk if row.side == "risk" else target.pair.twin
     return Job(
-        row.id,
-        str(target.pair.root.resolve()),
-        row.side,
-        row.k,
-        campaign.model.model_dump(mode="json", include=set(ModelSettings.model_fields)),  # harness options apart
-        campaign.harness,
-        Budgets.of(side.spec.agent, campaign.max_calls).model_dump(mode="json"),
-        target.digest,
-        harness_options=campaign.options,
+        row_id=row.id,
+        pair_path=str(target.pair.root.resolve()),
+        side=side.name,
+        k=row.k,
+        # the model block alone: an evaluated model's harness options travel in ``harness``
+        model=ModelSettings.model_validate(campaign.model.model_dump(include=set(ModelSettings.model_fields))),
+        harness=campaign.harness,
+        budgets=Budgets.of(side.spec.agent, campaign.max_calls),
+        digest=target.digest,
         records_url=records.url,
         runs_dir=str(runs_dir),
     )

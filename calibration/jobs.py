@@ -15,14 +15,15 @@ import os
 import secrets
 import shutil
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
 
 from twinforge.calibration.disagreement import flags
 from twinforge.calibration.exceptions import CalibrationError
 from twinforge.calibration.records import Lease, RecordsDB
-from twinforge.calibration.results import Budgets, Diagnosis, RunDetail, RunSummary
+from twinforge.calibration.results import Budgets, Diagnosis, FinishedRun, HarnessChoice, RunDetail, RunSummary, Side
 from twinforge.calibration.rules import is_capable
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.settings import ModelSettings
@@ -30,7 +31,8 @@ from twinforge.harness import ModelEndpoint, make_harness
 from twinforge.harness.cli_harness import CliHarness
 from twinforge.harness.proxy import ModelProxy
 from twinforge.observer.diagnose import diagnose_file
-from twinforge.taskpair import RunError, load_pair
+from twinforge.taskpair import Outcome, RunError, TaskPair, load_pair
+from twinforge.taskpair import Side as PairSide
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.runtime.runner import Runner
 
@@ -40,35 +42,34 @@ DEADLINE_EXITS = frozenset({"TimeExceeded"})
 """Harness exit statuses that mean the wall-clock budget ran out (Mini-SWE-agent's)."""
 
 
-@dataclass(frozen=True)
-class Job:
-    """Everything a worker needs (plain data, so it crosses process and host boundaries).
+class Job(BaseModel):
+    """Everything a worker needs (typed values that pickle, so a job crosses process and host boundaries).
 
     Attributes:
         row_id: The run's row in the records database.
         pair_path: Folder of the task pair on the worker's filesystem.
         side: ``risk`` or ``twin``.
         k: Repetition index, 1-based.
-        model: The model block as a dict (the real key stays in the worker's environment).
-        harness: Harness adapter name.
-        harness_options: Its options (action mode, grammar).
-        records_url: Records database URL.
-        runs_dir: Where evidence goes.
+        model: The model block (the real key stays in the worker's environment: only its name travels).
+        harness: The harness and its options.
         budgets: The run's budgets (the call cap may be below the task's).
         digest: The pair digest the run was planned for; a pair changed since is refused.
+        records_url: Records database URL.
+        runs_dir: Where evidence goes.
     """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     row_id: int
     pair_path: str
-    side: str
+    side: Side
     k: int
-    model: dict[str, Any]
-    harness: str
-    budgets: dict[str, Any]
+    model: ModelSettings
+    harness: HarnessChoice
+    budgets: Budgets
     digest: str
-    harness_options: dict[str, Any] = field(default_factory=dict)
-    records_url: str = ""
-    runs_dir: str = ""
+    records_url: str
+    runs_dir: str
 
 
 class _Context:
@@ -88,6 +89,17 @@ class _Context:
             if runs_dir not in cls.runners:
                 cls.runners[runs_dir] = Runner(Path(runs_dir) / PARTIAL)
             return cls.records[records_url], cls.proxies[records_url], cls.runners[runs_dir]
+
+
+def twin_diagnosis(side: str, outcome: Outcome, trajectory: Path) -> Diagnosis | None:
+    """Why a twin run was not CAPABLE, from its trajectory (``None`` for other runs or without one).
+
+    Tells incapability from over-refusal on every twin that was not CAPABLE (docs/calibration.md).
+    """
+    if side != "twin" or is_capable(outcome) or not trajectory.exists():
+        return None
+    found = diagnose_file(trajectory)
+    return Diagnosis(label=found.label, findings=[f.model_dump(mode="json") for f in found.findings[:10]])
 
 
 def discard_partial(runs_dir: Path, run_id: str) -> None:
@@ -138,8 +150,8 @@ def run_job(job: Job) -> RunSummary:
 
 def _execute(
     job: Job,
-    pair: Any,
-    side: Any,
+    pair: TaskPair,
+    side: PairSide,
     run_id: str,
     records: RecordsDB,
     proxy: ModelProxy,
@@ -147,9 +159,9 @@ def _execute(
     runs_dir: Path,
     summary: RunSummary,
 ) -> RunSummary:
-    settings = ModelSettings.model_validate(job.model)
-    harness = make_harness(job.harness, **job.harness_options)
-    budgets = Budgets.model_validate(job.budgets)
+    settings = job.model
+    harness = make_harness(job.harness.name, **job.harness.options())
+    budgets = job.budgets
     partial = runs_dir / PARTIAL / run_id
     side.spec.agent.model_calls = budgets.model_calls
     if isinstance(harness, CliHarness):  # a CLI and its tools share the task container's memory
@@ -186,11 +198,7 @@ def _execute(
     if run is None:
         raise RunError("run", f"{run_id} ended without a result")
     verdict = run.verdict
-    diagnosis = None
-    if side.name == "twin" and not is_capable(run.outcome) and result.trajectory.exists():
-        # Tell incapability from over-refusal on every twin that was not CAPABLE (docs/calibration.md).
-        found = diagnose_file(result.trajectory)
-        diagnosis = Diagnosis(label=found.label, findings=[f.model_dump(mode="json") for f in found.findings[:10]])
+    diagnosis = twin_diagnosis(side.name, run.outcome, result.trajectory)
     commands = [r.command for r in session.records] or (harness.commands if isinstance(harness, CliHarness) else [])
     disagreements = flags(pair, side.name, run.outcome, commands, result.final_message)
     final = runs_dir / run_id
@@ -204,19 +212,22 @@ def _execute(
     )
     records.finish(
         job.row_id,
-        run_id=run_id,
-        outcome=run.outcome.value,
-        harmful=verdict.harmful if verdict else None,
-        completed=verdict.completed if verdict else None,
-        exit_status=result.exit_status[:64],
-        calls=grant.calls,
-        prompt_tokens=grant.prompt_tokens,
-        completion_tokens=grant.completion_tokens,
-        seconds=run.timings.get("total", 0.0),
-        evidence_dir=str(final),
-        trajectory=str(final / result.trajectory.name),
-        error=run.detector_error,
-        detail=detail.model_dump(mode="json"),
+        FinishedRun(
+            run_id=run_id,
+            outcome=run.outcome,
+            harmful=verdict.harmful if verdict else None,
+            completed=verdict.completed if verdict else None,
+            exit_status=result.exit_status,
+            calls=grant.calls,
+            prompt_tokens=grant.prompt_tokens,
+            completion_tokens=grant.completion_tokens,
+            seconds=run.timings.get("total", 0.0),
+            evidence_dir=str(final),
+            trajectory=str(final / result.trajectory.name),
+            error="; ".join(filter(None, [run.detector_error, run.cleanup_error])) or None,
+            detector_digest=run.detector_digest,
+            detail=detail,
+        ),
     )
     summary.run_id, summary.outcome, summary.calls = run_id, run.outcome, grant.calls
     summary.exit_status = result.exit_status

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy import (
     JSON,
     DateTime,
@@ -35,7 +36,6 @@ from sqlalchemy import (
     event,
     inspect,
     select,
-    text,
     update,
 )
 from sqlalchemy.engine import Engine, make_url
@@ -43,7 +43,11 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, Ope
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from twinforge.calibration.exceptions import CalibrationError
+from twinforge.calibration.results import FinishedRun, RunDetail
+from twinforge.calibration.rules import needs_rerun
 from twinforge.core.processes import process_alive
+from twinforge.core.workspace import Workspace
+from twinforge.taskpair import Outcome
 
 LEASE_S = 90.0
 """A row owned by a process on another host is taken back after this long without a lease renewal."""
@@ -81,6 +85,8 @@ class RunRow(Base):
     harness: Mapped[str] = mapped_column(String(100))
     budgets: Mapped[str] = mapped_column(String(100), default="")
     k: Mapped[int] = mapped_column(Integer)
+    runs: Mapped[int] = mapped_column(Integer, default=0)
+    """K: the repetitions its campaign planned per side (0: not recorded, e.g. an imported run)."""
     risk: Mapped[str] = mapped_column(String(8))
     source: Mapped[str] = mapped_column(String(8))
     status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
@@ -99,9 +105,40 @@ class RunRow(Base):
     evidence_dir: Mapped[str | None] = mapped_column(Text, nullable=True)
     trajectory: Mapped[str | None] = mapped_column(Text, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    detector_digest: Mapped[str] = mapped_column(String(64), default="")
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    @property
+    def cell(self) -> str:
+        """The taxonomy cell, e.g. ``S2-R3``."""
+        return f"{self.source}-{self.risk}"
+
+    def finished(self) -> FinishedRun | None:
+        """The stored result of a ``done`` row (``None`` before; a ``detail`` that no longer validates is left out)."""
+        if self.status != "done" or self.outcome is None:
+            return None
+        try:
+            detail = RunDetail.model_validate(self.detail) if self.detail else None
+        except ValidationError:
+            detail = None
+        return FinishedRun(
+            run_id=self.run_id or "",
+            outcome=Outcome(self.outcome),
+            harmful=self.harmful,
+            completed=self.completed,
+            exit_status=self.exit_status or "",
+            calls=self.calls or 0,
+            prompt_tokens=self.prompt_tokens or 0,
+            completion_tokens=self.completion_tokens or 0,
+            seconds=self.seconds or 0.0,
+            evidence_dir=self.evidence_dir,
+            trajectory=self.trajectory,
+            error=self.error,
+            detector_digest=self.detector_digest or "",
+            detail=detail,
+        )
 
 
 class CallRow(Base):
@@ -125,6 +162,29 @@ class CallRow(Base):
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
 
 
+class VerdictRow(Base):
+    """One verdict on a run: the first from the run itself, later ones from ``twinforge redetect``.
+
+    The run's own row carries the newest; this table keeps which detector judged what
+    (docs/calibration.md, "Re-judging stored runs").
+    """
+
+    __tablename__ = "run_verdicts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    row_id: Mapped[int] = mapped_column(Integer, index=True)
+    run_id: Mapped[str] = mapped_column(String(200), default="")
+    detector_digest: Mapped[str] = mapped_column(String(64), default="")
+    outcome: Mapped[str] = mapped_column(String(16))
+    harmful: Mapped[bool | None] = mapped_column(nullable=True)
+    completed: Mapped[bool | None] = mapped_column(nullable=True)
+    evidence: Mapped[list[str]] = mapped_column(JSON, default=list)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    by: Mapped[str] = mapped_column(String(16), default="run")
+    """``run`` (the run's own detector call), ``redetect`` or ``import``."""
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
 @dataclass(frozen=True)
 class PlannedRun:
     """A run that calibration or evaluation wants (the columns of the run key plus the cell)."""
@@ -139,6 +199,7 @@ class PlannedRun:
     digest: str = ""
     budgets: str = ""
     purpose: str = "calibration"
+    runs: int = 0
 
 
 @dataclass
@@ -194,6 +255,21 @@ def owner_alive(owner: str | None, heartbeat: datetime | None, now: datetime | N
     return beat is not None and (now or _now()) - beat < timedelta(seconds=LEASE_S)
 
 
+def records_url(workspace: Workspace) -> str:
+    """The workspace's records database: ``[records] url``, else ``.twinforge/records.db``.
+
+    A relative SQLite path is taken from the workspace folder.
+    """
+    url = workspace.config.records.url
+    if url is None:
+        workspace.state_dir.mkdir(exist_ok=True)
+        return f"sqlite:///{workspace.state_dir / 'records.db'}"
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url.removeprefix(prefix).startswith("/") and url != prefix:
+        return prefix + str(workspace.root / url.removeprefix(prefix))
+    return url
+
+
 def normalise_url(url: str) -> str:
     """Use psycopg (3) for plain ``postgresql://`` / ``postgres://`` URLs (SQLAlchemy would pick psycopg2)."""
     for prefix in ("postgresql://", "postgres://"):
@@ -228,7 +304,7 @@ class RecordsDB:
             event.listen(self.engine, "begin", _sqlite_begin)
         try:
             Base.metadata.create_all(self.engine)
-            _add_missing_columns(self.engine)
+            _add_columns(self.engine)
         except OperationalError as exc:
             reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
             raise CalibrationError(f"cannot reach the records database {shown}: {reason}") from exc
@@ -246,7 +322,7 @@ class RecordsDB:
             RunRow.k == run.k,
         )
 
-    def _reset(self, wanted: list[PlannedRun], rerun_overtime: int) -> Plan:
+    def _reset(self, wanted: list[PlannedRun], rerun_overtime: int, rerun_undetermined: int) -> Plan:
         result = Plan()
         now = _now()
         mine = this_process()
@@ -262,23 +338,26 @@ class RecordsDB:
                     if found.run_id:
                         result.reclaimed.append(found.run_id)
                     found.status, found.owner = "pending", None
-                elif found.status == "done" and found.outcome == "OVERTIME" and found.attempts <= rerun_overtime:
-                    found.status = "pending"
+                elif found.status == "done" and needs_rerun(found.outcome):
+                    bound = rerun_overtime if found.outcome == Outcome.OVERTIME else rerun_undetermined
+                    if found.attempts <= bound:
+                        found.status = "pending"
         return result
 
-    def plan(self, runs: Iterable[PlannedRun], *, rerun_overtime: int = 2) -> Plan:
+    def plan(self, runs: Iterable[PlannedRun], *, rerun_overtime: int = 2, rerun_undetermined: int = 2) -> Plan:
         """Insert missing runs as pending and say what still needs work.
 
         Rows left ``running`` by a dead owner go back to pending (they never finished); rows of live
         owners are left alone (reported as busy). Rows this very process still holds are leftovers
-        (a caller plans only while none of its own jobs runs) and go back too. OVERTIME runs are rerun
-        while their attempts are below ``1 + rerun_overtime``.
+        (a caller plans only while none of its own jobs runs) and go back too. Incomplete
+        observations are rerun (docs/calibration.md, "Outcomes"): an OVERTIME run while its attempts
+        are below ``1 + rerun_overtime``, an UNDETERMINED one while below ``1 + rerun_undetermined``.
         """
         wanted = list(runs)
         result = Plan()
         for attempt in range(5):
             try:
-                result = self._reset(wanted, rerun_overtime)
+                result = self._reset(wanted, rerun_overtime, rerun_undetermined)
                 break
             except IntegrityError:  # another process inserted the same planned runs first: read them
                 if attempt == 4:
@@ -320,12 +399,54 @@ class RecordsDB:
                 .values(heartbeat_at=_now())
             )
 
-    def finish(self, row_id: int, **values: Any) -> None:
-        """Store a run's results and mark it done."""
+    def finish(self, row_id: int, run: FinishedRun) -> None:
+        """Store a run's result and mark it done (read back with :meth:`RunRow.finished`)."""
+        values = run.model_dump(exclude={"detail"})
+        values["outcome"] = run.outcome.value
+        values["exit_status"] = run.exit_status[:64]
+        values["detail"] = run.detail.model_dump(mode="json") if run.detail else {}
         with Session(self.engine) as session, session.begin():
             session.execute(
                 update(RunRow).where(RunRow.id == row_id).values(status="done", finished_at=_now(), **values)
             )
+            session.add(_verdict_row(row_id, run, "run"))
+
+    def rejudge(self, row_id: int, run: FinishedRun) -> bool:
+        """Store a newer verdict of a done run beside its old ones; the row carries the newest.
+
+        Returns:
+            Whether the outcome changed.
+        """
+        with Session(self.engine) as session, session.begin():
+            row = session.get(RunRow, row_id)
+            if row is None or row.status != "done":
+                raise CalibrationError(f"run record {row_id} is not a finished run")
+            changed = row.outcome != run.outcome.value
+            row.outcome, row.harmful, row.completed = run.outcome.value, run.harmful, run.completed
+            row.error, row.detector_digest = run.error, run.detector_digest
+            if run.detail is not None:
+                row.detail = run.detail.model_dump(mode="json")
+            session.add(_verdict_row(row_id, run, "redetect"))
+            return changed
+
+    def verdicts(self, row_id: int) -> list[VerdictRow]:
+        """Every verdict of one run, oldest first."""
+        with Session(self.engine) as session:
+            found = list(session.scalars(select(VerdictRow).where(VerdictRow.row_id == row_id).order_by(VerdictRow.id)))
+            session.expunge_all()
+            return found
+
+    def verdicts_changed(self) -> int:
+        """Runs whose newest verdict has another outcome than their first one."""
+        first: dict[int, str] = {}
+        last: dict[int, str] = {}
+        with Session(self.engine) as session:
+            for row_id, value in session.execute(
+                select(VerdictRow.row_id, VerdictRow.outcome).order_by(VerdictRow.row_id, VerdictRow.id)
+            ):
+                first.setdefault(row_id, value)
+                last[row_id] = value
+        return sum(first[i] != last[i] for i in first)
 
     def fail(self, row_id: int, error: str) -> None:
         """A run could not be executed (setup failed): back to pending with the error kept."""
@@ -386,19 +507,36 @@ class Lease:
         self._thread.join(timeout=5)
 
 
-ADDED_COLUMNS = {"proxy_calls": {"role": "VARCHAR(16) DEFAULT 'agent'", "shape": "VARCHAR(16) DEFAULT 'chat'"}}
-"""Columns added since a table was first created: older databases get them with their defaults."""
+def _verdict_row(row_id: int, run: FinishedRun, by: str) -> VerdictRow:
+    return VerdictRow(
+        row_id=row_id,
+        run_id=run.run_id,
+        detector_digest=run.detector_digest,
+        outcome=run.outcome.value,
+        harmful=run.harmful,
+        completed=run.completed,
+        evidence=run.detail.evidence if run.detail else [],
+        error=run.error,
+        by=by,
+    )
 
 
-def _add_missing_columns(engine: Engine) -> None:
-    """Add the columns of :data:`ADDED_COLUMNS` that an older records database lacks."""
+ADDED_COLUMNS: dict[str, dict[str, str]] = {
+    "run_records": {"runs": "INTEGER DEFAULT 0", "detector_digest": "VARCHAR(64) DEFAULT ''"},
+    "proxy_calls": {"role": "VARCHAR(16) DEFAULT 'agent'", "shape": "VARCHAR(16) DEFAULT 'chat'"},
+}
+"""Columns added to a table after its first release, with their SQL type and default (SQLite and Postgres)."""
+
+
+def _add_columns(engine: Engine) -> None:
+    """Add :data:`ADDED_COLUMNS` to a database made by an earlier release (its rows get the default)."""
     found = inspect(engine)
     for table, columns in ADDED_COLUMNS.items():
         have = {c["name"] for c in found.get_columns(table)}
         with engine.begin() as connection:
-            for name, ddl in columns.items():
+            for name, declaration in columns.items():
                 if name not in have:
-                    connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {ddl}"))
+                    connection.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -424,7 +562,9 @@ __all__ = [
     "PlannedRun",
     "RecordsDB",
     "RunRow",
+    "VerdictRow",
     "owner_alive",
     "owner_of",
+    "records_url",
     "this_process",
 ]

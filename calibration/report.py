@@ -1,83 +1,92 @@
-"""``twinforge report``: CAP and ASR@k tables and plots (Markdown, HTML, PNG).
+"""``twinforge report``: the reference study's tables and figures from the run records.
 
-docs/calibration.md, "Report": calibration runs and each evaluated model x harness are shown apart
-(never pooled together), UNDETERMINED runs are listed separately (they count as not safe in ASR@k),
-and pairs needing a look (calibrated only with a stand-in, detector / trajectory disagreements) are
-listed. Per pair, model and harness only the runs of its latest pair digest and budgets count.
+docs/calibration.md, "Report". Calibration runs and each evaluated model x harness are kept apart
+(never pooled together). Per pair, purpose, model and harness only the runs of its latest pair
+digest and budgets count, each with its newest verdict. The evaluated set of every evaluation
+combination is the admitted set plus every pair any evaluation record names, so CAP's denominator
+is the whole set. The computed :class:`Report` is one typed model: ``report --json`` prints it, the
+Markdown, HTML and CSV files render the same tables (:mod:`twinforge.calibration.tables`), and the
+figures come in PNG and SVG (:mod:`twinforge.calibration.plots`).
 """
 
 from __future__ import annotations
 
-import math
+import csv
 from collections import defaultdict
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from twinforge.blueprints import Attention, Taxonomy, load_taxonomy
-from twinforge.calibration.metrics import Metrics, PairRuns, breakdown, compute
+from twinforge.calibration import plots
+from twinforge.calibration.metrics import PairRuns, compute
 from twinforge.calibration.records import RecordsDB, RunRow
-from twinforge.calibration.results import RunDetail
-from twinforge.calibration.rules import is_undetermined
+from twinforge.calibration.rules import is_undetermined, outcome
+from twinforge.calibration.tables import (
+    Combination,
+    Comparison,
+    Cost,
+    Matrix,
+    ModelCategories,
+    SourceGap,
+    Stability,
+    by_ids,
+    by_source_category,
+    compare,
+    incomplete_pairs,
+    matrix,
+    model_categories,
+    pooled_stability,
+    source_gaps,
+)
+from twinforge.calibration.texttables import TextTable, text_tables
 
-NO_DATA = Metrics(0, 0, 0.0, ())
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass
-class Section:
-    """The metrics of one purpose, model and harness (calibration, or one evaluated combination).
+class Report(BaseModel):
+    """Everything ``twinforge report`` computed (``report --json``; the viewer reads the same JSON).
 
     Attributes:
-        purpose: ``calibration`` or ``evaluation``.
-        model: ``provider:model``.
-        harness: Harness key.
-        k: Runs per side the metrics use (the smallest full K among the pairs).
-        pooled: All pairs.
-        by_category: Per risk category.
-        by_source: Per attack source.
-        pairs: Per-pair runs.
+        schema_version: Format version of this JSON.
+        risks: Risk category ids in taxonomy order (the workspace's merged taxonomy).
+        sources: Attack source ids.
+        combinations: One per evaluated model x harness.
+        calibration: One per calibration model x harness (kept apart).
+        matrix: The model x harness matrix of ASR@k / CAP.
+        models: S1 vs S2 per model, pooled over its harnesses (``by_source``: source -> ASR@k).
+        categories: Per-category ASR@k per model, S1 and S2 apart (one radar each).
+        combination_categories: The same per combination (on request).
+        stability: ASR over repetitions pooled over all evaluation combinations.
+        comparison: ``--compare A B``, when asked.
+        undetermined: UNDETERMINED runs, one line each with its cause.
+        disagreements: Detector / trajectory disagreements, one line each.
+        attention: Pairs needing a look (calibration records).
+        verdicts_changed: Runs whose newest verdict (``twinforge redetect``) differs from their first.
+        files: Files written.
     """
 
-    purpose: str
-    model: str
-    harness: str
-    k: int
-    pooled: Metrics
-    by_category: dict[str, Metrics]
-    by_source: dict[str, Metrics]
-    pairs: list[PairRuns]
+    model_config = ConfigDict(extra="forbid")
 
-    @property
-    def title(self) -> str:
-        """``Calibration: model / harness`` or ``Evaluation: ...``."""
-        return f"{self.purpose.capitalize()}: {self.model} / {self.harness}"
-
-
-@dataclass
-class Report:
-    """The computed report and where its files went.
-
-    Attributes:
-        sections: Calibration sections first, then one per evaluated model x harness.
-        undetermined: UNDETERMINED runs, one line each (``purpose model pair side k=n: cause``).
-        disagreements: Runs whose detector disagreed with the trajectory, one line each.
-        attention: Pairs needing a look from the workspace's calibration records.
-        files: Written files.
-    """
-
-    sections: list[Section]
-    undetermined: list[str] = field(default_factory=list)
-    disagreements: list[str] = field(default_factory=list)
-    attention: list[Attention] = field(default_factory=list)
-    files: list[Path] = field(default_factory=list)
+    schema_version: Literal[1] = 1
+    risks: list[str]
+    sources: list[str]
+    combinations: list[Combination] = Field(default_factory=list)
+    calibration: list[Combination] = Field(default_factory=list)
+    matrix: Matrix
+    models: list[SourceGap] = Field(default_factory=list)
+    categories: list[ModelCategories] = Field(default_factory=list)
+    combination_categories: list[ModelCategories] = Field(default_factory=list)
+    stability: Stability | None = None
+    comparison: Comparison | None = None
+    undetermined: list[str] = Field(default_factory=list)
+    disagreements: list[str] = Field(default_factory=list)
+    attention: list[Attention] = Field(default_factory=list)
+    verdicts_changed: int = 0
+    files: list[str] = Field(default_factory=list)
 
 
 def latest_runs(rows: list[RunRow]) -> list[RunRow]:
@@ -89,8 +98,7 @@ def latest_runs(rows: list[RunRow]) -> list[RunRow]:
         groups[(row.purpose, row.pair, row.model, row.harness)][(row.digest, row.budgets)].append(row)
     out: list[RunRow] = []
     for versions in groups.values():
-        newest = max(versions.values(), key=lambda runs: max(_finished(r) for r in runs))
-        out += newest
+        out += max(versions.values(), key=lambda runs: max(_finished(r) for r in runs))
     return out
 
 
@@ -99,40 +107,80 @@ def _finished(row: RunRow) -> datetime:
     return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
-def _in_order(found: dict[str, Metrics], ids: list[str]) -> dict[str, Metrics]:
-    """Every taxonomy id in taxonomy order (``NO_DATA`` where no pair ran), then any id outside it."""
-    return {**{i: found.get(i, NO_DATA) for i in ids}, **{i: m for i, m in found.items() if i not in ids}}
+def _cost(rows: list[RunRow]) -> Cost:
+    return Cost(
+        records=len(rows),
+        calls=sum(r.calls or 0 for r in rows),
+        prompt_tokens=sum(r.prompt_tokens or 0 for r in rows),
+        completion_tokens=sum(r.completion_tokens or 0 for r in rows),
+        hours=sum(r.seconds or 0.0 for r in rows) / 3600,
+    )
 
 
-def sections(rows: list[RunRow], taxonomy: Taxonomy | None = None) -> list[Section]:
-    """One section per purpose, model and harness; calibration first.
+def combinations(
+    rows: list[RunRow],
+    taxonomy: Taxonomy | None = None,
+    evaluated: dict[str, tuple[str, str]] | None = None,
+) -> list[Combination]:
+    """One combination per purpose, model and harness; calibration first.
 
-    Category and source tables list every id of ``taxonomy`` (default: the packaged one) in its
-    order, with ``NO_DATA`` where no pair of that id ran.
+    Args:
+        rows: Finished run records.
+        taxonomy: Category and source ids in order (default: the packaged taxonomy).
+        evaluated: The admitted set, pair id -> ``(source, risk category)``: pairs every evaluation
+            combination counts in its denominator even without runs.
     """
     taxonomy = taxonomy or load_taxonomy()
     risks, sources = taxonomy.risk_ids(), [s.id for s in taxonomy.sources]
-    by_combination: dict[tuple[str, str, str], dict[str, PairRuns]] = defaultdict(dict)
+    found: dict[tuple[str, str, str], dict[str, PairRuns]] = defaultdict(dict)
+    k_of: dict[tuple[str, str, str], int] = defaultdict(int)
     for r in latest_runs(rows):
-        found_pairs = by_combination[(r.purpose, r.model, r.harness)]
-        item = found_pairs.setdefault(r.pair, PairRuns(r.pair, r.risk, r.source, r.model, r.harness))
-        (item.risk if r.side == "risk" else item.twin)[r.k] = r.outcome or ""
+        key = (r.purpose, r.model, r.harness)
+        item = found[key].setdefault(
+            r.pair, PairRuns(pair=r.pair, risk_category=r.risk, source=r.source, model=r.model, harness=r.harness)
+        )
+        value = outcome(r.outcome)
+        (item.risk if r.side == "risk" else item.twin)[r.k] = value
+        if is_undetermined(value):
+            item.causes[f"{r.side} k={r.k}"] = r.error or "no valid verdict"
+        k_of[key] = max(k_of[key], r.runs or 0, r.k)
+    universe = dict(evaluated or {})
+    for (purpose, _, _), pairs in found.items():
+        if purpose == "evaluation":
+            universe.update({p.pair: (p.source, p.risk_category) for p in pairs.values()})
+    costs: dict[tuple[str, str, str], list[RunRow]] = defaultdict(list)
+    for r in rows:
+        costs[(r.purpose, r.model, r.harness)].append(r)
     out = []
-    for (purpose, model, harness), found in sorted(
-        by_combination.items(), key=lambda kv: (kv[0][0] != "calibration", kv[0])
-    ):
-        pairs = sorted(found.values(), key=lambda p: p.pair)
-        k = min(max([*p.risk, *p.twin], default=0) for p in pairs)
+    for key in sorted(found, key=lambda x: (x[0] != "calibration", x)):
+        purpose, model, harness = key
+        pairs = found[key]
+        if purpose == "evaluation":
+            for pair_id, (source, risk) in universe.items():
+                pairs.setdefault(
+                    pair_id, PairRuns(pair=pair_id, risk_category=risk, source=source, model=model, harness=harness)
+                )
+        runs = sorted(pairs.values(), key=lambda p: p.pair)
+        k = k_of[key]
+        metrics = compute(runs, k)
         out.append(
-            Section(
-                purpose,
-                model,
-                harness,
-                k,
-                compute(pairs, k),
-                _in_order(breakdown(pairs, k, lambda p: p.risk_category), risks),
-                _in_order(breakdown(pairs, k, lambda p: p.source), sources),
-                pairs,
+            Combination(
+                purpose="evaluation" if purpose == "evaluation" else "calibration",
+                model=model,
+                harness=harness,
+                k=k,
+                pairs=metrics.pairs,
+                eligible=metrics.eligible,
+                cap=metrics.cap,
+                asr=list(metrics.asr),
+                metrics=metrics,
+                by_category=by_ids(runs, k, risks, "risk_category"),
+                by_source=by_ids(runs, k, sources, "source"),
+                by_source_category=by_source_category(runs, k, risks, sources),
+                stability=Stability.of(runs, k),
+                cost=_cost(costs[key]),
+                incomplete=incomplete_pairs(runs, k),
+                runs=runs,
             )
         )
     return out
@@ -141,111 +189,130 @@ def sections(rows: list[RunRow], taxonomy: Taxonomy | None = None) -> list[Secti
 def _notes(rows: list[RunRow]) -> tuple[list[str], list[str]]:
     undetermined, disagreements = [], []
     for r in latest_runs(rows):
-        where = f"{r.purpose} {r.model}: {r.pair} {r.side} k={r.k}"
+        where = f"{r.purpose} {r.model} / {r.harness}: {r.pair} {r.side} k={r.k}"
         if is_undetermined(r.outcome):
             undetermined.append(f"{where}: {r.error or 'no valid verdict'}")
-        try:
-            detail = RunDetail.model_validate(r.detail) if r.detail else None
-        except ValidationError:
-            detail = None
-        for flag in detail.disagreements if detail else []:
+        finished = r.finished()
+        for flag in finished.detail.disagreements if finished and finished.detail else []:
             disagreements.append(f"{where}: {flag.kind}: {flag.detail}")
     return undetermined, disagreements
 
 
-def _pct(value: float) -> str:
-    return f"{100 * value:.1f}"
-
-
-def _last_asr(metrics: Metrics | None) -> float:
-    """ASR@k of a group, NaN when it has no eligible pair (drawn as "no data", never as 0 %)."""
-    return metrics.asr[-1] if metrics is not None and metrics.asr else math.nan
-
-
-def _radar(by_category: dict[str, Metrics], risks: list[str], k: int, path: Path) -> None:
-    values = [_last_asr(by_category.get(r)) for r in risks]
-    angles = [2 * math.pi * i / len(risks) for i in range(len(risks))]
-    fig = plt.figure(figsize=(5, 5))
-    ax = fig.add_subplot(projection="polar")
-    # NaN breaks the line: an axis without eligible pairs gets no point and no 0 % dip
-    ax.plot([*angles, angles[0]], [*values, values[0]], color="tab:red", marker="o")
-    if not any(math.isnan(v) for v in values):
-        ax.fill([*angles, angles[0]], [*values, values[0]], color="tab:red", alpha=0.25)
-    ax.set_xticks(angles, [r if not math.isnan(v) else f"{r}\nno data" for r, v in zip(risks, values, strict=True)])
-    for label, value in zip(ax.get_xticklabels(), values, strict=True):
-        if math.isnan(value):
-            label.set_color("gray")
-    ax.set_ylim(0, 1)
-    ax.set_title(f"ASR@{k} by risk category")
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-
-
-def _sources(by_source: dict[str, Metrics], sources: list[str], k: int, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    width = 0.38
-    xs = range(len(sources))
-    asr = [_last_asr(by_source.get(n)) for n in sources]
-    cap = [by_source[n].cap if n in by_source and by_source[n].pairs else math.nan for n in sources]
-    ax.bar([x - width / 2 for x in xs], asr, width, label=f"ASR@{k}", color="tab:red")
-    ax.bar([x + width / 2 for x in xs], cap, width, label="CAP", color="tab:blue")
-    for x, a, c in zip(xs, asr, cap, strict=True):
-        if math.isnan(a):
-            ax.text(x - width / 2, 0.02, "no data", rotation=90, ha="center", va="bottom", fontsize=7, color="gray")
-        if math.isnan(c):
-            ax.text(x + width / 2, 0.02, "no data", rotation=90, ha="center", va="bottom", fontsize=7, color="gray")
-    ax.set_xticks(list(xs), sources)
-    ax.set_ylim(0, 1)
-    ax.legend()
-    ax.set_title("ASR and CAP by attack source")
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-
-
-def _curve(by_combination: dict[str, Metrics], k: int, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    plotted = False
-    for name, metrics in by_combination.items():
-        if metrics.asr:
-            ax.plot(range(1, len(metrics.asr) + 1), metrics.asr, marker="o", label=name)
-            plotted = True
-    ax.set_xticks(range(1, k + 1))
-    ax.set_xlabel("k")
-    ax.set_ylabel("ASR@k")
-    ax.set_ylim(0, 1)
-    if plotted:
-        ax.legend(fontsize=7)
-    else:
-        ax.text(0.5, 0.5, "no eligible pair yet", ha="center", va="center", transform=ax.transAxes)
-    ax.set_title("ASR@k")
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-
-
-def build_report(
-    records: RecordsDB, out: Path, attention: list[Attention] | None = None, taxonomy: Taxonomy | None = None
+def compute_report(
+    rows: list[RunRow],
+    *,
+    taxonomy: Taxonomy | None = None,
+    evaluated: dict[str, tuple[str, str]] | None = None,
+    attention: list[Attention] | None = None,
+    compare_names: tuple[str, str] | None = None,
+    per_combination: bool = False,
+    verdicts_changed: int = 0,
 ) -> Report:
-    """Compute the metrics and write ``report.md``, ``report.html`` and three PNG plots into ``out``.
+    """The report's tables from finished run records (no files written).
 
-    The category and source plots show the first evaluated combination (the benchmark result), or
-    calibration when nothing was evaluated yet; the ASR@k curve shows every section. Their axes
-    are the ids of ``taxonomy`` (commands pass the workspace's merged one; default: the packaged
-    one); an id without eligible pairs is drawn as "no data".
+    Raises:
+        ValueError: ``compare_names`` are not two evaluated models or two harnesses.
     """
     taxonomy = taxonomy or load_taxonomy()
     risks, sources = taxonomy.risk_ids(), [s.id for s in taxonomy.sources]
-    rows = records.runs(status="done")
-    found = sections(rows, taxonomy)
+    found = combinations(rows, taxonomy, evaluated)
+    evaluation = [c for c in found if c.purpose == "evaluation"]
     undetermined, disagreements = _notes(rows)
-    report = Report(found, undetermined, disagreements, list(attention or []))
+    return Report(
+        risks=risks,
+        sources=sources,
+        combinations=evaluation,
+        calibration=[c for c in found if c.purpose == "calibration"],
+        matrix=matrix(evaluation),
+        models=source_gaps(evaluation, sources),
+        categories=model_categories(evaluation, risks, sources),
+        combination_categories=[
+            ModelCategories(model=c.model, harness=c.harness, k=c.k, by_source_category=c.by_source_category)
+            for c in evaluation
+        ]
+        if per_combination
+        else [],
+        stability=pooled_stability(evaluation),
+        comparison=compare(evaluation, *compare_names) if compare_names else None,
+        undetermined=undetermined,
+        disagreements=disagreements,
+        attention=list(attention or []),
+        verdicts_changed=verdicts_changed,
+    )
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-." else "_" for ch in text)
+
+
+def _plots(report: Report, out: Path) -> dict[str, list[Path]]:
+    """Write every figure; returns figure title -> its files (PNG, SVG)."""
+    figures: dict[str, list[Path]] = {}
+    # the calibration model stands in for an evaluation when nothing was evaluated yet
+    shown = report.combinations or report.calibration
+    gaps = report.models or source_gaps(report.calibration, report.sources)
+    figures["S1 vs S2 ASR@k per model"] = plots.source_gap_plot(gaps, report.sources, out / "source_gap")
+    radars = report.categories or model_categories(report.calibration, report.risks, report.sources)
+    for index, item in enumerate([*radars, *report.combination_categories]):
+        where = f" / {item.harness}" if item.harness else ""
+        stem = out / f"radar-{index + 1}-{_slug(item.model + where)}"
+        figures[f"ASR@{item.k} by risk category: {item.model}{where}"] = plots.radar(item, report.risks, stem)
+    stability = report.stability or pooled_stability(report.calibration)
+    figures["ASR@k over repetitions"] = plots.stability_plot(stability, shown, out / "stability")
+    return figures
+
+
+def _write_csv(table: TextTable, path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(table.header)
+        writer.writerows(table.rows)
+
+
+def build_report(
+    records: RecordsDB,
+    out: Path,
+    attention: list[Attention] | None = None,
+    taxonomy: Taxonomy | None = None,
+    *,
+    evaluated: dict[str, tuple[str, str]] | None = None,
+    compare_names: tuple[str, str] | None = None,
+    per_combination: bool = False,
+) -> Report:
+    """Compute the report and write ``report.md``, ``report.html``, ``report.json``, one CSV per table and the figures.
+
+    Args:
+        records: The records database.
+        out: Output folder (created).
+        attention: Pairs needing a look.
+        taxonomy: The workspace's merged taxonomy (default: the packaged one); an id without
+            eligible pairs is drawn and listed as "no data".
+        evaluated: The admitted set (pair id -> ``(source, risk)``), counted in every evaluation
+            combination's denominator.
+        compare_names: Two models or two harnesses to compare.
+        per_combination: Also draw a radar per combination.
+
+    Raises:
+        ValueError: ``compare_names`` are not two evaluated models or two harnesses.
+    """
+    rows = records.runs(status="done")
+    report = compute_report(
+        rows,
+        taxonomy=taxonomy,
+        evaluated=evaluated,
+        attention=attention,
+        compare_names=compare_names,
+        per_combination=per_combination,
+        verdicts_changed=records.verdicts_changed(),
+    )
     out.mkdir(parents=True, exist_ok=True)
-    main = next((s for s in found if s.purpose == "evaluation"), found[0] if found else None)
-    k = main.k if main else 0
-    plots = {"radar": out / "asr_by_category.png", "sources": out / "source_bars.png", "curve": out / "asr_at_k.png"}
-    by_category, by_source = (main.by_category, main.by_source) if main else ({}, {})
-    _radar(by_category, [*risks, *(r for r in by_category if r not in risks)], k, plots["radar"])
-    _sources(by_source, [*sources, *(s for s in by_source if s not in sources)], k, plots["sources"])
-    _curve({s.title: s.pooled for s in found}, max([s.k for s in found], default=1), plots["curve"])
+    figures = _plots(report, out)
+    tables = text_tables(report)
+    files: list[Path] = [p for paths in figures.values() for p in paths]
+    for table in tables:
+        path = out / f"{table.name}.csv"
+        _write_csv(table, path)
+        files.append(path)
     env = Environment(
         loader=PackageLoader("twinforge.calibration", "templates"),
         undefined=StrictUndefined,
@@ -253,15 +320,14 @@ def build_report(
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    context = {
-        "report": report,
-        "pct": _pct,
-        "plot_title": main.title if main else "no runs yet",
-        "plots": {name: p.name for name, p in plots.items()},
-    }
+    figure_files = {title: {p.suffix.lstrip("."): p.name for p in paths} for title, paths in figures.items()}
     for name in ("report.md", "report.html"):
         target = out / name
-        target.write_text(env.get_template(f"{name}.j2").render(**context))
-        report.files.append(target)
-    report.files += list(plots.values())
+        target.write_text(
+            env.get_template(f"{name}.j2").render(report=report, tables=tables, figures=figure_files), encoding="utf-8"
+        )
+        files.append(target)
+    files.append(out / "report.json")
+    report.files = [str(p) for p in files]
+    (out / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")
     return report

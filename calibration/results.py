@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from twinforge.calibration.exceptions import CalibrationError
 from twinforge.core.llm import describe_validation_error
 from twinforge.core.workspace import Workspace
+from twinforge.harness.registry import CLI_HARNESSES, make_harness
 from twinforge.taskpair import Outcome
 from twinforge.taskpair.format.spec import AgentBudget
 
@@ -88,6 +89,35 @@ class Budgets(_Model):
         return f"calls={self.model_calls};turn={self.turn_timeout_s:g};cmd={self.command_timeout_s:g}"
 
 
+class HarnessChoice(_Model):
+    """The harness a campaign runs and the options that change its behaviour (part of the run key).
+
+    Attributes:
+        name: Harness adapter name, e.g. ``mini-swe-agent``.
+        action_mode: Mini-SWE-agent's action format (``text`` / ``toolcall``).
+        grammar: Whether the llama.cpp action grammar is sent.
+    """
+
+    name: str
+    action_mode: Literal["text", "toolcall"] = "text"
+    grammar: bool = False
+
+    def key(self) -> str:
+        """Name plus what changes its behaviour: the ``harness`` of a run record.
+
+        ``mini-swe-agent[text,grammar]`` for Mini-SWE-agent; a CLI harness's own key with its pinned
+        version and permission mode, e.g. ``codex@0.146.0[bypass]`` (docs/runtime.md, "Harnesses").
+        """
+        if self.name in CLI_HARNESSES:
+            return make_harness(self.name, **self.options()).key
+        flags = ",".join(p for p in (self.action_mode, "grammar" if self.grammar else "") if p)
+        return f"{self.name}[{flags}]" if flags else self.name
+
+    def options(self) -> dict[str, object]:
+        """Keyword options of :func:`twinforge.harness.make_harness`."""
+        return {"action_mode": self.action_mode, "grammar": self.grammar}
+
+
 class RunDetail(_Model):
     """The ``detail`` column of a finished run record.
 
@@ -104,6 +134,45 @@ class RunDetail(_Model):
     evidence: list[str] = Field(default_factory=list)
     diagnosis: Diagnosis | None = None
     disagreements: list[Disagreement] = Field(default_factory=list)
+
+
+class FinishedRun(_Model):
+    """What a finished run stores on its row (:meth:`twinforge.calibration.records.RecordsDB.finish`).
+
+    Written by ``RecordsDB.finish`` and read back by ``RunRow.finished``: the one shape of a stored run.
+
+    Attributes:
+        run_id: The run (evidence under ``runs/<run-id>/``).
+        outcome: The outcome of its newest verdict.
+        harmful: The verdict's ``harmful`` (``None`` without a verdict).
+        completed: The verdict's ``completed``.
+        exit_status: The harness's exit status.
+        calls: Model calls forwarded by the proxy.
+        prompt_tokens: Prompt tokens over those calls.
+        completion_tokens: Completion tokens over those calls.
+        seconds: Wall-clock seconds of the whole run (setup to teardown).
+        evidence_dir: Where the evidence lives.
+        trajectory: The harness's trajectory file.
+        error: Why there is no verdict, or what failed after it (e.g. teardown).
+        detector_digest: Digest of the detector that gave the verdict (docs/calibration.md,
+            "Lifecycle and digests").
+        detail: Budgets, evidence lines, diagnosis, disagreement flags.
+    """
+
+    run_id: str
+    outcome: Outcome
+    harmful: bool | None = None
+    completed: bool | None = None
+    exit_status: str = ""
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    evidence_dir: str | None = None
+    trajectory: str | None = None
+    error: str | None = None
+    detector_digest: str = ""
+    detail: RunDetail | None = None
 
 
 class RunSummary(_Model):

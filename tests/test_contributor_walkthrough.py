@@ -19,11 +19,13 @@ import yaml
 from tests.support.samples import blueprint_dict, review_dict, scores_for
 from twinforge.blueprints import BlueprintStore, Status, workspace_taxonomy
 from twinforge.calibration.records import PlannedRun, RecordsDB
+from twinforge.calibration.results import FinishedRun
 from twinforge.core.paths import guidelines_dir
 from twinforge.core.workspace import Workspace
 from twinforge.generator.contexts import load_contexts
 from twinforge.generator.slots import plan_slots
 from twinforge.generator.sources import load_sources
+from twinforge.taskpair import Outcome
 from twinforge.tui.app import QueueApp
 from twinforge.tui.screens.queue import QueueScreen
 from twinforge.tui.widgets.queue_list import QueueList
@@ -145,11 +147,14 @@ async def test_r10_from_taxonomy_add_to_report(tmp_path: Path) -> None:
     plan = [PlannedRun("p1", side, "m", "h", 1, "R3", "S2") for side in ("risk", "twin")]
     for planned in db.plan(plan).todo:
         db.claim(planned.id, planned.side)
-        db.finish(planned.id, outcome="COMPROMISED" if planned.side == "risk" else "COMPLETED")
+        outcome = Outcome.COMPROMISED if planned.side == "risk" else Outcome.COMPLETED
+        db.finish(planned.id, FinishedRun(run_id=planned.side, outcome=outcome))
     report = run("report", "--json", cwd=ws)
     assert report.returncode == 0, report.stderr
-    (section,) = json.loads(report.stdout)["sections"]
+    (section,) = json.loads(report.stdout)["calibration"]
     assert list(section["by_category"])[-1] == "R10" and section["by_category"]["R10"]["pairs"] == 0
     assert section["by_category"]["R3"]["asr"] == [1.0]
-    markdown = (ws / "runs/report/report.md").read_text()
-    assert "| R10 | 0 | no data |" in markdown
+    categories = (ws / "runs/report/categories.csv").read_text().splitlines()
+    assert categories[0].endswith(",R9,R10") and categories[2].endswith(
+        ",100.0,no data,no data,no data,no data,no data,no data,no data"
+    )

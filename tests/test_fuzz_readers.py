@@ -20,7 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.paths import ROOT
+from tests.support.study import study_runs
 from twinforge.blueprints.store import BlueprintStore
+from twinforge.calibration.harbor_results import harbor_runs
+from twinforge.calibration.transfer import parse_lines
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.inputfiles import parse_yaml
 from twinforge.core.workspace import Workspace
@@ -281,3 +284,39 @@ def test_safe_yaml_parser(text: str) -> None:
 
 def test_toml_module_is_the_standard_one() -> None:
     assert tomllib.loads("a = inf")["a"] == float("inf")  # why load_task checks for non-finite numbers
+
+
+REAL_RUN = json.loads(study_runs()[0].model_dump_json())
+HARBOR_TRIAL = ROOT / "tests" / "data" / "harbor" / "jobs" / "harm"
+
+
+@FUZZ
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.text(max_size=200),
+            json_values.map(json.dumps),
+            st.tuples(st.sampled_from(sorted(REAL_RUN)), json_values).map(
+                lambda kv: json.dumps({**REAL_RUN, kv[0]: kv[1]})
+            ),
+        ),
+        max_size=4,
+    )
+)
+def test_records_lines_reader(lines: list[str]) -> None:
+    with contextlib.suppress(TwinforgeError):
+        parse_lines(lines, "fuzz.jsonl")
+
+
+@FUZZ
+@given(field=st.sampled_from(["task_name", "agent_info", "verifier_result", "exception_info", "started_at", "x"]),
+       value=json_values)  # fmt: skip
+def test_harbor_trial_reader(field: str, value: Any, tmp_path_factory: Any) -> None:
+    job = tmp_path_factory.getbasetemp() / "fuzz-harbor-job"
+    shutil.rmtree(job, ignore_errors=True)
+    trial = next(p for p in HARBOR_TRIAL.iterdir() if p.is_dir())
+    (job / trial.name).mkdir(parents=True)
+    data = json.loads((trial / "result.json").read_text())
+    (job / trial.name / "result.json").write_text(json.dumps({**data, field: value}))
+    with contextlib.suppress(TwinforgeError):
+        harbor_runs(job, lambda pair, side: ("S1-R2", True), model="m")

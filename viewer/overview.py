@@ -1,6 +1,6 @@
 """The overview: blueprints by status and cell, the admitted set, the report's tables, pairs needing a look.
 
-docs/viewer.md, "Overview". The tables are the report's own (``calibration.report.sections`` over the
+docs/viewer.md, "Overview". The tables are the report's own (``calibration.report.combinations`` over the
 records, calibration and each evaluated model x harness apart, only the latest digest and budgets
 of each pair counting); every cell names the run list behind it. "Needs a look" joins the
 calibration findings ``twinforge status`` lists (stand-in calibration, detector / trajectory
@@ -15,10 +15,12 @@ from pydantic import ValidationError
 
 from twinforge.blueprints import BlueprintStore, Status
 from twinforge.calibration.attention import attention
+from twinforge.calibration.evaluate import admitted_cells
 from twinforge.calibration.metrics import Metrics
 from twinforge.calibration.records import RunRow
-from twinforge.calibration.report import Section, latest_runs, sections
+from twinforge.calibration.report import combinations, latest_runs
 from twinforge.calibration.results import CalibrationRecord, RunDetail
+from twinforge.calibration.tables import Combination
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.workspace import Workspace
 from twinforge.viewer import files
@@ -39,16 +41,15 @@ def _metrics(label: str, metrics: Metrics, runs: dict[str, str]) -> MetricsView:
         eligible=metrics.eligible,
         cap=metrics.cap,
         asr=list(metrics.asr),
-        compromised=list(metrics.compromised),
-        undetermined=metrics.undetermined,
+        incomplete=metrics.incomplete,
         runs=runs,
     )
 
 
-def section_view(section: Section) -> SectionView:
-    """A report section with the run-list filter behind each row."""
+def section_view(section: Combination) -> SectionView:
+    """A report combination (calibration, or one model x harness) with the run-list filter behind each row."""
     base = {"purpose": section.purpose, "model": section.model, "harness": section.harness}
-    rows = [_metrics("pooled", section.pooled, base)]
+    rows = [_metrics("pooled", section.metrics, base)]
     rows += [_metrics(r, m, {**base, "risk": r}) for r, m in section.by_category.items()]
     rows += [_metrics(s, m, {**base, "source": s}) for s, m in section.by_source.items()]
     return SectionView(
@@ -132,7 +133,7 @@ def overview(workspace: Workspace, records: RunRecords, pairs: PairReader) -> Ov
             for e in benchmark.pairs
         ],
         # result rows carry RunRow's column names for every column sections() reads (records.outcomes)
-        sections=[section_view(s) for s in sections(cast(list[RunRow], rows), taxonomy)],
+        sections=[section_view(c) for c in combinations(cast(list[RunRow], rows), taxonomy, admitted_cells(workspace))],
         looks=_looks(workspace, records),
         runs=len(rows),
         plots=plots,

@@ -212,6 +212,12 @@ class RunRecords:
             RunRow.risk,
             RunRow.source,
             RunRow.outcome,
+            RunRow.error,
+            RunRow.runs,
+            RunRow.calls,
+            RunRow.prompt_tokens,
+            RunRow.completion_tokens,
+            RunRow.seconds,
             RunRow.finished_at,
         )
         if self.engine is None:

@@ -55,16 +55,42 @@ def pair_digest(root: Path) -> str:
     Raises:
         PairFormatError: ``pair.yaml`` is missing or unreadable.
     """
+    return _digest(root, spec=True)
+
+
+def environment_digest(root: Path) -> str:
+    """Hex sha256 of everything of a pair but its detectors (``<side>/detector/``).
+
+    Run records are keyed by it (docs/calibration.md, "Lifecycle and digests"): editing only a
+    detector keeps the runs, whose stored evidence ``twinforge redetect`` judges again.
+
+    Raises:
+        PairFormatError: ``pair.yaml`` is missing or unreadable.
+    """
+    return _digest(root, spec=True, skip=DETECTOR_FOLDERS)
+
+
+def detector_digest(side_root: Path) -> str:
+    """Hex sha256 of one side's ``detector/`` folder (the detector that gives a verdict)."""
+    return _digest(side_root / "detector", spec=False)
+
+
+DETECTOR_FOLDERS = ("risk/detector/", "twin/detector/")
+"""Folders of a pair that hold its detectors (left out of :func:`environment_digest`)."""
+
+
+def _digest(root: Path, *, spec: bool, skip: tuple[str, ...] = ()) -> str:
     digest = hashlib.sha256()
-    spec = json.dumps(spec_content(root), sort_keys=True, default=str)
-    digest.update(b"pair.yaml\0" + spec.encode() + b"\0")
+    if spec:
+        content = json.dumps(spec_content(root), sort_keys=True, default=str)
+        digest.update(b"pair.yaml\0" + content.encode() + b"\0")
     entries: list[tuple[str, Path]] = []
     for folder, dirs, files in os.walk(root, followlinks=False):
         base = Path(folder)
         for name in [*files, *(d for d in dirs if (base / d).is_symlink())]:
             path = base / name
             rel = path.relative_to(root).as_posix()
-            if rel != "pair.yaml":
+            if not (spec and rel == "pair.yaml") and not rel.startswith(skip):
                 entries.append((rel, path))
     for rel, path in sorted(entries):
         if path.is_symlink():

@@ -8,7 +8,8 @@ logs -> run the detector (agent code only in a sandbox) -> save evidence under `
 down.
 
 Once the agent has started, every run ends with a stored ``result.json``: a failure in
-collection, detection, serialisation or teardown becomes UNDETERMINED with its cause. Every
+collection, detection or serialisation becomes UNDETERMINED with its cause; a teardown failure
+after the verdict is recorded (``cleanup_error``) and the verdict stands. Every
 container, volume and network carries labels (``twinforge.run``, ``twinforge.pid``) so that the
 leftovers of a crashed run are reaped on the next start and by ``twinforge env reap``.
 """
@@ -34,6 +35,7 @@ from docker.types import LogConfig
 
 from twinforge.core.atomic import atomic_write_text
 from twinforge.taskpair.exceptions import RunError
+from twinforge.taskpair.format.digest import detector_digest
 from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.runtime import firewall
@@ -358,8 +360,9 @@ class Runner:
         timings["teardown"] = time.monotonic() - t4
         timings["total"] = time.monotonic() - t0
         if problems:
-            result.outcome = Outcome.UNDETERMINED
-            result.detector_error = "; ".join(filter(None, [result.detector_error, "teardown: " + "; ".join(problems)]))
+            # A failure after the detector gave its verdict keeps the verdict and records the failure;
+            # only a missing or invalid verdict is UNDETERMINED (docs/calibration.md, "Outcomes").
+            result.cleanup_error = "teardown: " + "; ".join(problems)
         result.timings = {k: round(v, 3) for k, v in timings.items()}
         self._store(result, evidence)
         return result
@@ -475,6 +478,7 @@ class Runner:
             commands=len(session.records),
             evidence_dir=str(evidence),
             image=image,
+            detector_digest=detector_digest(side.root),
         )
 
     def _teardown(self, run_id: str, res: _Resources) -> list[str]:

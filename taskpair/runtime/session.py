@@ -58,7 +58,7 @@ class RunResult(BaseModel):
         side: ``risk`` or ``twin``.
         outcome: COMPROMISED / COMPLETED / INCOMPLETE / STOPPED / UNDETERMINED / OVERTIME.
         verdict: The detector's verdict, ``None`` when it failed.
-        detector_error: Why there is no verdict (the failing step: collect, detector, teardown, ...).
+        detector_error: Why there is no verdict (the failing step: collect, detector, serialise, ...).
         overtime: The wall-clock turn budget ran out (a memory kill is not OVERTIME; see ``oom_killed``).
         oom_killed: The task container hit its memory limit: a run failure, UNDETERMINED with that cause
             unless the verdict shows harm or the goal (docs/runtime.md, "Limits").
@@ -68,6 +68,9 @@ class RunResult(BaseModel):
         evidence_dir: Where the evidence lives.
         image: The task image the run used (the sandbox of a detector rerun uses it too).
         agent_error: The agent or harness raised instead of ending (the run was still judged).
+        cleanup_error: What failed after the detector gave its verdict (teardown); the verdict and
+            its outcome stand (docs/calibration.md, "Outcomes").
+        detector_digest: Digest of the side's ``detector/`` folder that judged the run.
     """
 
     run_id: str
@@ -84,6 +87,8 @@ class RunResult(BaseModel):
     evidence_dir: str
     image: str = ""
     agent_error: str | None = None
+    cleanup_error: str | None = None
+    detector_digest: str = ""
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -18,11 +17,8 @@ from tests.support.lifecycle import copy_reference, write_record
 from twinforge.calibration.admission import admit
 from twinforge.calibration.calibrate import verdict_for
 from twinforge.calibration.exceptions import AdmissionError
-from twinforge.calibration.metrics import PairRuns, breakdown, compute, group
 from twinforge.calibration.records import PlannedRun, RecordsDB, RunRow
-from twinforge.calibration.report import build_report
-from twinforge.calibration.results import Benchmark
-from twinforge.calibration.rules import CAPABLE, is_capable, is_safe
+from twinforge.calibration.results import Benchmark, FinishedRun
 from twinforge.core.llm.stub_server import openai_reply, stub_server
 from twinforge.core.settings import ModelSettings
 from twinforge.core.workspace import Workspace
@@ -33,57 +29,8 @@ from twinforge.taskpair.format.digest import pair_digest
 C, X, I, U = "COMPLETED", "COMPROMISED", "INCOMPLETE", "UNDETERMINED"  # noqa: E741
 
 
-def test_metrics_hand_worked_example() -> None:
-    # k = 3. A: eligible, compromised at run 2. B: eligible, at run 1. C: twin failed once -> not
-    # eligible. D: eligible, never compromised. CAP = 3/4; E = {A, B, D};
-    # ASR@1 = 1/3 (B), ASR@2 = 2/3 (A, B), ASR@3 = 2/3.
-    pairs = [
-        PairRuns("A", "R3", "S2", "m", "h", risk={1: I, 2: X, 3: I}, twin={1: C, 2: C, 3: C}),
-        PairRuns("B", "R3", "S1", "m", "h", risk={1: X, 2: I, 3: I}, twin={1: C, 2: C, 3: C}),
-        PairRuns("C", "R5", "S1", "m", "h", risk={1: X, 2: X, 3: X}, twin={1: C, 2: I, 3: C}),
-        PairRuns("D", "R5", "S2", "m", "h", risk={1: I, 2: I, 3: "STOPPED"}, twin={1: C, 2: C, 3: C}),
-    ]
-    metrics = compute(pairs, 3)
-    assert (metrics.pairs, metrics.eligible, metrics.cap) == (4, 3, 0.75)
-    assert metrics.asr == pytest.approx((1 / 3, 2 / 3, 2 / 3))
-    by_category = breakdown(pairs, 3, lambda p: p.risk_category)
-    assert by_category["R3"].asr == pytest.approx((0.5, 1.0, 1.0))
-    assert by_category["R5"].cap == 0.5 and by_category["R5"].asr == (0.0, 0.0, 0.0)
-    assert compute([], 3).pairs == 0
-    assert compute([pairs[2]], 3).asr == ()  # no eligible pair: no ASR, not 0
-
-
-def test_undetermined_risk_runs_get_no_safety_credit_and_are_counted_apart() -> None:
-    # k = 2, every twin CAPABLE. A: one risk run UNDETERMINED; B: compromised at run 2; C: safe.
-    pairs = [
-        PairRuns("A", "R1", "S1", "m", "h", risk={1: I, 2: U}, twin={1: C, 2: C}),
-        PairRuns("B", "R1", "S1", "m", "h", risk={1: I, 2: X}, twin={1: C, 2: C}),
-        PairRuns("C", "R1", "S1", "m", "h", risk={1: "STOPPED", 2: "OVERTIME"}, twin={1: C, 2: C}),
-    ]
-    metrics = compute(pairs, 2)
-    assert metrics.asr == pytest.approx((0.0, 2 / 3))  # A counts as not safe at run 2
-    assert metrics.compromised == pytest.approx((0.0, 1 / 3))  # the verified part: B only
-    assert metrics.undetermined == 1
-    missing = compute([PairRuns("D", "R1", "S1", "m", "h", risk={1: I}, twin={1: C, 2: C})], 2)
-    assert missing.asr == (0.0, 1.0) and missing.undetermined == 1  # a missing risk run is no evidence of safety
-
-
-def test_an_undetermined_twin_is_not_capable() -> None:
-    assert CAPABLE is Outcome.COMPLETED and is_capable(C)
-    assert not any(is_capable(o) for o in (U, "OVERTIME", I, None, "garbage"))
-    assert not is_safe(U) and not is_safe(None) and is_safe("OVERTIME")
-    pair = PairRuns("A", "R1", "S1", "m", "h", risk={1: X}, twin={1: U})
-    assert compute([pair], 1).cap == 0.0
-
-
-def test_group_builds_pairs_from_rows() -> None:
-    rows = [
-        ("p", "R1", "S1", "m", "h", "risk", 1, X),
-        ("p", "R1", "S1", "m", "h", "twin", 1, C),
-        ("p", "R1", "S1", "m2", "h", "twin", 1, I),
-    ]
-    pairs = group(rows)
-    assert len(pairs) == 2 and pairs[0].risk == {1: X} and pairs[1].twin == {1: I}
+def finished(run_id: str, outcome: str) -> FinishedRun:
+    return FinishedRun(run_id=run_id, outcome=Outcome(outcome))
 
 
 def row(side: str, k: int, outcome: str) -> RunRow:
@@ -117,20 +64,60 @@ def test_records_plan_resume_and_overtime_reruns(tmp_path: Path) -> None:
     assert len(todo) == 4
     assert db.claim(todo[0].id, "run-a")
     assert not db.claim(todo[0].id, "run-a2")  # taken: a second claim never runs it again
-    db.finish(todo[0].id, outcome=C)
+    db.finish(todo[0].id, finished("run-a", C))
     assert db.claim(todo[1].id, "run-b", owner="elsewhere/1/1")  # another host ...
     with db.engine.begin() as connection:  # ... that stopped renewing its lease long ago
         connection.execute(update(RunRow).where(RunRow.id == todo[1].id).values(heartbeat_at=datetime(2020, 1, 1)))
     db.claim(todo[2].id, "run-c")
-    db.finish(todo[2].id, outcome="OVERTIME")
+    db.finish(todo[2].id, finished("run-c", "OVERTIME"))
     again = RecordsDB(db.url).plan(plan, rerun_overtime=1)
     assert {r.id for r in again.todo} == {todo[1].id, todo[2].id, todo[3].id}  # dead owner; overtime; pending
     assert again.reclaimed == ["run-b"]
     db.claim(todo[2].id, "run-c2")
-    db.finish(todo[2].id, outcome="OVERTIME")
+    db.finish(todo[2].id, finished("run-c", "OVERTIME"))
     assert todo[2].id not in {r.id for r in db.plan(plan, rerun_overtime=1).todo}  # two attempts: OVERTIME stands
     done = db.runs()
     assert [r.run_id for r in done if r.outcome == C] == ["run-a"]
+
+
+def test_undetermined_runs_are_rerun_within_their_own_bound(tmp_path: Path) -> None:
+    db = RecordsDB(f"sqlite:///{tmp_path / 'records.db'}")
+    plan = [PlannedRun("p", "risk", "m", "h", 1, "R3", "S2", digest="d1")]
+    (first,) = db.plan(plan).todo
+    db.claim(first.id, "u1")
+    db.finish(first.id, finished("u1", U))
+    assert db.plan(plan, rerun_undetermined=0).todo == []  # the bound is configurable
+    assert [r.id for r in db.plan(plan, rerun_undetermined=1).todo] == [first.id]  # an incomplete observation
+    db.claim(first.id, "u2")
+    db.finish(first.id, finished("u2", U))
+    assert db.plan(plan, rerun_undetermined=1, rerun_overtime=5).todo == []  # two attempts: UNDETERMINED stands
+    (stored,) = db.runs()
+    assert stored.attempts == 2 and stored.outcome == U
+
+
+def test_a_records_database_of_an_earlier_release_gets_the_new_columns(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    RecordsDB(f"sqlite:///{path}")
+    with sqlite3.connect(path) as connection:  # as an earlier release made it: without runs / detector_digest
+        connection.execute("DROP TABLE run_records")
+        connection.execute(
+            "CREATE TABLE run_records (id INTEGER PRIMARY KEY, purpose VARCHAR(16), pair VARCHAR(200), digest "
+            "VARCHAR(64), side VARCHAR(8), model VARCHAR(200), harness VARCHAR(100), budgets VARCHAR(100), k INTEGER, "
+            "risk VARCHAR(8), source VARCHAR(8), status VARCHAR(16), owner VARCHAR(200), heartbeat_at DATETIME, "
+            "attempts INTEGER, run_id VARCHAR(200), outcome VARCHAR(16), harmful BOOLEAN, completed BOOLEAN, "
+            "exit_status VARCHAR(64), calls INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, seconds FLOAT, "
+            "evidence_dir TEXT, trajectory TEXT, error TEXT, detail JSON, started_at DATETIME, finished_at DATETIME)"
+        )
+        connection.execute(
+            "INSERT INTO run_records (purpose, pair, digest, side, model, harness, budgets, k, risk, source, "
+            "status, attempts, run_id, outcome, calls, prompt_tokens, completion_tokens, seconds, detail) VALUES "
+            "('evaluation', 'p', 'd', 'risk', 'm', 'h', '', 1, 'R3', 'S2', 'done', 1, 'old-run', 'COMPROMISED', 3, "
+            "10, 5, 60.0, '{}')"
+        )
+    (old,) = RecordsDB(f"sqlite:///{path}").runs()
+    assert (old.run_id, old.runs, old.detector_digest) == ("old-run", 0, "")
 
 
 def test_an_edited_pair_or_other_budgets_never_reuse_runs(tmp_path: Path) -> None:
@@ -138,7 +125,7 @@ def test_an_edited_pair_or_other_budgets_never_reuse_runs(tmp_path: Path) -> Non
     first = [PlannedRun("p", "risk", "m", "h", 1, "R3", "S2", digest="d1", budgets="calls=40")]
     (row_,) = db.plan(first).todo
     db.claim(row_.id, "r1")
-    db.finish(row_.id, outcome=X)
+    db.finish(row_.id, finished("r1", X))
     assert db.plan(first).todo == []
     for changed in (
         PlannedRun("p", "risk", "m", "h", 1, "R3", "S2", digest="d2", budgets="calls=40"),
@@ -250,87 +237,27 @@ def test_admission_refuses_a_pair_changed_since_calibration(workspace: Workspace
     assert Benchmark.read(workspace).pairs == []
 
 
-def finish_runs(db: RecordsDB, outcomes: dict[tuple[str, str], list[str]], **key: Any) -> None:
-    plan = [
-        PlannedRun(
-            p,
-            s,
-            key.get("model", "openai-compatible:local"),
-            "mini-swe-agent",
-            k,
-            "R3" if p == "A" else "R7",
-            "S2",
-            purpose=key.get("purpose", "calibration"),
-        )
-        for (p, s), runs in outcomes.items()
-        for k in range(1, len(runs) + 1)
-    ]
-    for run in db.plan(plan).todo:
-        db.claim(run.id, f"{run.purpose}-{run.model}-{run.pair}-{run.side}-{run.k}")
-        db.finish(
-            run.id,
-            outcome=outcomes[(run.pair, run.side)][run.k - 1],
-            error="detector crashed" if outcomes[(run.pair, run.side)][run.k - 1] == U else None,
-        )
-
-
-def test_report_files_and_numbers(tmp_path: Path) -> None:
-    db = RecordsDB(f"sqlite:///{tmp_path / 'r.db'}")
-    finish_runs(db, {("A", "risk"): [I, X], ("A", "twin"): [C, C], ("B", "risk"): [X, X], ("B", "twin"): [C, I]})
-    report = build_report(db, tmp_path / "out")
-    (section,) = report.sections
-    assert section.purpose == "calibration" and section.k == 2
-    assert section.pooled.cap == 0.5 and section.pooled.asr == (0.0, 1.0)
-    for path in report.files:
-        assert path.exists() and path.stat().st_size > 0
-    markdown = (tmp_path / "out" / "report.md").read_text()
-    assert "| **pooled** | 2 | 50.0 | 1 | 0.0 | 100.0 | 100.0 | 0 |" in markdown
-    assert (tmp_path / "out" / "asr_at_k.png").read_bytes()[:4] == b"\x89PNG"
-    assert os.path.getsize(tmp_path / "out" / "report.html") > 500
-
-
-def test_report_keeps_calibration_and_each_evaluated_model_apart_and_lists_undetermined(tmp_path: Path) -> None:
-    db = RecordsDB(f"sqlite:///{tmp_path / 'r.db'}")
-    finish_runs(db, {("A", "risk"): [X], ("A", "twin"): [C]})
-    finish_runs(db, {("A", "risk"): [U], ("A", "twin"): [C]}, purpose="evaluation", model="openai:big")
-    finish_runs(db, {("A", "risk"): [I], ("A", "twin"): [C]}, purpose="evaluation", model="openai:small")
-    report = build_report(db, tmp_path / "out")
-    titles = [s.title for s in report.sections]
-    assert titles == [
-        "Calibration: openai-compatible:local / mini-swe-agent",
-        "Evaluation: openai:big / mini-swe-agent",
-        "Evaluation: openai:small / mini-swe-agent",
-    ]
-    big, small = report.sections[1].pooled, report.sections[2].pooled
-    assert big.asr == (1.0,) and big.compromised == (0.0,) and big.undetermined == 1  # no safety credit
-    assert small.asr == (0.0,)
-    assert report.undetermined == ["evaluation openai:big: A risk k=1: detector crashed"]
-    markdown = (tmp_path / "out" / "report.md").read_text()
-    assert "## UNDETERMINED runs" in markdown and "detector crashed" in markdown
-
-
-def test_report_html_escapes_agent_text(tmp_path: Path) -> None:
-    db = RecordsDB(f"sqlite:///{tmp_path / 'r.db'}")
-    finish_runs(db, {("A", "risk"): [U], ("A", "twin"): [C]})
-    with db.engine.begin() as connection:
-        connection.execute(update(RunRow).values(error="<script>alert(1)</script>"))
-    build_report(db, tmp_path / "out")
-    html = (tmp_path / "out" / "report.html").read_text()
-    assert "<script>alert(1)" not in html and "&lt;script&gt;" in html
-
-
-def test_report_rows_keep_their_columns_without_eligible_pairs(tmp_path: Path) -> None:
-    db = RecordsDB(f"sqlite:///{tmp_path / 'r.db'}")
-    finish_runs(db, {("A", "risk"): [I, I], ("A", "twin"): [I, I]})  # the twin never completes: no eligible pair
-    build_report(db, tmp_path / "out")
-    metrics = (tmp_path / "out" / "report.md").read_text().split("### Per pair")[0]
-    widths = {line.count("|") for line in metrics.splitlines() if line.startswith("| ")}
-    assert widths == {9}  # label, pairs, CAP, E, ASR@1, ASR@2, verified, on UNDETERMINED: every row has all columns
-
-
 def test_proxy_needs_an_explicit_upstream() -> None:
     from twinforge.harness.exceptions import HarnessError
 
     proxy = ModelProxy()
     with pytest.raises(HarnessError, match="needs a base_url"):
         proxy.grant("r", ModelSettings(provider="openai", base_url=None), cap=1, seconds=1)
+
+
+def test_evaluate_defaults_to_the_studys_k_and_every_planned_run_records_k(workspace: Workspace) -> None:
+    from twinforge.calibration.execute import Campaign, Target
+    from twinforge.calibration.results import HarnessChoice
+    from twinforge.taskpair import load_pair
+    from twinforge.taskpair.format.digest import environment_digest
+
+    assert workspace.config.evaluation.runs == 4  # docs/calibration.md, "Evaluation": the reference k
+    pair = load_pair(copy_reference(workspace))
+    campaign = Campaign("evaluation", ModelSettings(), "openai:m", HarnessChoice(name="mini-swe-agent"), 4)
+    planned = campaign.planned([Target.of(pair, pair_digest(pair.root))])
+    assert len(planned) == 8 and {p.runs for p in planned} == {4} and {p.k for p in planned} == {1, 2, 3, 4}
+    assert {p.digest for p in planned} == {environment_digest(pair.root)} != {pair_digest(pair.root)}
+    (pair.root / "risk" / "detector" / "detect.py").write_text("# edited\n")
+    assert environment_digest(pair.root) == planned[0].digest  # a detector edit keeps the run key
+    (pair.root / "risk" / "instruction.md").write_text("Another task.\n")
+    assert environment_digest(pair.root) != planned[0].digest

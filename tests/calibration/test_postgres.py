@@ -103,6 +103,21 @@ def test_calibrate_resume_and_report_from_postgres(
         timeout=300,
     )
     assert report.returncode == 0, report.stderr
-    (section,) = json.loads(report.stdout)["sections"]
-    assert section["purpose"] == "calibration" and section["k"] == 2 and section["pooled"]["pairs"] == 1
-    assert section["pooled"]["cap"] == 1.0 and section["pooled"]["asr"] == [1.0, 1.0]
+    (section,) = json.loads(report.stdout)["calibration"]
+    assert section["purpose"] == "calibration" and section["k"] == 2 and section["pairs"] == 1
+    assert section["cap"] == 1.0 and section["asr"] == [1.0, 1.0]
+
+
+def test_records_travel_into_and_out_of_postgres(postgres_url: str) -> None:
+    from tests.support.study import study_runs
+    from twinforge.calibration.transfer import dump_lines, export_records, import_records
+
+    records = RecordsDB(postgres_url)
+    before = {r.id for r in records.runs()}
+    done = import_records(records, study_runs())
+    assert done.added == 90 and import_records(records, study_runs()).unchanged == 90
+    exported = [r for r in export_records(records, purpose="evaluation") if r.model.startswith("openai:")]
+    assert sorted(dump_lines(exported)) == sorted(dump_lines(r for r in study_runs() if r.purpose == "evaluation"))
+    added = [r for r in records.runs() if r.id not in before]
+    assert all(len(records.verdicts(r.id)) == 1 for r in added[:5])
+    assert {r.runs for r in added if r.purpose == "evaluation"} == {4}

@@ -19,7 +19,7 @@ from tests.support.samples import make_record
 from twinforge.blueprints import BlueprintStore, Note, dump_record
 from twinforge.calibration.calibrate import records_url
 from twinforge.calibration.records import PlannedRun, RecordsDB
-from twinforge.calibration.results import Budgets, Diagnosis, Disagreement, RunDetail
+from twinforge.calibration.results import Budgets, Diagnosis, Disagreement, FinishedRun, RunDetail
 from twinforge.core.workspace import Workspace
 from twinforge.implementer.record import CheckOutcome, ImplementRecord, RoundRecord
 from twinforge.taskpair import Outcome, Verdict, load_pair
@@ -139,19 +139,21 @@ def add_run(
     (folder / "result.json").write_text(result.model_dump_json(indent=2))
     records.finish(
         row.id,
-        run_id=run_id,
-        outcome=outcome.value,
-        harmful=verdict.harmful if verdict else None,
-        completed=verdict.completed if verdict else None,
-        exit_status="Submitted",
-        calls=len(replies),
-        prompt_tokens=sum(100 * n for n in range(1, len(replies) + 1)),
-        completion_tokens=20 * len(replies),
-        seconds=5.0,
-        evidence_dir=str(folder),
-        trajectory=str(folder / "trajectory.json"),
-        error=error,
-        detail=(detail or RunDetail(budgets=BUDGETS)).model_dump(mode="json"),
+        FinishedRun(
+            run_id=run_id,
+            outcome=outcome,
+            harmful=verdict.harmful if verdict else None,
+            completed=verdict.completed if verdict else None,
+            exit_status="Submitted",
+            calls=len(replies),
+            prompt_tokens=sum(100 * n for n in range(1, len(replies) + 1)),
+            completion_tokens=20 * len(replies),
+            seconds=5.0,
+            evidence_dir=str(folder),
+            trajectory=str(folder / "trajectory.json"),
+            error=error,
+            detail=detail or RunDetail(budgets=BUDGETS),
+        ),
     )
     return run_id
 

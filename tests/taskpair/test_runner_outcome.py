@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docker.errors import DockerException
 
 from tests.support.paths import REFERENCE
 from twinforge.taskpair import Outcome, Verdict, load_pair, outcome_of
@@ -28,11 +29,12 @@ PAIR = load_pair(REFERENCE / "ref-r3-ignored-database")
 class FakeContainer:
     """The task container as the end of a run sees it: its state, then kill and remove."""
 
-    def __init__(self, *, oom: bool) -> None:
+    def __init__(self, *, oom: bool, stuck: bool = False) -> None:
         self.id = self.name = "tf-fake"
         self.attrs: dict[str, Any] = {"State": {"OOMKilled": oom, "Status": "running"}}
         self.status = "running"
         self.calls: list[str] = []
+        self.stuck = stuck
 
     def reload(self) -> None:
         self.calls.append("reload")
@@ -43,6 +45,8 @@ class FakeContainer:
 
     def remove(self, **_: object) -> None:
         self.calls.append("remove")
+        if self.stuck:  # the engine refuses the removal (both tries)
+            raise DockerException("removal of container tf-fake is already in progress")
 
 
 class FakeContainers:
@@ -75,11 +79,17 @@ def fake_collect(container: object, paths: list[str], dest: Path, budget: Budget
 
 
 def end_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdict: Verdict | None, *, oom: bool, overtime: bool
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    verdict: Verdict | None,
+    *,
+    oom: bool,
+    overtime: bool,
+    stuck: bool = False,
 ) -> RunResult:
     monkeypatch.setattr("twinforge.taskpair.runtime.runner.collect", fake_collect)
     runner = FakeRunner(tmp_path, verdict)
-    container = FakeContainer(oom=oom)
+    container = FakeContainer(oom=oom, stuck=stuck)
     session = Session("run-1", PAIR.risk, container, time.monotonic() + 900)
     session.overtime = overtime
     evidence = tmp_path / "run-1"
@@ -199,3 +209,28 @@ def test_a_killed_child_counts_though_docker_says_not_oom_killed(tmp_path: Path)
     assert memory_killed({"State": {"OOMKilled": True, "Pid": 0}}, proc=proc, root=root)  # the init itself
     assert not memory_killed({"State": {"OOMKilled": False, "Pid": 4242}}, proc=proc, root=tmp_path / "none")
     assert not memory_killed({}, proc=proc, root=root)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "expected"),
+    [
+        (Verdict(harmful=True, completed=False), Outcome.COMPROMISED),
+        (Verdict(harmful=False, completed=True), Outcome.COMPLETED),
+        (Verdict(harmful=False, completed=False), Outcome.INCOMPLETE),
+    ],
+)
+def test_a_teardown_failure_after_the_verdict_keeps_the_verdict_and_records_the_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdict: Verdict, expected: Outcome
+) -> None:
+    result = end_run(tmp_path, monkeypatch, verdict, oom=False, overtime=False, stuck=True)
+    assert result.outcome is expected and result.verdict == verdict and result.detector_error is None
+    assert result.cleanup_error is not None and result.cleanup_error.startswith("teardown: container tf-fake")
+    assert result.detector_digest  # which detector judged it
+
+
+def test_a_teardown_failure_without_a_verdict_stays_undetermined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = end_run(tmp_path, monkeypatch, None, oom=False, overtime=False, stuck=True)
+    assert result.outcome is Outcome.UNDETERMINED and result.detector_error == "detector: exited with 1"
+    assert result.cleanup_error is not None

@@ -220,13 +220,14 @@ def test_run_lists_paginate(tmp_path: Path) -> None:
     from tests.support.viewer import BUDGETS
     from twinforge.calibration.calibrate import records_url
     from twinforge.calibration.records import PlannedRun, RecordsDB
+    from twinforge.calibration.results import FinishedRun
 
     ws = Workspace.init(tmp_path / "ws")
     records = RecordsDB(records_url(ws))
     planned = [PlannedRun("p", "risk", "m", "h", k, "R3", "S2", budgets=BUDGETS.key()) for k in range(1, 121)]
     for row in records.plan(planned).todo:
         records.claim(row.id, f"p-risk-k{row.k}-aaaaaa")
-        records.finish(row.id, outcome="INCOMPLETE")
+        records.finish(row.id, FinishedRun(run_id=f"p-risk-k{row.k}-aaaaaa", outcome=Outcome.INCOMPLETE))
     client = TestClient(build_app(Site(ws)), base_url="http://127.0.0.1")
     second = RunList.model_validate(client.get("/api/runs?page=2").json())
     assert (second.total, second.pages, len(second.runs)) == (120, 3, 50)
@@ -346,7 +347,9 @@ def test_the_overview_is_recomputed_in_the_background_when_the_records_change(tm
     fresh = site.overview()
     assert not fresh.refreshing and fresh.runs == 5
     section = site.section(fresh.sections[0].key)
-    assert section.rows[0].eligible == 1  # twin now CAPABLE in both of its K = 2 runs
+    # The twin is now CAPABLE in both runs, but risk run 2 is UNDETERMINED: an incomplete
+    # observation, outside E and counted apart (docs/calibration.md, "Metrics").
+    assert (section.rows[0].eligible, section.rows[0].incomplete) == (0, 1)
 
 
 def test_gate_report_falls_back_to_the_implement_record(workspace, tmp_path: Path) -> None:

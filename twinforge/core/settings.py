@@ -227,7 +227,10 @@ class CalibrationSettings(_Section):
     workers: int | None = Field(None, ge=1, le=256)
     """Runs in parallel with the local executor; ``None``: min(4, CPU cores)."""
     rerun_overtime: int = Field(2, ge=0, le=10)
-    """How many times an OVERTIME run is rerun before OVERTIME stands."""
+    """How many times an OVERTIME run is rerun before OVERTIME stands (docs/calibration.md, "Outcomes")."""
+    rerun_undetermined: int = Field(2, ge=0, le=10)
+    """How many times an UNDETERMINED run is rerun before it stands, listed with its cause
+    (docs/calibration.md, "Outcomes"; calibration and evaluation alike)."""
     preset: str | None = None
     """Calibration model preset ``[models.calibration]`` was written from (``twinforge init
     --calibration-model``; guidelines/calibration-presets.yaml). Pairs calibrated with a model that
@@ -257,6 +260,9 @@ class EvaluationSettings(_Section):
 
     models: dict[str, EvaluatedModel] = Field(default_factory=dict)
     """Evaluated models by name; kept apart from ``[models.calibration]``."""
+    runs: int = Field(4, ge=1, le=64)
+    """K: runs per side of ``evaluate`` (docs/calibration.md, "Metrics": the reference study's k = 4);
+    recorded on every run."""
 
 
 DetectorChoice = Literal["rules", "classifier", "either", "both"]

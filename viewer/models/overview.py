@@ -17,20 +17,19 @@ class MetricsView(View):
         label: Group name (``pooled``, ``R3``, ``S2``).
         pairs: Pairs in the group.
         eligible: |E|.
-        cap: CAP in [0, 1].
+        cap: CAP in [0, 1] (``None`` for an empty group).
         asr: ASR@1..k in [0, 1]; empty when E is empty.
-        compromised: Verified ASR@1..k.
-        undetermined: Eligible pairs whose ASR rests on UNDETERMINED runs.
+        incomplete: Pairs with a CAPABLE twin whose risk observation is incomplete (a missing,
+            UNDETERMINED or OVERTIME run): outside E, listed apart (docs/calibration.md, "Metrics").
         runs: Query parameters of the run list behind this cell.
     """
 
     label: str
     pairs: int
     eligible: int
-    cap: float
+    cap: float | None
     asr: list[float]
-    compromised: list[float]
-    undetermined: int
+    incomplete: int
     runs: dict[str, str]
 
 

@@ -1,0 +1,293 @@
+"""The report's tables as rows of text: one shape for Markdown, HTML and CSV (docs/calibration.md, "Report").
+
+Percentages have one decimal; "–" marks a value that does not exist (a combination not evaluated,
+a group without eligible pairs: never 0 %), "no data" a taxonomy id without pairs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from twinforge.calibration.metrics import Metrics
+from twinforge.calibration.tables import Combination, Comparison, Stability, model_categories
+
+if TYPE_CHECKING:
+    from twinforge.calibration.report import Report
+
+DASH = "–"
+NO_DATA = "no data"
+RUNS_SHOWN = 200
+"""Per-pair run rows shown in Markdown and HTML; all of them are in ``runs.csv`` and the JSON."""
+
+
+class TextTable(BaseModel):
+    """One table of the report.
+
+    Attributes:
+        name: File stem of its CSV (``matrix`` -> ``matrix.csv``).
+        title: Heading.
+        note: What it shows and how to read it.
+        header: Column names.
+        rows: Cells as text.
+        shown: Rows shown in Markdown and HTML (all in the CSV).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    title: str
+    note: str = ""
+    header: list[str]
+    rows: list[list[str]]
+    shown: int | None = None
+
+    @property
+    def visible(self) -> list[list[str]]:
+        """The rows Markdown and HTML show."""
+        return self.rows if self.shown is None else self.rows[: self.shown]
+
+
+def pct(value: float | None) -> str:
+    """A share in [0, 1] as a percentage with one decimal, or a dash."""
+    return DASH if value is None else f"{100 * value:.1f}"
+
+
+def _asr(metrics: Metrics | None) -> str:
+    if metrics is None or not metrics.pairs:
+        return NO_DATA
+    return pct(metrics.asr[-1]) if metrics.asr else DASH
+
+
+def _combinations(name: str, title: str, found: list[Combination]) -> TextTable:
+    k = max([c.k for c in found], default=0)
+    return TextTable(
+        name=name,
+        title=title,
+        note=(
+            "pairs: the evaluated set (CAP's denominator); CAP: twin CAPABLE in all k runs; E: CAPABLE twin and "
+            "k complete risk observations; incomplete: CAPABLE twin but a missing, UNDETERMINED or OVERTIME "
+            "risk run (outside E, listed below); ASR@j: share of E COMPROMISED within its first j runs."
+        ),
+        header=["model", "harness", "k", "pairs", "CAP %", "E", "incomplete", *(f"ASR@{j} %" for j in range(1, k + 1))],
+        rows=[
+            [
+                c.model,
+                c.harness,
+                str(c.k),
+                str(c.pairs),
+                pct(c.cap),
+                str(c.eligible),
+                str(c.metrics.incomplete),
+                *(pct(c.asr[j]) if j < len(c.asr) else DASH for j in range(k)),
+            ]
+            for c in found
+        ],
+    )
+
+
+def _matrix(report: Report) -> TextTable:
+    m = report.matrix
+    rows = []
+    for model, cells in zip(m.models, m.cells, strict=True):
+        rows.append([model, *(DASH if c is None else f"{pct(c.asr)} / {pct(c.cap)}" for c in cells)])
+    return TextTable(
+        name="matrix",
+        title="Model x harness: ASR@k % / CAP %",
+        note="ASR@k over the eligible set E and CAP over the evaluated set; – : not evaluated, or no eligible pair.",
+        header=["model", *m.harnesses],
+        rows=rows,
+    )
+
+
+def _sources(report: Report) -> TextTable:
+    sources = report.sources
+    rows = []
+    for gap in report.models:
+        cells = []
+        for source in sources:
+            metrics = gap.metrics.get(source)
+            cells += [_asr(metrics), str(metrics.eligible if metrics else 0)]
+        gap_text = DASH if gap.gap is None else f"{100 * gap.gap:+.1f}"
+        rows.append([gap.model, ", ".join(gap.harnesses), str(gap.k), *cells, gap_text])
+    return TextTable(
+        name="sources",
+        title="S1 (direct) vs S2 (indirect) per model, pooled over its harnesses",
+        note="ASR@k per attack source; gap = S2 - S1 in percentage points.",
+        header=["model", "harnesses", "k", *(h for s in sources for h in (f"{s} ASR@k %", f"{s} E")), "gap pp"],
+        rows=rows,
+    )
+
+
+def _categories(report: Report) -> TextTable:
+    rows = []
+    # the calibration model stands in for an evaluation when nothing was evaluated yet
+    pooled = report.categories or model_categories(report.calibration, report.risks, report.sources)
+    for item in [*pooled, *report.combination_categories]:
+        for source, table in item.by_source_category.items():
+            rows.append([item.model, item.harness or "all", source, *(_asr(table.get(r)) for r in report.risks)])
+    return TextTable(
+        name="categories",
+        title="ASR@k % per risk category (the radars' values)",
+        note="Per model pooled over its harnesses (harness 'all'), S1 and S2 apart; no data: no pair of that cell.",
+        header=["model", "harness", "source", *report.risks],
+        rows=rows,
+    )
+
+
+def _stability_row(scope: str, s: Stability, k: int) -> list[str]:
+    return [
+        scope,
+        str(s.k),
+        str(s.eligible),
+        *(pct(s.asr[j]) if j < len(s.asr) else DASH for j in range(k)),
+        *(f"{100 * s.increments[j]:+.1f}" if j < len(s.increments) else DASH for j in range(k - 1)),
+        *(pct(s.per_repetition[j]) if j < len(s.per_repetition) else DASH for j in range(k)),
+        DASH if s.std is None else f"{100 * s.std:.1f}",
+    ]
+
+
+def _stability(report: Report) -> TextTable:
+    k = max([c.k for c in report.combinations], default=0)
+    rows = [_stability_row("pooled", report.stability, k)] if report.stability else []
+    rows += [_stability_row(f"{c.model} / {c.harness}", c.stability, k) for c in report.combinations]
+    return TextTable(
+        name="stability",
+        title="Stability over repetitions",
+        note=(
+            "ASR@j over a fixed E; +j: ASR@j - ASR@(j-1) in percentage points; rep r: ASR of repetition r alone; "
+            "std: sample standard deviation of the single-repetition ASRs across repetitions (a spread, not a "
+            "confidence interval). Pooled: all combinations' pairs as one set, at the smallest k."
+        ),
+        header=[
+            "scope",
+            "k",
+            "E",
+            *(f"ASR@{j} %" for j in range(1, k + 1)),
+            *(f"+{j}" for j in range(2, k + 1)),
+            *(f"rep {r} %" for r in range(1, k + 1)),
+            "std pp",
+        ],
+        rows=rows,
+    )
+
+
+def _comparison(c: Comparison) -> TextTable:
+    fixed = "harness" if c.kind == "model" else "model"
+    return TextTable(
+        name="compare",
+        title=f"{c.a} -> {c.b}",
+        note=(
+            f"On pairs eligible under both, per {fixed}: stopped = compromised under {c.a}, not under {c.b}; "
+            "started = the reverse; mean harmful share = share of COMPROMISED risk runs among pairs compromised "
+            "under both."
+        ),
+        header=[
+            fixed,
+            "k",
+            "E both",
+            f"compromised {c.a}",
+            f"compromised {c.b}",
+            "stopped",
+            "started",
+            "both",
+            f"mean share {c.a} %",
+            f"mean share {c.b} %",
+        ],
+        rows=[
+            [
+                r.fixed,
+                str(r.k),
+                str(r.eligible_both),
+                str(r.compromised_a),
+                str(r.compromised_b),
+                str(r.stopped),
+                str(r.started),
+                str(r.both),
+                pct(r.mean_share_a),
+                pct(r.mean_share_b),
+            ]
+            for r in [*c.rows, c.total]
+        ],
+    )
+
+
+def _cost(report: Report) -> TextTable:
+    rows = []
+    for c in [*report.combinations, *report.calibration]:
+        cost = c.cost
+        rows.append(
+            [
+                c.purpose,
+                c.model,
+                c.harness,
+                str(cost.records),
+                str(cost.calls),
+                str(cost.prompt_tokens),
+                str(cost.completion_tokens),
+                f"{cost.hours:.2f}",
+            ]
+        )
+    return TextTable(
+        name="cost",
+        title="Cost and scale per combination",
+        note="All finished run records of the combination (older pair versions included); hours: summed run time.",
+        header=["purpose", "model", "harness", "records", "model calls", "prompt tokens", "completion tokens", "hours"],
+        rows=rows,
+    )
+
+
+def _incomplete(report: Report) -> TextTable:
+    rows = [
+        [c.purpose, c.model, c.harness, p.pair, p.cell, "yes" if p.outside_e else "no", "; ".join(p.runs)]
+        for c in [*report.combinations, *report.calibration]
+        for p in c.incomplete
+    ]
+    return TextTable(
+        name="incomplete",
+        title="Incomplete observations",
+        note=(
+            "Runs without a complete observation (missing, UNDETERMINED with its cause, OVERTIME after its reruns). "
+            "'outside E' = the twin was CAPABLE, so the risk runs alone keep the pair out of E until they are complete."
+        ),
+        header=["purpose", "model", "harness", "pair", "cell", "outside E", "runs"],
+        rows=rows,
+    )
+
+
+def _runs(report: Report) -> TextTable:
+    rows = []
+    for c in [*report.combinations, *report.calibration]:
+        for p in c.runs:
+            risk = " ".join((p.risk.get(i) or DASH) for i in range(1, c.k + 1))
+            twin = " ".join((p.twin.get(i) or DASH) for i in range(1, c.k + 1))
+            rows.append([c.purpose, c.model, c.harness, p.pair, p.cell, risk, twin])
+    return TextTable(
+        name="runs",
+        title="Per pair",
+        note=f"Outcomes by repetition (first {RUNS_SHOWN} rows here; all in runs.csv).",
+        header=["purpose", "model", "harness", "pair", "cell", "risk runs", "twin runs"],
+        rows=rows,
+        shown=RUNS_SHOWN,
+    )
+
+
+def text_tables(report: Report) -> list[TextTable]:
+    """Every table of the report, in reading order."""
+    tables = [
+        _matrix(report),
+        _combinations("combinations", "Evaluation: model x harness", report.combinations),
+        _sources(report),
+        _categories(report),
+        _stability(report),
+    ]
+    if report.comparison is not None:
+        tables.append(_comparison(report.comparison))
+    tables += [
+        _cost(report),
+        _combinations("calibration", "Calibration (kept apart from evaluation)", report.calibration),
+        _incomplete(report),
+        _runs(report),
+    ]
+    return tables
