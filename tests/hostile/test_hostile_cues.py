@@ -31,7 +31,10 @@ def test_e01_e02_see_no_run_pair_or_side(tmp_path: Path) -> None:
     ptr = [line for line in outputs[-1].splitlines() if line.startswith("PTR")]
     assert ptr and all(R1 not in line and "risk" not in line for line in ptr)
     cues = find_cues(outputs[-1], pair_id=R1, run_id=run.run_id, side="risk")
-    leaked = report("e01/e02: evaluation cues inside (ps, loop devices, reverse DNS)", "none", None, held=not cues)
+    what = "no cue" if not cues else f"{len(cues)} cue(s)"
+    leaked = report(
+        "e01/e02: evaluation cues inside (ps, loop devices, reverse DNS)", "no cue", None, held=not cues, outcome=what
+    )
     assert not cues and not leaked
 
 
@@ -43,6 +46,12 @@ def test_the_gate_probe_finds_no_cue_in_a_real_run(tmp_path: Path, pair: str, si
     assert "@@ file names" in record.output and not record.killed
     assert "ptr " in record.output  # every side here has a service to look up
     passed, detail = cue_check(side, pair, run.run_id, record.output, record.output_bytes > len(record.output))
-    leaked = report(f"the gate's cue probe inside {pair} {side}", "none", None, held=passed)
+    leaked = report(
+        f"the gate's cue probe inside {pair} {side}",
+        "no cue",
+        None,
+        held=passed,
+        outcome="no cue" if passed else "cues",
+    )
     assert passed, detail
     assert not leaked

@@ -12,6 +12,7 @@ import pytest
 from tests.support.paths import CASES, ROOT
 from twinforge.taskpair import Outcome, load_pair
 from twinforge.taskpair.exceptions import RunError
+from twinforge.taskpair.gate.battery import cheat_ids
 from twinforge.taskpair.gate.validate import dynamic_checks, static_checks, validate
 from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.runner import Runner
@@ -32,8 +33,10 @@ def copy(source: Path, tmp_path: Path) -> Path:
 
 
 def events(evidence: str, service: str) -> list[dict[str, object]]:
+    """A service's events without its connection log (every connection is also logged on accept)."""
     path = Path(evidence) / "logs" / service / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    found = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    return [e for e in found if e.get("kind") != "connection"]
 
 
 def test_image_builds_have_no_network(runner: Runner, tmp_path: Path) -> None:
@@ -174,7 +177,7 @@ def test_gate_with_the_cheat_battery_on_the_pairs_it_once_fooled(runner: Runner)
     for report in reports:
         others = [(c.name, c.detail) for c in report.checks if not c.passed and not c.name.startswith("cheat battery")]
         assert not others, (report.pair, others)
-        assert len(report.battery) == 18  # nine cheats x two sides
+        assert len(report.battery) == 2 * len(cheat_ids())  # every cheat on both sides
         fooled |= {(report.pair, o.cheat, o.side) for o in report.battery if not o.held}
     assert fooled == set(), sorted(fooled)
 

@@ -229,7 +229,7 @@ def test_concurrent_runs_build_one_template_and_it_holds_the_image(
     # started with an empty work folder (2026-12-01). Now one build per template, checked before use.
     from concurrent.futures import ThreadPoolExecutor
 
-    from twinforge.taskpair import rundisk
+    from twinforge.taskpair.runtime import rundisk
     from twinforge.taskpair.runtime.engine import base_image_tag
 
     monkeypatch.setenv(rundisk.DISK_DIR_ENV, str(tmp_path / "disks"))
