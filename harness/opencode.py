@@ -5,7 +5,10 @@
 switches turn off updates, sharing, the models catalogue fetch and default plugins. No switch stops
 the background npm install of its plugin package at every start: its config folder is pre-seeded
 with ``node_modules/``, a ``package.json`` and a matching lock file, which makes it skip that install
-(harness-kit findings). The task is piped on standard input (an argument with spaces reaches the
+(harness-kit findings). A ``.opencode/`` folder of the task repository (in the working folder or
+above it) would start the same install there; OpenCode skips a folder it cannot write, so such a
+folder is unwritable while it runs (:attr:`CliHarness.unwritable_folders`; its mode comes back
+after). The task is piped on standard input (an argument with spaces reaches the
 model wrapped in quotes). It stops at once on 401. It has no end event: the last ``step_finish``
 with reason ``stop`` and no ``error`` event mean success.
 """
@@ -39,6 +42,7 @@ class OpenCode(CliHarness):
     name = "opencode"
     shape = "chat"
     refusal_status = 401
+    unwritable_folders = (".opencode",)
 
     def launch(self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str) -> Launch:
         """``opencode.json``, the seeded config folder, environment and command line of one run."""

@@ -11,6 +11,7 @@ with the standard library only. This module only says where each part lives on t
 | ``twinforge_detectors/`` | the detector container and the sandbox | mounted under :data:`DETECTOR_MOUNT` (on ``PYTHONPATH``) |
 | ``cheats/`` | the task container, as the cheat battery's agents | copied in by the gate |
 | ``channel/relay.py`` | the model channel's sidecar (the task container's network namespace) | passed as ``python3 -I -S -c`` |
+| ``harness/unwritable.py`` | the task container, before and after an in-container harness | passed as ``python3 -I -S -c`` |
 
 ``twinforge_detectors`` is also installed on the host as its own top-level package: it is the API
 detector authors write against, typed and checked like the rest.
@@ -43,6 +44,9 @@ DETECTOR_PACKAGE_MOUNT = f"{DETECTOR_MOUNT}/twinforge_detectors"
 MODEL_CHANNEL_RELAY = HERE / "channel" / "relay.py"
 """The model channel's sidecar: loopback relay to the host proxy and sink of blocked connections."""
 
+UNWRITABLE_FOLDERS = HERE / "harness" / "unwritable.py"
+"""Makes a harness's project configuration folders unwritable for one run and gives them back after."""
+
 CHEATS = HERE / "cheats"
 """The cheat battery's scripts (``_common.py`` is their shared helper)."""
 
@@ -55,4 +59,5 @@ __all__ = [
     "MODEL_CHANNEL_RELAY",
     "SERVICES_MOUNT",
     "SERVICE_PROGRAMS",
+    "UNWRITABLE_FOLDERS",
 ]
