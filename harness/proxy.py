@@ -17,7 +17,11 @@ It records every call with its role (``agent`` turns, ``side`` calls such as tit
 list, malformed usage: recorded as such). It enforces the run's agent-turn cap, a side-call cap
 and the deadline by refusing further calls with the harness's own stop status (401 by default: the
 run's token is no longer valid; LiteLLM maps 401 to AuthenticationError, which Mini-SWE-agent does
-not retry, while a 403 is retried with backoff for minutes; Codex stops at once only on 429).
+not retry, while a 403 is retried with backoff for minutes; Codex stops at once only on 429). An
+upstream that fails (401, 403, 408, 429, 5xx or no answer) ends the run the same way: the failed
+call is recorded with the upstream's status, the harness gets its stop status, and every later call
+is refused, so no harness retries for minutes and the run is UNDETERMINED with that cause
+(:meth:`RunGrant.fail_upstream`).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from starlette.routing import Route
 
 from twinforge.core.settings import ModelSettings
 from twinforge.harness.exceptions import HarnessError
-from twinforge.harness.grant import RunGrant
+from twinforge.harness.grant import UPSTREAM_FAILURES, RunGrant
 from twinforge.harness.shapes import (
     PATHS,
     Reply,
@@ -305,6 +309,8 @@ class ModelProxy:
             )
             entry.error = entry.error or problem
             await asyncio.to_thread(self._record, grant, entry)
+        if entry.status in UPSTREAM_FAILURES:
+            return _error(entry.shape, grant.refusal_status, grant.fail_upstream(entry.status, _detail(entry, content)))
         return Response(content, status_code=entry.status, media_type=media)
 
     async def _stream(
@@ -337,7 +343,7 @@ class ModelProxy:
         if first is not None and first[0] == "fail":
             entry.status, entry.error, entry.seconds = 502, str(first[1]), time.monotonic() - started
             await asyncio.to_thread(self._record, grant, entry)
-            return _error(entry.shape, 502, entry.error)
+            return _error(entry.shape, grant.refusal_status, grant.fail_upstream(502, entry.error))
         if first is not None and first[0] == "head" and first[1].status_code != 200:
             entry.status = first[1].status_code
             content = bytearray()
@@ -349,6 +355,9 @@ class ModelProxy:
             entry.seconds = time.monotonic() - started
             entry.response, _, entry.error = read_reply(bytes(content))
             await asyncio.to_thread(self._record, grant, entry)
+            if entry.status in UPSTREAM_FAILURES:
+                message = grant.fail_upstream(entry.status, _detail(entry, bytes(content)))
+                return _error(entry.shape, grant.refusal_status, message)
             media = first[1].headers.get("content-type", "application/json")
             return Response(bytes(content), status_code=entry.status, media_type=media)
         relay = self._relay(grant, entry, queue, task, first, started, started + timeout)
@@ -377,6 +386,7 @@ class ModelProxy:
                     wait = min(self.ping_every_s, deadline - time.monotonic())
                     if wait <= 0:
                         entry.error = "upstream timed out"
+                        grant.fail_upstream(504, entry.error)
                         yield error_event(entry.shape, 504, entry.error)
                         return
                     try:
@@ -392,6 +402,8 @@ class ModelProxy:
                     if value.status_code != 200:
                         entry.status = value.status_code
                         entry.error = f"upstream answered HTTP {value.status_code} after keep-alive pings"
+                        if value.status_code in UPSTREAM_FAILURES:
+                            grant.fail_upstream(value.status_code, entry.error)
                         yield error_event(entry.shape, value.status_code, entry.error)
                         return
                     continue
@@ -403,6 +415,7 @@ class ModelProxy:
                     continue
                 if kind == "fail":
                     entry.status, entry.error = 502, str(value)
+                    grant.fail_upstream(502, entry.error)
                     yield error_event(entry.shape, 502, entry.error)
                 return
         finally:
@@ -524,6 +537,14 @@ def read_reply(content: bytes) -> tuple[Any, dict[str, int], str | None]:
     if raw is not None and (not isinstance(raw, dict) or any(counts[n] != v for n, v in present.items())):
         problem = f"malformed usage: {json.dumps(raw, default=str)[:200]}"
     return payload, counts, problem
+
+
+def _detail(entry: _Entry, content: bytes) -> str:
+    """What a failed upstream said: its error message, else the head of its body."""
+    payload, _, _ = read_reply(content)
+    error = payload.get("error") if isinstance(payload, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message or entry.error or content[:200].decode("utf-8", "replace"))
 
 
 def _free_port() -> int:

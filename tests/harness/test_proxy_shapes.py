@@ -183,13 +183,37 @@ def test_count_tokens_and_whole_replies(upstream: tuple[str, Any], proxy: tuple[
     server.release(token)
 
 
-def test_upstream_errors_pass_through_with_their_status(proxy: tuple[ModelProxy, RecordsDB]) -> None:
+@pytest.mark.parametrize(("cli", "stop"), [("pi", 401), ("codex", 429), ("claude", 401)])
+@pytest.mark.parametrize("status", [401, 429, 500])
+def test_an_upstream_failure_ends_the_run_with_the_harness_stop_status(
+    proxy: tuple[ModelProxy, RecordsDB], cli: str, stop: int, status: int
+) -> None:
+    """The harness gets its own stop status, whatever failed upstream; its retries never reach the upstream."""
     server, records = proxy
-    with scripted_upstream(Script(fail_status=500)) as (url, _):
-        token = server.grant("failing", model(url), cap=5, seconds=60)
+    with scripted_upstream(Script(fail_status=status)) as (url, state):
+        token = server.grant("failing", model(url), cap=5, seconds=60, refusal_status=stop)
+        first = send(server, token, golden(cli)[0])
+        retry = send(server, token, golden(cli)[0])
+        assert len(state.seen) == 1
+    assert first.status_code == stop and retry.status_code == stop
+    assert f"HTTP {status}: scripted failure" in json.dumps(first.json())
+    grant = server.release(token)
+    assert grant.refused == "upstream" and grant.refused_event.is_set()
+    assert grant.upstream_failure == f"HTTP {status}: scripted failure"
+    assert [(r.status, r.refused) for r in records.calls("failing")] == [(status, None), (stop, "upstream")]
+
+
+def test_a_request_error_goes_back_as_it_is(proxy: tuple[ModelProxy, RecordsDB]) -> None:
+    """A 400 (an over-long context, a bad field) is an answer to the request, not a failure of the upstream."""
+    server, records = proxy
+    with scripted_upstream(Script(fail_status=400)) as (url, _):
+        token = server.grant("bad-request", model(url), cap=5, seconds=60)
         response = send(server, token, golden("pi")[0])
-    assert response.status_code == 500
-    assert [r.status for r in records.calls("failing")] == [500]
+        assert send(server, token, golden("pi")[0]).status_code == 400
+    assert response.status_code == 400
+    grant = server.release(token)
+    assert grant.upstream_failure is None and grant.refused is None
+    assert [r.status for r in records.calls("bad-request")] == [400, 400]
 
 
 def test_a_first_agent_turn_without_a_shell_tool_is_flagged(
