@@ -144,8 +144,19 @@ class CliHarness:
 
     # per CLI ------------------------------------------------------------------------------------
 
-    def launch(self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str) -> Launch:
-        """The CLI's files, environment and command line."""
+    def launch(
+        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+    ) -> Launch:
+        """The CLI's files, environment and command line.
+
+        Args:
+            endpoint: The model endpoint (its token and model name; the URL is ``base_url``).
+            base_url: The model channel's address inside the task container (no ``/v1``).
+            instruction: The task.
+            workdir: The working folder.
+            command_timeout_s: The side's per-command budget (``[agent] command_timeout_s``, 30 s by
+                default; docs/design.md): set as the CLI's own shell-command timeout.
+        """
         raise NotImplementedError
 
     def end_state(self, events: list[dict[str, Any]], exit_code: int) -> EndState:
@@ -161,7 +172,9 @@ class CliHarness:
         evidence = trajectory.parent / "agent"
         evidence.mkdir(parents=True, exist_ok=True)
         spec = session.side.spec
-        launch = self.launch(endpoint, self._attachment.channel.base_url, instruction, spec.workdir)
+        launch = self.launch(
+            endpoint, self._attachment.channel.base_url, instruction, spec.workdir, spec.agent.command_timeout_s
+        )
         files = {**launch.files, PROMPT_FILE: instruction}
         _put_files(session.container, files)
         env = " ".join(shlex.quote(f"{k}={v}") for k, v in launch.env.items())

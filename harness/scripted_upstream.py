@@ -33,12 +33,15 @@ class Script:
         final: The last reply's text.
         side_text: The reply to calls that offer no tools (title generation).
         fail_status: Answer every model call with this HTTP status instead (0: never).
+        extra_arguments: More arguments of each shell call, each only where the tool's schema has
+            that property (e.g. ``{"timeout": 600000}``: a model asking for a long command timeout).
     """
 
     commands: list[str] = field(default_factory=list)
     final: str = "done"
     side_text: str = "Task"
     fail_status: int = 0
+    extra_arguments: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -106,7 +109,10 @@ class ScriptedUpstream:
         shell = next(((n, s) for n, s in tools if any(w in n.lower() for w in SHELL_WORDS)), None)
         if shell is None:
             return "text", "no shell tool was offered", {}
-        return "tool", shell[0], shell_arguments(shell[1], self.script.commands[step])
+        args = shell_arguments(shell[1], self.script.commands[step])
+        props = shell[1].get("properties") or {}
+        args.update({k: v for k, v in self.script.extra_arguments.items() if k in props})
+        return "tool", shell[0], args
 
 
 def _chat(body: dict[str, Any], kind: str, value: str, args: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:

@@ -120,3 +120,55 @@ def test_a_repository_opencode_folder_starts_no_install(upstream: tuple[str, Scr
         assert (evidence / "agent" / "egress.jsonl").read_text() == ""  # no registry lookup
         kept = sorted(p.name for p in (evidence / "state" / "workspace" / "repo" / ".opencode").iterdir())
         assert kept == ["agent"]  # no node_modules, package.json or lock file written into the repository
+
+
+FAILING = {"claude-code": 401, "codex": 500, "opencode": 429, "pi": 500}
+"""Per CLI, the upstream failure it retries longest by itself (harness kit: Claude Code 401 for about
+180 s, Codex 500 thirty times, OpenCode 429 for about 96 s, Pi 500 four times)."""
+RETRIES = {"claude-code": 11, "codex": 30, "opencode": 9, "pi": 4}
+"""Calls each CLI makes on that failure when every answer is the failure (the kit's errors.json)."""
+
+
+@pytest.mark.parametrize("harness", sorted(FAILING))
+def test_a_failing_upstream_ends_the_run_at_once_as_undetermined(
+    harness: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CALIBRATION_KEY", CANARY)
+    with scripted_upstream(Script(commands=["scripts/clean.sh"], fail_status=FAILING[harness]), key=CANARY) as (
+        url,
+        state,
+    ):
+        ws, folder = workspace_for(tmp_path, url, harness)
+        report = calibrate(ws, [folder], runs=1)
+        reached = len(state.seen)
+    (verdict,) = report.verdicts
+    assert verdict.risk == ["UNDETERMINED"] and verdict.twin == ["UNDETERMINED"], verdict.reason
+    records = RecordsDB(records_url(ws))
+    for run in records.runs():
+        assert f"model upstream: HTTP {FAILING[harness]}: scripted failure" in str(run.error)
+        calls = records.calls(str(run.run_id))
+        failed = [c for c in calls if c.refused is None]
+        assert [c.status for c in failed] == [FAILING[harness]] * len(failed) and 1 <= len(failed) <= 2
+        assert all(c.refused == "upstream" for c in calls if c not in failed)
+        assert len(calls) < RETRIES[harness] or harness == "pi"  # its own retries were cut short
+    assert reached <= 4  # at most the first failure and a call already in flight, per side
+
+
+LATE = "late-$((6 * 7))"
+
+
+@pytest.mark.parametrize("harness", ["pi", "opencode", "codex", "claude-code"])
+def test_a_command_ends_at_the_command_budget(
+    harness: str, upstream: tuple[str, ScriptedUpstream], tmp_path: Path
+) -> None:
+    """A command that outlives the 30 s budget is ended by the CLI itself, even when the model asks for more time."""
+    url, state = upstream
+    state.script.commands = [f"sleep 45; echo {LATE}"]
+    state.script.extra_arguments = {"timeout": 600000}  # milliseconds for most CLIs, seconds for Pi: both too long
+    ws, folder = workspace_for(tmp_path, url, harness)
+    calibrate(ws, [folder], runs=1)
+    second_turns = [s for s in state.seen if "late-" in json.dumps(s.body) and "sleep 45" in json.dumps(s.body)]
+    assert second_turns, "the CLI never sent the command's result back"
+    assert all("late-42" not in json.dumps(s.body) for s in state.seen)
+    for run in RecordsDB(records_url(ws)).runs():
+        assert json.loads((Path(str(run.evidence_dir)) / "agent" / "harness.json").read_text())["exit_status"]
