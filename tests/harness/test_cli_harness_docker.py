@@ -11,18 +11,32 @@ The installs come from ``twinforge harness setup`` (the Makefile's set-up target
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomli_w
 
 from tests.support.lifecycle import copy_reference, mark_validated
+from tests.support.paths import REFERENCE
 from twinforge.calibration.calibrate import calibrate, records_url
 from twinforge.calibration.records import RecordsDB
+from twinforge.core.settings import ModelSettings
 from twinforge.core.workspace import Workspace
+from twinforge.harness.claude_code import OFFLINE as CLAUDE_OFFLINE
+from twinforge.harness.claude_code import ClaudeCode
+from twinforge.harness.cli_harness import CliHarness, Launch
+from twinforge.harness.codex import Codex
 from twinforge.harness.install import PACKAGES, is_installed
+from twinforge.harness.opencode import OFFLINE as OPENCODE_OFFLINE
+from twinforge.harness.opencode import OpenCode
+from twinforge.harness.protocol import ModelEndpoint
+from twinforge.harness.proxy import ModelProxy
 from twinforge.harness.scripted_upstream import Script, ScriptedUpstream, scripted_upstream
+from twinforge.taskpair import load_pair
+from twinforge.taskpair.runtime.runner import Runner
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 CANARY = "sk-upstream-canary-NEVER-IN-CONTAINER-2610"
@@ -155,6 +169,13 @@ def test_a_failing_upstream_ends_the_run_at_once_as_undetermined(
 
 
 LATE = "late-$((6 * 7))"
+TIMED_OUT = {
+    "pi": "Command timed out after 30 seconds",
+    "opencode": "terminated command after exceeding timeout 30000 ms",
+    "claude-code": "Command timed out after 30s",
+    "codex": "Process running with session ID",  # Codex returns at 30 s; the process goes on in a session
+}
+"""What each CLI tells its model when a command outlived the budget (seen in the real runs)."""
 
 
 @pytest.mark.parametrize("harness", ["pi", "opencode", "codex", "claude-code"])
@@ -170,5 +191,80 @@ def test_a_command_ends_at_the_command_budget(
     second_turns = [s for s in state.seen if "late-" in json.dumps(s.body) and "sleep 45" in json.dumps(s.body)]
     assert second_turns, "the CLI never sent the command's result back"
     assert all("late-42" not in json.dumps(s.body) for s in state.seen)
+    assert any(TIMED_OUT[harness] in json.dumps(s.body) for s in second_turns)
     for run in RecordsDB(records_url(ws)).runs():
         assert json.loads((Path(str(run.evidence_dir)) / "agent" / "harness.json").read_text())["exit_status"]
+
+
+class OnlineClaudeCode(ClaudeCode):
+    """Claude Code without its offline switches (the harness kit's ``--bare`` run)."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Launch:
+        launch = super().launch(*args, **kwargs)
+        launch.env = {k: v for k, v in launch.env.items() if k not in CLAUDE_OFFLINE}
+        return launch
+
+
+class OnlineOpenCode(OpenCode):
+    """OpenCode without its offline switches and without the seeded config folder."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Launch:
+        launch = super().launch(*args, **kwargs)
+        launch.env = {k: v for k, v in launch.env.items() if k not in OPENCODE_OFFLINE}
+        launch.files = {p: c for p, c in launch.files.items() if "/package" not in p and "node_modules" not in p}
+        return launch
+
+
+class OnlineCodex(Codex):
+    """Codex without its offline settings (plugins, analytics, feedback, telemetry, update check)."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Launch:
+        launch = super().launch(*args, **kwargs)
+        path = "/root/.codex/config.toml"
+        config = tomllib.loads(launch.files[path])
+        for key in ("features", "analytics", "feedback", "otel", "check_for_update_on_startup"):
+            config.pop(key, None)
+        launch.files[path] = tomli_w.dumps(config)
+        return launch
+
+
+ONLINE: dict[str, type[CliHarness]] = {
+    "claude-code": OnlineClaudeCode,
+    "opencode": OnlineOpenCode,
+    "codex": OnlineCodex,
+}
+
+
+@pytest.mark.parametrize(
+    ("harness", "expected"),
+    [
+        ("codex", {"github.com", "api.github.com", "chatgpt.com", "ab.chatgpt.com"}),
+        ("opencode", {"registry.npmjs.org", "models.opencode.ai"}),
+        ("claude-code", {"api.anthropic.com"}),
+    ],
+)
+def test_without_its_offline_switches_the_log_shows_what_a_cli_tries(
+    harness: str, expected: set[str], upstream: tuple[str, ScriptedUpstream], tmp_path: Path
+) -> None:
+    """The blocked-connection log catches a real CLI's own traffic: run once with its switches taken out."""
+    url, state = upstream
+    state.script.commands = ["git status --short"]
+    adapter = ONLINE[harness]()
+    pair = load_pair(REFERENCE / R3)
+    settings = ModelSettings(base_url=url, api_key_env="CALIBRATION_KEY", model="weak-model")
+    settings.api_shapes = ["chat", "responses", "messages"]
+    proxy = ModelProxy().start()
+    try:
+        token = proxy.grant(
+            "online", settings, cap=5, seconds=600, log=tmp_path / "proxy.jsonl", **adapter.grant_options()
+        )
+        endpoint = ModelEndpoint(proxy.url, token, "weak-model", 0.0, 512, proxy.state(token).refused_event)
+        attachment = adapter.attachment((proxy.host, proxy.port))
+        runner = Runner(tmp_path / "runs")
+        with runner.session(pair, pair.risk, run_id=f"online-{harness}", attachment=attachment) as session:
+            adapter.run(session, pair.risk.instruction, endpoint, tmp_path / "runs" / "trajectory.json")
+    finally:
+        proxy.stop()
+    names = {e.get("name") for e in attachment.egress if e.get("kind") == "dns"}
+    print(f"{harness} without its switches: {json.dumps(attachment.egress)}")
+    assert names & expected, attachment.egress
