@@ -8,14 +8,15 @@
     - payload build from nothing (``--payload``: under a bench tag, no build cache; removed after),
     - harness layer build on a task image it was never built on (a bench copy of the pair with one
       ``LABEL`` more, so the image id is new) and the same build again (cached),
-    - one run of one side whose scripted model ends at its first call: the runner's set-up and the
-      harness's own time (CLI start-up, one call, exit), both against Mini-SWE-agent's,
+    - runs of one side whose scripted model ends at its first call (``--runs``, 2 by default): the
+      runner's set-up and the harness's own time (CLI start-up, one call, exit) of the first run
+      (cold) and the fastest later one, and that time against Mini-SWE-agent's,
     - peak memory of the task container (cgroup ``memory.max_usage_in_bytes``: the CLI and its
       tools; for Mini-SWE-agent only its commands) and of this process (peak RSS).
 Every image the bench builds is removed at the end. Needs ``twinforge env setup`` and
 ``twinforge harness setup``.
 
-Usage: python bench/harnesses.py [--calls 20] [--harness NAME ...] [--payload] [--pair ref-r3-ignored-database]
+Usage: python bench/harnesses.py [--calls 20] [--runs 2] [--harness NAME ...] [--payload] [--pair PAIR]
 """
 
 from __future__ import annotations
@@ -163,6 +164,7 @@ def main() -> None:
     parser.add_argument("--harness", nargs="*", default=HARNESSES)
     parser.add_argument("--payload", action="store_true", help="also time each CLI's payload build from nothing")
     parser.add_argument("--pair", default="ref-r3-ignored-database")
+    parser.add_argument("--runs", type=int, default=2, help="one-call runs per harness (the first is cold)")
     args = parser.parse_args()
     os.environ["BENCH_KEY"] = KEY
     runner = Runner(Path(tempfile.mkdtemp(prefix="tf-bench-runs-")))
@@ -193,8 +195,15 @@ def main() -> None:
                     row["layer_cached_s"] = build_layer(runner.cli, task_image, package, package.version)[1]
                 # Mini-SWE-agent submits with one command; a CLI ends at a final text
                 state.script.commands = [SUBMIT] if name == "mini-swe-agent" else []
-                print(f"{name}: one run ...", flush=True)
-                row.update(one_run(runner, proxy, url, name, pair_dir, tmp))
+                for i in range(args.runs):
+                    print(f"{name}: run {i + 1} of {args.runs} ...", flush=True)
+                    figures = one_run(runner, proxy, url, name, pair_dir, tmp)
+                    if i == 0:
+                        row.update(figures)
+                        row["first_harness_s"] = figures["harness_s"]
+                    else:  # later runs: the harness's own files are in the page cache, its imports warm
+                        row["harness_s"] = min(row["harness_s"], figures["harness_s"])
+                        row["container_peak_mb"] = max(row["container_peak_mb"], figures["container_peak_mb"])
                 rows[name] = row
         finally:
             proxy.stop()
@@ -209,7 +218,8 @@ def main() -> None:
         print(f"{shape:10} {d:10.2f} {p:10.2f} {p / d:6.2f}")
     print()
     base = rows.get("mini-swe-agent", {})
-    columns = [("payload s", 9), ("layer s", 8), ("cached s", 8), ("setup s", 8), ("harness s", 9), ("x mswea", 7)]
+    columns = [("payload s", 9), ("layer s", 8), ("cached s", 8), ("setup s", 8), ("first s", 8), ("harness s", 9)]
+    columns += [("x mswea", 7)]
     columns += [("calls", 5), ("peak MiB", 8)]
     print(f"{'harness':15} " + " ".join(f"{title:>{width}}" for title, width in columns))
     for name, row in rows.items():
@@ -220,7 +230,8 @@ def main() -> None:
 
         print(
             f"{name:15} {cell('payload_s', 9)} {cell('layer_s', 8)} {cell('layer_cached_s', 8)} {cell('setup_s', 8)} "
-            f"{cell('harness_s', 9)} {ratio:7.1f} {row['calls']:5.0f} {cell('container_peak_mb', 8)}"
+            f"{cell('first_harness_s', 8)} {cell('harness_s', 9)} {ratio:7.1f} {row['calls']:5.0f} "
+            f"{cell('container_peak_mb', 8)}"
         )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS of this process (proxy, upstream, Mini-SWE-agent's loop): {peak:.0f} MiB")
