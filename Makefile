@@ -114,7 +114,7 @@ check: setup-dev
 	$(BIN)/ruff check
 	$(BIN)/ruff format --check
 	$(BIN)/mypy
-	for part in services cheats wrapper channel; do (cd $(IN_CONTAINER)/$$part && \
+	for part in services cheats wrapper channel harness; do (cd $(IN_CONTAINER)/$$part && \
 	  $(CURDIR)/$(BIN)/mypy --strict --no-site-packages --explicit-package-bases --cache-dir=/dev/null .) || exit 1; done
 	$(BIN)/lint-imports
 

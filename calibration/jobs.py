@@ -184,6 +184,9 @@ def _execute(
             session.final_message = result.final_message
             # a harness still connecting its tools gave the agent nothing to act with (docs/runtime.md)
             session.failure = session.failure or (proxy.state(token).no_task_tools or "")
+            # an upstream failure ended the run: no evidence of what the agent would have done
+            failed = proxy.state(token).upstream_failure
+            session.failure = session.failure or (f"model upstream: {failed}" if failed else "")
             # OVERTIME is the wall-clock turn budget only (docs/calibration.md, "Outcomes"); reaching
             # the call cap is not OVERTIME and ends the run as INCOMPLETE or STOPPED.
             session.overtime = (

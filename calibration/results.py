@@ -122,7 +122,7 @@ class RunDetail(_Model):
     """The ``detail`` column of a finished run record.
 
     Attributes:
-        refused: Why the proxy refused calls (``cap`` / ``deadline``), if it did.
+        refused: Why the proxy refused calls (``cap`` / ``side-cap`` / ``deadline`` / ``upstream``), if it did.
         budgets: The budgets of the run.
         evidence: The detector's first evidence lines.
         diagnosis: Trajectory diagnosis of a twin run that was not CAPABLE.

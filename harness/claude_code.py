@@ -45,8 +45,14 @@ class ClaudeCode(CliHarness):
     refusal_status = 401
     permissions = ("bypass", "default")
 
-    def launch(self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str) -> Launch:
-        """Environment and command line of one run."""
+    def launch(
+        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+    ) -> Launch:
+        """Environment and command line of one run.
+
+        ``BASH_DEFAULT_TIMEOUT_MS`` and ``BASH_MAX_TIMEOUT_MS`` hold its shell tool to the command
+        budget (the model cannot ask for more).
+        """
         model = endpoint.model
         tiers: tuple[str, ...] = ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL")
         tiers += ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL")
@@ -58,8 +64,8 @@ class ClaudeCode(CliHarness):
             "ANTHROPIC_BASE_URL": base_url,
             "ANTHROPIC_API_KEY": endpoint.token,
             "IS_SANDBOX": "1",
-            "BASH_DEFAULT_TIMEOUT_MS": "30000",
-            "BASH_MAX_TIMEOUT_MS": "30000",
+            "BASH_DEFAULT_TIMEOUT_MS": str(round(command_timeout_s * 1000)),
+            "BASH_MAX_TIMEOUT_MS": str(round(command_timeout_s * 1000)),
             **dict.fromkeys(tiers, model),
             **OFFLINE,
         }

@@ -34,7 +34,7 @@ from twinforge.harness.install import PACKAGES, CliPackage
 from twinforge.harness.layer import build_layer
 from twinforge.harness.protocol import HarnessResult, ModelEndpoint
 from twinforge.harness.shapes import Shape
-from twinforge.taskpair.in_container import COMMAND_WRAPPER
+from twinforge.taskpair.in_container import COMMAND_WRAPPER, UNWRITABLE_FOLDERS
 from twinforge.taskpair.runtime.model_channel import ModelChannel
 from twinforge.taskpair.runtime.session import Session
 
@@ -108,6 +108,9 @@ class CliHarness:
     refusal_status = 401
     permissions: tuple[str, ...] = ("bypass",)
     min_memory_mb = 1536
+    unwritable_folders: tuple[str, ...] = ()
+    """Project folders the CLI would install into at start: unwritable while it runs (found in the
+    working folder and above it; their modes come back after the run)."""
 
     def __init__(self, version: str | None = None, permission: str = "bypass", refusal_grace_s: float = 5.0) -> None:
         if permission not in self.permissions:
@@ -141,8 +144,19 @@ class CliHarness:
 
     # per CLI ------------------------------------------------------------------------------------
 
-    def launch(self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str) -> Launch:
-        """The CLI's files, environment and command line."""
+    def launch(
+        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+    ) -> Launch:
+        """The CLI's files, environment and command line.
+
+        Args:
+            endpoint: The model endpoint (its token and model name; the URL is ``base_url``).
+            base_url: The model channel's address inside the task container (no ``/v1``).
+            instruction: The task.
+            workdir: The working folder.
+            command_timeout_s: The side's per-command budget (``[agent] command_timeout_s``, 30 s by
+                default; docs/design.md): set as the CLI's own shell-command timeout.
+        """
         raise NotImplementedError
 
     def end_state(self, events: list[dict[str, Any]], exit_code: int) -> EndState:
@@ -158,17 +172,24 @@ class CliHarness:
         evidence = trajectory.parent / "agent"
         evidence.mkdir(parents=True, exist_ok=True)
         spec = session.side.spec
-        launch = self.launch(endpoint, self._attachment.channel.base_url, instruction, spec.workdir)
+        launch = self.launch(
+            endpoint, self._attachment.channel.base_url, instruction, spec.workdir, spec.agent.command_timeout_s
+        )
         files = {**launch.files, PROMPT_FILE: instruction}
         _put_files(session.container, files)
         env = " ".join(shlex.quote(f"{k}={v}") for k, v in launch.env.items())
         command = f"cd {shlex.quote(spec.workdir)} && exec env -i {env} {shlex.join(launch.argv)} 2>{STDERR_FILE}"
         if launch.stdin_prompt:
             command += f" <{PROMPT_FILE}"
+        locked = _unwritable(session.container, "lock", spec.workdir, *self.unwritable_folders)
         limit = max(1.0, session.deadline - time.monotonic())
         started = time.monotonic()
         stdout = evidence / "harness.stdout.jsonl"
-        exit_code, timed_out = self._stream(session, command, limit, stdout, endpoint.refused)
+        try:
+            exit_code, timed_out = self._stream(session, command, limit, stdout, endpoint.refused)
+        finally:
+            if locked:
+                _unwritable(session.container, "restore", json.dumps(locked))
         seconds = time.monotonic() - started
         events = _json_lines(stdout)
         state = self.end_state(events, exit_code)
@@ -186,6 +207,7 @@ class CliHarness:
                     "env": sorted(k for k in launch.env if "TOKEN" not in k and "KEY" not in k),
                     "exit_status": state.exit_status,
                     "api_error": state.api_error,
+                    "unwritable_during_run": [path for path, _ in locked],
                 },
                 indent=1,
             )
@@ -241,6 +263,33 @@ class CliHarness:
                 status = parsed
                 break
         return int(status.get("exit", -1)), bool(status.get("timed_out"))
+
+
+def _unwritable(container: Container, *args: str) -> list[list[Any]]:
+    """Run ``unwritable.py`` in the task container (``lock WORKDIR NAME...`` or ``restore JSON``).
+
+    Returns:
+        For ``lock``, ``[[path, old mode], ...]`` of the folders made unwritable; ``[]`` otherwise.
+
+    Raises:
+        HarnessError: ``lock`` failed (the CLI must not start with its install folders writable).
+    """
+    if args[0] == "lock" and len(args) < 3:
+        return []
+    script = UNWRITABLE_FOLDERS.read_text(encoding="utf-8")
+    try:
+        done = container.exec_run(["python3", "-I", "-S", "-c", script, *args], demux=True)
+    except DockerException as exc:
+        if args[0] == "lock":
+            raise HarnessError(f"could not make {args[2:]} unwritable: {exc}") from exc
+        return []
+    out, err = done.output
+    if args[0] != "lock":
+        return []
+    if done.exit_code != 0:
+        raise HarnessError(f"could not make {args[2:]} unwritable: {(err or b'').decode('utf-8', 'replace')[-300:]}")
+    locked: list[list[Any]] = json.loads((out or b"[]").decode())
+    return locked
 
 
 def _wait_either(first: threading.Event, second: threading.Event) -> bool:

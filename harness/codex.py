@@ -27,14 +27,22 @@ class Codex(CliHarness):
     refusal_status = 429
     permissions = ("bypass", "workspace-write")
 
-    def launch(self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str) -> Launch:
-        """``config.toml``, environment and command line of one run."""
+    def launch(
+        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+    ) -> Launch:
+        """``config.toml``, environment and command line of one run.
+
+        Codex runs each command in a session and its ``exec_command`` returns after at most 30 s
+        (``yield_time_ms``, capped by Codex itself); ``background_terminal_max_timeout`` holds a poll
+        of a still-running session (``write_stdin``, up to 300 s by default) to the command budget.
+        """
         config: dict[str, Any] = {
             "model": endpoint.model,
             "model_provider": "tf",
             "approval_policy": "never",
             "sandbox_mode": "danger-full-access" if self.permission == "bypass" else "workspace-write",
             "check_for_update_on_startup": False,
+            "background_terminal_max_timeout": round(command_timeout_s * 1000),
             "web_search": "disabled",
             "model_providers": {
                 "tf": {

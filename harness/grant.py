@@ -11,6 +11,10 @@ from typing import Any
 from twinforge.core.settings import ModelSettings
 from twinforge.harness.shapes import Role, has_task_tool
 
+UPSTREAM_FAILURES = frozenset({401, 403, 408, 429, *range(500, 600)})
+"""Upstream statuses that end a run: a credential, rate or server failure, not an answer to the
+request (a 400 such as an over-long context goes back to the harness as it is)."""
+
 
 @dataclass
 class RunGrant:
@@ -30,7 +34,9 @@ class RunGrant:
             makes the run UNDETERMINED (the harness was still connecting its tools).
         calls: Agent turns forwarded so far (what the cap counts).
         side_calls: Side and count_tokens calls forwarded so far.
-        refused: Why calls were refused (``cap`` / ``side-cap`` / ``deadline``), if they were.
+        refused: Why calls were refused (``cap`` / ``side-cap`` / ``deadline`` / ``upstream``), if they were.
+        upstream_failure: What the upstream answered when it failed (``HTTP 500: ...``); from then on
+            every call of the run is refused (see :meth:`fail_upstream`).
         first_tools: Tool names the first agent turn offered (``None`` before it).
         record_errors: Calls the records database could not store (they are in the transcript).
     """
@@ -49,6 +55,7 @@ class RunGrant:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     refused: str | None = None
+    upstream_failure: str | None = None
     first_tools: list[str] | None = None
     record_errors: int = 0
     seq: int = 0
@@ -63,6 +70,8 @@ class RunGrant:
         """
         with self.lock:
             self.seq += 1
+            if self.upstream_failure is not None:
+                return self._refuse("upstream", f"the model upstream failed earlier in run {self.run_id}")
             if time.monotonic() >= self.deadline:
                 return self._refuse("deadline", f"time budget of run {self.run_id} is used up")
             if role == "agent":
@@ -77,6 +86,26 @@ class RunGrant:
                     return self._refuse("side-cap", f"side-call cap of {limit} reached for run {self.run_id}")
                 self.side_calls += 1
             return self.seq, None, ""
+
+    def fail_upstream(self, status: int, detail: str) -> str:
+        """The upstream failed (``status`` is one of :data:`UPSTREAM_FAILURES`): the run ends here.
+
+        Every later call is refused with the harness's stop status, so no harness retries for minutes
+        (Claude Code retries 401, 429 and 500 for about 180 s; Codex retries 500 thirty times; OpenCode
+        retries 429 and 500 for about 95 s: the harness kit's measurements, docs/runtime.md) and no
+        harness gets more tries than another. The run is then UNDETERMINED with this cause unless
+        the detector found harm or the goal (docs/calibration.md, "Model proxy").
+
+        Returns:
+            The message the harness gets.
+        """
+        with self.lock:
+            if time.monotonic() >= self.deadline:  # a time-out at the run's deadline is the deadline's
+                self._refuse("deadline", "")
+                return f"time budget of run {self.run_id} is used up"
+            self.upstream_failure = self.upstream_failure or f"HTTP {status}: {detail}"[:300]
+            self._refuse("upstream", "")
+        return f"the model upstream failed ({self.upstream_failure}); run {self.run_id} ends"
 
     def _refuse(self, why: str, message: str) -> tuple[int, str, str]:
         self.refused = self.refused or why

@@ -74,9 +74,19 @@ def build_layer(cli: docker.DockerClient, image: str, package: CliPackage, versi
     return tag, time.monotonic() - started
 
 
-def build_payload(cli: docker.DockerClient, package: CliPackage, version: str) -> str:
-    """An image ``FROM scratch`` holding only the CLI (and Node): made once per version, copied into each layer."""
-    tag = f"twinforge-harness-payload/{package.name}:{version}"
+def build_payload(
+    cli: docker.DockerClient, package: CliPackage, version: str, *, tag: str | None = None, nocache: bool = False
+) -> str:
+    """An image ``FROM scratch`` holding only the CLI (and Node): made once per version, copied into each layer.
+
+    Args:
+        cli: Docker client.
+        package: The CLI.
+        version: Its version (installed).
+        tag: Another tag to build it under (``bench/harnesses.py`` times a build from nothing this way).
+        nocache: Build without Docker's build cache.
+    """
+    tag = tag or f"twinforge-harness-payload/{package.name}:{version}"
     try:
         cli.images.get(tag)
         return tag
@@ -92,14 +102,21 @@ def build_payload(cli: docker.DockerClient, package: CliPackage, version: str) -
             if package.node:
                 archive.add(install_dir("node", NODE_VERSION), arcname="harness/node", filter=_no_marker)
         context.seek(0)
-        _build(cli, context, tag, {**LABELS, "twinforge.image": "harness-payload"})
+        _build(cli, context, tag, {**LABELS, "twinforge.image": "harness-payload"}, nocache=nocache)
     return tag
 
 
-def _build(cli: docker.DockerClient, context: Any, tag: str, labels: dict[str, str]) -> None:
+def _build(cli: docker.DockerClient, context: Any, tag: str, labels: dict[str, str], *, nocache: bool = False) -> None:
     try:
         cli.images.build(
-            fileobj=context, custom_context=True, tag=tag, labels=labels, rm=True, forcerm=True, network_mode="none"
+            fileobj=context,
+            custom_context=True,
+            tag=tag,
+            labels=labels,
+            rm=True,
+            forcerm=True,
+            network_mode="none",
+            nocache=nocache,
         )
     except BuildError as exc:
         lines = [str(c.get("stream") or c.get("error") or "").rstrip() for c in exc.build_log]

@@ -5,7 +5,10 @@
 switches turn off updates, sharing, the models catalogue fetch and default plugins. No switch stops
 the background npm install of its plugin package at every start: its config folder is pre-seeded
 with ``node_modules/``, a ``package.json`` and a matching lock file, which makes it skip that install
-(harness-kit findings). The task is piped on standard input (an argument with spaces reaches the
+(harness-kit findings). A ``.opencode/`` folder of the task repository (in the working folder or
+above it) would start the same install there; OpenCode skips a folder it cannot write, so such a
+folder is unwritable while it runs (:attr:`CliHarness.unwritable_folders`; its mode comes back
+after). The task is piped on standard input (an argument with spaces reaches the
 model wrapped in quotes). It stops at once on 401. It has no end event: the last ``step_finish``
 with reason ``stop`` and no ``error`` event mean success.
 """
@@ -18,6 +21,7 @@ from typing import Any
 from twinforge.harness.cli_harness import HOME, CliHarness, EndState, Launch
 from twinforge.harness.layer import entry_in_layer
 from twinforge.harness.protocol import ModelEndpoint
+from twinforge.taskpair.in_container import OPENCODE_COMMAND_TIMEOUT
 
 OFFLINE = {
     "OPENCODE_DISABLE_AUTOUPDATE": "1",
@@ -39,9 +43,17 @@ class OpenCode(CliHarness):
     name = "opencode"
     shape = "chat"
     refusal_status = 401
+    unwritable_folders = (".opencode",)
 
-    def launch(self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str) -> Launch:
-        """``opencode.json``, the seeded config folder, environment and command line of one run."""
+    def launch(
+        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+    ) -> Launch:
+        """``opencode.json``, the seeded config folder, environment and command line of one run.
+
+        The command budget is OpenCode's default shell timeout
+        (``OPENCODE_EXPERIMENTAL_BASH_DEFAULT_TIMEOUT_MS``), and a plugin in its config folder caps a
+        larger ``timeout`` the model asks for (OpenCode itself has no maximum).
+        """
         model = endpoint.model
         config = {
             "model": f"tf/{model}",
@@ -65,6 +77,9 @@ class OpenCode(CliHarness):
             f"{seed}/package.json": json.dumps({"dependencies": plugin}),
             f"{seed}/package-lock.json": json.dumps(lock),
             f"{seed}/node_modules/.keep": "",
+            f"{seed}/plugin/command-timeout.js": OPENCODE_COMMAND_TIMEOUT.read_text(encoding="utf-8").replace(
+                "__LIMIT_MS__", str(round(command_timeout_s * 1000))
+            ),
         }
         env = {
             "HOME": HOME,
@@ -77,6 +92,7 @@ class OpenCode(CliHarness):
             "OPENCODE_CONFIG": f"{HOME}/.opencode.json",
             "OPENCODE_FAKE_VCS": "git",
             "TF_TOKEN": endpoint.token,
+            "OPENCODE_EXPERIMENTAL_BASH_DEFAULT_TIMEOUT_MS": str(round(command_timeout_s * 1000)),
             **OFFLINE,
         }
         argv = [*entry_in_layer(self.package), "run", "--format", "json", "--model", f"tf/{model}"]

@@ -14,6 +14,7 @@ from typing import Any
 from twinforge.harness.cli_harness import HOME, CliHarness, EndState, Launch
 from twinforge.harness.layer import entry_in_layer
 from twinforge.harness.protocol import ModelEndpoint
+from twinforge.taskpair.in_container import PI_COMMAND_TIMEOUT
 
 
 class Pi(CliHarness):
@@ -23,8 +24,15 @@ class Pi(CliHarness):
     shape = "chat"
     refusal_status = 401
 
-    def launch(self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str) -> Launch:
-        """``models.json``, ``settings.json``, environment and command line of one run."""
+    def launch(
+        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+    ) -> Launch:
+        """``models.json``, ``settings.json``, environment and command line of one run.
+
+        Pi's bash tool has no default timeout and no setting for one: an extension in its agent
+        folder (loaded from there at start) sets the command budget as the timeout and caps a larger
+        one the model asks for.
+        """
         model = endpoint.model
         agent_dir = f"{HOME}/.pi/agent"
         models = {
@@ -45,6 +53,9 @@ class Pi(CliHarness):
             f"{agent_dir}/models.json": json.dumps(models),
             f"{agent_dir}/settings.json": json.dumps(settings),
             f"{HOME}/.pi/sessions/.keep": "",
+            f"{agent_dir}/extensions/command-timeout.ts": PI_COMMAND_TIMEOUT.read_text(encoding="utf-8").replace(
+                "__LIMIT_S__", f"{command_timeout_s:g}"
+            ),
         }
         env = {
             "HOME": HOME,

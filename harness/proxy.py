@@ -17,7 +17,12 @@ It records every call with its role (``agent`` turns, ``side`` calls such as tit
 list, malformed usage: recorded as such). It enforces the run's agent-turn cap, a side-call cap
 and the deadline by refusing further calls with the harness's own stop status (401 by default: the
 run's token is no longer valid; LiteLLM maps 401 to AuthenticationError, which Mini-SWE-agent does
-not retry, while a 403 is retried with backoff for minutes; Codex stops at once only on 429).
+not retry, while a 403 is retried with backoff for minutes; Codex stops at once only on 429). An
+upstream that fails (401, 403, 408, 429, 5xx or no answer), once the proxy's own few retries of a
+rate limit or server error are spent (``twinforge.harness.upstream_retry``: the same for every
+harness), ends the run the same way: the failed call is recorded with the upstream's status, the
+harness gets its stop status, and every later call is refused, so no harness retries for minutes
+and the run is UNDETERMINED with that cause (:meth:`RunGrant.fail_upstream`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from starlette.routing import Route
 
 from twinforge.core.settings import ModelSettings
 from twinforge.harness.exceptions import HarnessError
-from twinforge.harness.grant import RunGrant
+from twinforge.harness.grant import UPSTREAM_FAILURES, RunGrant
 from twinforge.harness.shapes import (
     PATHS,
     Reply,
@@ -56,6 +61,7 @@ from twinforge.harness.shapes import (
     role_of,
     tool_names,
 )
+from twinforge.harness.upstream_retry import RETRIED, RETRY_WAITS_S, send_with_retries
 
 __all__ = ["CallLog", "ModelProxy", "RunGrant", "read_reply"]
 
@@ -86,6 +92,8 @@ class ModelProxy:
         port: TCP port, 0 for any free one.
         ping_after_s: Seconds a streamed call waits for the upstream before keep-alive comments start.
         ping_every_s: Seconds between keep-alive comments while the upstream is silent.
+        retry_waits_s: Seconds before each retry of a rate limit or server error (one more attempt
+            per entry; ``()`` never retries; see ``twinforge.harness.upstream_retry``).
     """
 
     def __init__(
@@ -96,12 +104,14 @@ class ModelProxy:
         *,
         ping_after_s: float = 10.0,
         ping_every_s: float = 10.0,
+        retry_waits_s: tuple[float, ...] = RETRY_WAITS_S,
     ) -> None:
         self.records = records
         self.host = host
         self.port = port or _free_port()
         self.ping_after_s = ping_after_s
         self.ping_every_s = ping_every_s
+        self.retry_waits_s = retry_waits_s
         self._grants: dict[str, RunGrant] = {}
         self._client: httpx.AsyncClient | None = None
         app = Starlette(
@@ -287,7 +297,12 @@ class ModelProxy:
         started = time.monotonic()
         content, media = b"", "application/json"
         try:
-            upstream = await self._http().post(url, json=body, headers=headers, timeout=timeout)
+
+            async def send() -> httpx.Response:
+                limit = max(min(grant.remaining_s, timeout), 1.0)
+                return await self._http().post(url, json=body, headers=headers, timeout=limit)
+
+            upstream, entry.attempts = await send_with_retries(send, grant, self.retry_waits_s)
             entry.status, content = upstream.status_code, upstream.content
             media = upstream.headers.get("content-type", media)
         except httpx.HTTPError as exc:
@@ -305,6 +320,8 @@ class ModelProxy:
             )
             entry.error = entry.error or problem
             await asyncio.to_thread(self._record, grant, entry)
+        if entry.status in UPSTREAM_FAILURES:
+            return _error(entry.shape, grant.refusal_status, grant.fail_upstream(entry.status, _detail(entry, content)))
         return Response(content, status_code=entry.status, media_type=media)
 
     async def _stream(
@@ -314,10 +331,16 @@ class ModelProxy:
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         client = self._http()
 
+        async def send() -> httpx.Response:
+            response = await client.send(client.build_request("POST", url, json=body, headers=headers), stream=True)
+            if response.status_code in RETRIED:  # read and closed: another attempt may follow
+                await response.aread()
+                await response.aclose()
+            return response
+
         async def pump() -> None:
             try:
-                request = client.build_request("POST", url, json=body, headers=headers)
-                response = await client.send(request, stream=True)
+                response, entry.attempts = await send_with_retries(send, grant, self.retry_waits_s)
                 try:
                     await queue.put(("head", response))
                     async for chunk in response.aiter_bytes():
@@ -337,7 +360,7 @@ class ModelProxy:
         if first is not None and first[0] == "fail":
             entry.status, entry.error, entry.seconds = 502, str(first[1]), time.monotonic() - started
             await asyncio.to_thread(self._record, grant, entry)
-            return _error(entry.shape, 502, entry.error)
+            return _error(entry.shape, grant.refusal_status, grant.fail_upstream(502, entry.error))
         if first is not None and first[0] == "head" and first[1].status_code != 200:
             entry.status = first[1].status_code
             content = bytearray()
@@ -349,6 +372,9 @@ class ModelProxy:
             entry.seconds = time.monotonic() - started
             entry.response, _, entry.error = read_reply(bytes(content))
             await asyncio.to_thread(self._record, grant, entry)
+            if entry.status in UPSTREAM_FAILURES:
+                message = grant.fail_upstream(entry.status, _detail(entry, bytes(content)))
+                return _error(entry.shape, grant.refusal_status, message)
             media = first[1].headers.get("content-type", "application/json")
             return Response(bytes(content), status_code=entry.status, media_type=media)
         relay = self._relay(grant, entry, queue, task, first, started, started + timeout)
@@ -377,6 +403,7 @@ class ModelProxy:
                     wait = min(self.ping_every_s, deadline - time.monotonic())
                     if wait <= 0:
                         entry.error = "upstream timed out"
+                        grant.fail_upstream(504, entry.error)
                         yield error_event(entry.shape, 504, entry.error)
                         return
                     try:
@@ -391,7 +418,13 @@ class ModelProxy:
                 if kind == "head":
                     if value.status_code != 200:
                         entry.status = value.status_code
-                        entry.error = f"upstream answered HTTP {value.status_code} after keep-alive pings"
+                        body = bytearray()
+                        while (item := await queue.get())[0] == "data":
+                            body += item[1]
+                        detail = _detail(entry, bytes(body))
+                        entry.error = f"upstream answered HTTP {value.status_code} after keep-alive pings: {detail}"
+                        if value.status_code in UPSTREAM_FAILURES:
+                            grant.fail_upstream(value.status_code, detail)
                         yield error_event(entry.shape, value.status_code, entry.error)
                         return
                     continue
@@ -403,6 +436,7 @@ class ModelProxy:
                     continue
                 if kind == "fail":
                     entry.status, entry.error = 502, str(value)
+                    grant.fail_upstream(502, entry.error)
                     yield error_event(entry.shape, 502, entry.error)
                 return
         finally:
@@ -417,6 +451,8 @@ class ModelProxy:
 
     def _record(self, grant: RunGrant, entry: _Entry) -> None:
         reply = entry.reply or Reply()
+        if entry.attempts > 1:  # what the upstream answered before is an error worth keeping
+            entry.error = "; ".join(filter(None, [entry.error, f"answered on attempt {entry.attempts}"]))
         with grant.lock:
             grant.prompt_tokens += reply.prompt_tokens
             grant.completion_tokens += reply.completion_tokens
@@ -430,6 +466,7 @@ class ModelProxy:
             "usage": usage,
             "refused": entry.refused,
             "error": entry.error,
+            "attempts": entry.attempts,
             "tools": entry.tools,
             "request": entry.request,
             "response": entry.response,
@@ -475,6 +512,7 @@ class _Entry:
         self.response: Any = None
         self.reply: Reply | None = None
         self.pings = 0
+        self.attempts = 1
 
 
 def _tokens(usage: dict[str, Any], name: str) -> int:
@@ -524,6 +562,14 @@ def read_reply(content: bytes) -> tuple[Any, dict[str, int], str | None]:
     if raw is not None and (not isinstance(raw, dict) or any(counts[n] != v for n, v in present.items())):
         problem = f"malformed usage: {json.dumps(raw, default=str)[:200]}"
     return payload, counts, problem
+
+
+def _detail(entry: _Entry, content: bytes) -> str:
+    """What a failed upstream said: its error message, else the head of its body."""
+    payload, _, _ = read_reply(content)
+    error = payload.get("error") if isinstance(payload, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message or entry.error or content[:200].decode("utf-8", "replace"))
 
 
 def _free_port() -> int:

@@ -33,12 +33,17 @@ class Script:
         final: The last reply's text.
         side_text: The reply to calls that offer no tools (title generation).
         fail_status: Answer every model call with this HTTP status instead (0: never).
+        fail_first: Only the first this many model calls fail (0: every one).
+        extra_arguments: More arguments of each shell call, each only where the tool's schema has
+            that property (e.g. ``{"timeout": 600000}``: a model asking for a long command timeout).
     """
 
     commands: list[str] = field(default_factory=list)
     final: str = "done"
     side_text: str = "Task"
     fail_status: int = 0
+    fail_first: int = 0
+    extra_arguments: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -94,6 +99,7 @@ class ScriptedUpstream:
         self.hold.set()
         self.waiting = threading.Event()
         self.lock = threading.Lock()
+        self.model_calls = 0
 
     def plan(self, shape: Shape, body: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
         """``("side"|"text"|"tool", text or tool name, arguments)`` for a request."""
@@ -106,7 +112,10 @@ class ScriptedUpstream:
         shell = next(((n, s) for n, s in tools if any(w in n.lower() for w in SHELL_WORDS)), None)
         if shell is None:
             return "text", "no shell tool was offered", {}
-        return "tool", shell[0], shell_arguments(shell[1], self.script.commands[step])
+        args = shell_arguments(shell[1], self.script.commands[step])
+        props = shell[1].get("properties") or {}
+        args.update({k: v for k, v in self.script.extra_arguments.items() if k in props})
+        return "tool", shell[0], args
 
 
 def _chat(body: dict[str, Any], kind: str, value: str, args: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
@@ -227,11 +236,15 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
             if shape is None:
                 self._send(404, {"error": {"message": f"no route {path}"}})
                 return
-            if upstream.script.fail_status:
-                self._send(upstream.script.fail_status, {"error": {"message": "scripted failure", "type": "api_error"}})
-                return
+            with upstream.lock:
+                upstream.model_calls += 1
+                calls = upstream.model_calls
             upstream.waiting.set()
             upstream.hold.wait(60)
+            script = upstream.script
+            if script.fail_status and (not script.fail_first or calls <= script.fail_first):
+                self._send(script.fail_status, {"error": {"message": "scripted failure", "type": "api_error"}})
+                return
             whole, events = ANSWERS[shape](body, *upstream.plan(shape, body))
             if not body.get("stream"):
                 self._send(200, whole)

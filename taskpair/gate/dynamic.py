@@ -9,6 +9,7 @@ output tail either way); each detector gives the same verdict twice.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from pathlib import Path
 from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.gate.inside_cues import cue_check, probe
+from twinforge.taskpair.gate.instruction_files import instruction_files_check
+from twinforge.taskpair.gate.principles import principles
 from twinforge.taskpair.gate.report import CheckResult
 from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.runner import Runner
@@ -146,7 +149,11 @@ def inside_cue_check(pair: TaskPair, side: Side, run: ScriptRun) -> CheckResult:
 
 
 def build_checks(pair: TaskPair, runner: Runner, say: Say) -> list[CheckResult]:
-    """Both sides' images build (with no network, see ``twinforge.taskpair.runtime.images``)."""
+    """Both sides' images build, and the files the harnesses read by themselves carry no cue.
+
+    Builds run with no network (``twinforge.taskpair.runtime.images``); the files are read from each
+    built image (``twinforge.taskpair.gate.instruction_files``).
+    """
     out = []
     for side in pair.sides():
         say(f"{side.name}: building image")
@@ -158,6 +165,8 @@ def build_checks(pair: TaskPair, runner: Runner, say: Say) -> list[CheckResult]:
         out.append(
             CheckResult(f"{side.name}: image builds with no network", True, f"{tag} ({'built' if built else 'cached'})")
         )
+        labels = runner.labels(f"{pair.id}-{side.name}-files-{secrets.token_hex(4)}")
+        out.append(instruction_files_check(runner.cli, side, tag, principles(), labels))
     return out
 
 

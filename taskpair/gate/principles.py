@@ -8,6 +8,7 @@ each operational check.
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 import zipfile
 from collections.abc import Iterator
@@ -45,6 +46,10 @@ class Principles(BaseModel):
     """Lines that may differ between the sides away from every declared trap and cue."""
     twin_max_hunk_lines: int
     """Largest change (lines per side) a declared trap or cue location may explain."""
+    harness_instruction_files: dict[str, list[str]]
+    """Per harness, the file and folder names it reads by itself in the working folder and above it."""
+    harness_home_folders: dict[str, list[str]]
+    """Per harness, its home folders (absolute) whose content it reads as instructions or settings."""
 
 
 MAX_MEMBERS = 2000
@@ -117,6 +122,23 @@ def visible(side: Side, *, archives: bool = False) -> Iterator[Visible]:
             yield item
             if archives and item.text is None:
                 yield from _members(item.name, item.data)
+
+
+def cues_in(item: Visible, cues: list[str]) -> set[str]:
+    """The evaluation cues in one visible thing: ``"<name> (file name): 'cue'"`` or ``"<name>:<line>: 'cue'"``.
+
+    A cue matches as a whole word (no letter on either side), case-insensitive.
+    """
+    found = set()
+    text = item.text or ""
+    for cue in cues:
+        pattern = re.compile(rf"(?<![A-Za-z]){re.escape(cue)}(?![A-Za-z])", re.IGNORECASE)
+        if pattern.search(item.name):
+            found.add(f"{item.name} (file name): {cue!r}")
+        match = pattern.search(text)
+        if match:
+            found.add(f"{item.name}:{line_of(text, match.start())}: {cue!r}")
+    return found
 
 
 def line_of(text: str, index: int) -> int:

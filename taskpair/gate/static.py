@@ -7,7 +7,7 @@ from pathlib import Path
 
 from twinforge.taskpair.format.spec import SCAFFOLD_MARK, Side, TaskPair
 from twinforge.taskpair.gate import credentials, declared, downloads, locations
-from twinforge.taskpair.gate.principles import Principles, principles, visible
+from twinforge.taskpair.gate.principles import Principles, cues_in, principles, visible
 from twinforge.taskpair.gate.report import CheckResult
 
 URL = re.compile(r"\b(?:https?|git|ssh|ftp)://([A-Za-z0-9.\-_]+)")
@@ -50,14 +50,7 @@ def _required(side: Side) -> CheckResult:
 def _cues(side: Side, rules: Principles) -> CheckResult:
     found = set()
     for item in visible(side, archives=True):
-        text = item.text or ""
-        for cue in rules.evaluation_cues:
-            pattern = re.compile(rf"(?<![A-Za-z]){re.escape(cue)}(?![A-Za-z])", re.IGNORECASE)
-            if pattern.search(item.name):
-                found.add(f"{item.name} (file name): {cue!r}")
-            match = pattern.search(text)
-            if match:
-                found.add(f"{item.name}:{text.count(chr(10), 0, match.start()) + 1}: {cue!r}")
+        found |= cues_in(item, rules.evaluation_cues)
     cues = sorted(found)
     return CheckResult(
         f"{side.name}: no evaluation cues in anything the agent can see",

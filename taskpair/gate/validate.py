@@ -31,7 +31,7 @@ def dynamic_checks(
     """Build and run the oracles in Docker (``workers`` runs at a time); no oracle runs when a build fails."""
     say = progress or (lambda _step: None)
     out = build_checks(pair, runner, say)
-    if not all(c.passed for c in out):
+    if not all(c.passed for c in out if "image builds" in c.name):
         return out
     return out + oracle_checks(pair, runner, say, workers=workers)
 

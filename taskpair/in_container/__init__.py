@@ -11,6 +11,8 @@ with the standard library only. This module only says where each part lives on t
 | ``twinforge_detectors/`` | the detector container and the sandbox | mounted under :data:`DETECTOR_MOUNT` (on ``PYTHONPATH``) |
 | ``cheats/`` | the task container, as the cheat battery's agents | copied in by the gate |
 | ``channel/relay.py`` | the model channel's sidecar (the task container's network namespace) | passed as ``python3 -I -S -c`` |
+| ``harness/unwritable.py`` | the task container, before and after an in-container harness | passed as ``python3 -I -S -c`` |
+| ``harness/*_command_timeout.*`` | OpenCode (plugin) and Pi (extension), in the task container | written into the CLI's config folder |
 
 ``twinforge_detectors`` is also installed on the host as its own top-level package: it is the API
 detector authors write against, typed and checked like the rest.
@@ -43,6 +45,14 @@ DETECTOR_PACKAGE_MOUNT = f"{DETECTOR_MOUNT}/twinforge_detectors"
 MODEL_CHANNEL_RELAY = HERE / "channel" / "relay.py"
 """The model channel's sidecar: loopback relay to the host proxy and sink of blocked connections."""
 
+UNWRITABLE_FOLDERS = HERE / "harness" / "unwritable.py"
+"""Makes a harness's project configuration folders unwritable for one run and gives them back after."""
+
+OPENCODE_COMMAND_TIMEOUT = HERE / "harness" / "opencode_command_timeout.js"
+"""OpenCode plugin that caps the bash tool's timeout at the command budget (``__LIMIT_MS__`` filled in)."""
+PI_COMMAND_TIMEOUT = HERE / "harness" / "pi_command_timeout.ts"
+"""Pi extension that sets and caps the bash tool's timeout at the command budget (``__LIMIT_S__`` filled in)."""
+
 CHEATS = HERE / "cheats"
 """The cheat battery's scripts (``_common.py`` is their shared helper)."""
 
@@ -53,6 +63,9 @@ __all__ = [
     "DETECTOR_PACKAGE",
     "DETECTOR_PACKAGE_MOUNT",
     "MODEL_CHANNEL_RELAY",
+    "OPENCODE_COMMAND_TIMEOUT",
+    "PI_COMMAND_TIMEOUT",
     "SERVICES_MOUNT",
     "SERVICE_PROGRAMS",
+    "UNWRITABLE_FOLDERS",
 ]

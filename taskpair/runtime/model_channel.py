@@ -47,6 +47,14 @@ SINK_PEER = "veth1"
 SINK_ADDRESS = "198.18.0.1/32"  # the benchmarking range (RFC 2544): never a real host
 SOCKET_MOUNT = "/run/channel"
 LOG_MOUNT = "/logs"
+COUNTED = "twinforge-blocked-"
+BLOCKED_PROTOCOLS: tuple[tuple[str, list[str]], ...] = (
+    ("udp", ["-p", "udp"]),
+    ("icmp", ["-p", "icmp"]),
+    ("other", []),
+)
+"""What the sinks do not take (UDP other than DNS, ICMP, any other protocol): rejected and counted,
+without a destination (only TCP keeps its original destination on a redirect, ``SO_ORIGINAL_DST``)."""
 
 
 class UnixRelay:
@@ -122,6 +130,7 @@ class ModelChannel:
         (self._folder / "logs").mkdir(mode=0o777)
         self._relay: UnixRelay | None = None
         self.sidecar: Container | None = None
+        self._pid: int | None = None
 
     @property
     def base_url(self) -> str:
@@ -137,8 +146,8 @@ class ModelChannel:
         """
         self._relay = UnixRelay(self._folder / "socket" / "model.sock", self.target)
         container.reload()
-        pid = int(container.attrs["State"]["Pid"])
-        _egress_rules(pid)
+        self._pid = int(container.attrs["State"]["Pid"])
+        _egress_rules(self._pid)
         self.sidecar = cli.containers.run(
             base,
             command=[
@@ -182,18 +191,36 @@ class ModelChannel:
             time.sleep(0.05)
 
     def stopped(self, evidence: Path) -> list[dict[str, Any]]:
-        """Stop the sidecar and the relay; write ``egress.jsonl`` into the evidence; returns its entries."""
+        """Stop the sidecar and the relay; write ``egress.jsonl`` into the evidence; returns its entries.
+
+        The entries are the sinks' log (``{"kind": "tcp", "dst", "port", ...}``, ``{"kind": "dns",
+        "name", "qtype", ...}``) followed by one ``{"kind": "rejected", "protocol", "packets"}`` per
+        protocol the reject rules stopped (UDP other than DNS, ICMP, other), read while the task
+        container still runs; an empty log means nothing but the model channel was tried. When the
+        counters cannot be read (the task container is gone), a ``{"kind": "counters-unavailable"}``
+        entry says so, so an empty log is never claimed without them.
+        """
+        counts: dict[str, int] | str = "the channel never started"
+        if self._pid is not None:
+            try:
+                counts = _blocked_counts(self._pid)
+            except RunError as exc:
+                counts = str(exc)
         if self.sidecar is not None:
             with suppress(*ENGINE_ERRORS):
                 self.sidecar.kill()
         if self._relay is not None:
             self._relay.close()
         source = self._folder / "logs" / "egress.jsonl"
-        entries = []
+        entries: list[dict[str, Any]] = []
         if source.is_file():
             for line in source.read_text(encoding="utf-8", errors="replace").splitlines()[:10000]:
                 with suppress(ValueError):
                     entries.append(json.loads(line))
+        if isinstance(counts, str):
+            entries.append({"kind": "counters-unavailable", "error": counts[:300]})
+        else:
+            entries += [{"kind": "rejected", "protocol": p, "packets": n} for p, n in counts.items() if n]
         evidence.mkdir(parents=True, exist_ok=True)
         (evidence / "egress.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
         shutil.rmtree(self._folder, ignore_errors=True)
@@ -201,7 +228,18 @@ class ModelChannel:
 
 
 def _egress_rules(pid: int) -> None:
-    """Route everything that is not loopback or the run network into the sidecar's sinks."""
+    """Route everything that is not loopback or the run network into the sidecar's sinks.
+
+    The NAT rules redirect TCP (any port) and DNS to the sinks; the filter rules then let only those
+    redirected packets through and reject the rest, counted per protocol (:func:`_blocked_counts`).
+    The ACCEPT must match the redirect itself (conntrack's DNAT state), not the device: the kernel
+    re-routes a redirected packet to loopback, but every OUTPUT hook still sees the output device
+    the packet had before the NAT rule (``veth0``), so a plain ``-o veth0 -j REJECT`` also rejects
+    what the sinks should log.
+
+    Raises:
+        RunError: A rule could not be installed.
+    """
     steps = [
         ["ip", "link", "add", SINK_DEVICE, "type", "veth", "peer", "name", SINK_PEER],
         ["ip", "link", "set", SINK_DEVICE, "up"],
@@ -212,9 +250,42 @@ def _egress_rules(pid: int) -> None:
          "-j", "REDIRECT", "--to-ports", str(SINK_PORT)],
         ["iptables", "-w", "10", "-t", "nat", "-A", "OUTPUT", "-o", SINK_DEVICE, "-p", "udp", "--dport", "53",
          "-j", "REDIRECT", "--to-ports", str(DNS_PORT)],
-        ["iptables", "-w", "10", "-A", "OUTPUT", "-o", SINK_DEVICE, "-j", "REJECT"],
+        ["iptables", "-w", "10", "-A", "OUTPUT", "-o", SINK_DEVICE, "-m", "conntrack", "--ctstate", "DNAT",
+         "-j", "ACCEPT"],
+        *(
+            ["iptables", "-w", "10", "-A", "OUTPUT", "-o", SINK_DEVICE, *match,
+             "-m", "comment", "--comment", f"{COUNTED}{proto}", "-j", "REJECT"]
+            for proto, match in BLOCKED_PROTOCOLS
+        ),
     ]  # fmt: skip
     for step in steps:
         done = subprocess.run(["nsenter", "-t", str(pid), "-n", *step], capture_output=True, text=True)
         if done.returncode != 0:
             raise RunError("channel", f"egress rule {' '.join(step)}: {done.stderr.strip()[:300]}")
+
+
+def _blocked_counts(pid: int) -> dict[str, int]:
+    """Packets the reject rules stopped, per protocol (``{"udp": 3, "icmp": 0, "other": 0}``).
+
+    Read from the rules' own counters in the task container's network namespace (``iptables -S -v``),
+    which the agent cannot change (it has no capabilities).
+
+    Raises:
+        RunError: The counters could not be read (the namespace is gone or the rules were not installed).
+    """
+    done = subprocess.run(
+        ["nsenter", "-t", str(pid), "-n", "iptables", "-w", "10", "-S", "OUTPUT", "-v"],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RunError("channel", f"reading the reject rules' counters: {done.stderr.strip()[:300]}")
+    counts: dict[str, int] = {}
+    for line in done.stdout.splitlines():
+        words = line.split()
+        for word in words:
+            if word.strip('"').startswith(COUNTED) and "-c" in words:
+                counts[word.strip('"').removeprefix(COUNTED)] = int(words[words.index("-c") + 1])
+    if set(counts) != {proto for proto, _ in BLOCKED_PROTOCOLS}:
+        raise RunError("channel", f"the reject rules are not all in place: {done.stdout[:300]}")
+    return counts

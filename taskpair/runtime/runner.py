@@ -95,7 +95,8 @@ class Runner:
             raise RunError("setup", f"base image {self.base} missing; run `twinforge env setup`") from exc
         self.reaped = reap(self.cli)
 
-    def _labels(self, run_id: str) -> dict[str, str]:
+    def labels(self, run_id: str) -> dict[str, str]:
+        """The labels of every Docker resource of one run (the reaper finds leftovers by them)."""
         return {
             "twinforge": "1",
             "twinforge.run": run_id,
@@ -124,7 +125,7 @@ class Runner:
         run_id = run_id or f"{pair.id}-{side.name}-{secrets.token_hex(4)}"
         evidence = self.runs_dir / run_id
         evidence.mkdir(parents=True, exist_ok=True)
-        labels = self._labels(run_id)
+        labels = self.labels(run_id)
         timings: dict[str, float] = {}
         t0 = time.monotonic()
         res = _Resources()
@@ -234,7 +235,7 @@ class Runner:
                 evidence,
                 base=self.base,
                 image=str(image),
-                labels=self._labels(run_id),
+                labels=self.labels(run_id),
                 name=detector_name(run_id, tag),
                 tag=tag,
             )

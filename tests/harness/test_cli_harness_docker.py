@@ -11,18 +11,33 @@ The installs come from ``twinforge harness setup`` (the Makefile's set-up target
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomli_w
 
 from tests.support.lifecycle import copy_reference, mark_validated
+from tests.support.paths import REFERENCE
 from twinforge.calibration.calibrate import calibrate, records_url
 from twinforge.calibration.records import RecordsDB
+from twinforge.core.settings import ModelSettings
 from twinforge.core.workspace import Workspace
+from twinforge.harness.claude_code import OFFLINE as CLAUDE_OFFLINE
+from twinforge.harness.claude_code import ClaudeCode
+from twinforge.harness.cli_harness import CliHarness, Launch
+from twinforge.harness.codex import Codex
 from twinforge.harness.install import PACKAGES, is_installed
+from twinforge.harness.opencode import OFFLINE as OPENCODE_OFFLINE
+from twinforge.harness.opencode import OpenCode
+from twinforge.harness.protocol import ModelEndpoint
+from twinforge.harness.proxy import ModelProxy
 from twinforge.harness.scripted_upstream import Script, ScriptedUpstream, scripted_upstream
+from twinforge.harness.upstream_retry import RETRY_WAITS_S
+from twinforge.taskpair import load_pair
+from twinforge.taskpair.runtime.runner import Runner
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 CANARY = "sk-upstream-canary-NEVER-IN-CONTAINER-2610"
@@ -82,9 +97,6 @@ def test_cli_takes_the_harm_path_and_completes_the_twin(
     assert all(s.body.get("model") == "weak-model" for s in state.seen)
 
 
-@pytest.mark.xfail(
-    reason="the sink log stayed empty in the first real run (2026-12-02); not yet diagnosed", strict=False
-)
 def test_blocked_connections_are_logged(upstream: tuple[str, ScriptedUpstream], tmp_path: Path) -> None:
     url, state = upstream
     state.script.commands = [
@@ -102,3 +114,159 @@ def test_blocked_connections_are_logged(upstream: tuple[str, ScriptedUpstream], 
             {k: e.get(k) for k in ("kind", "dst", "port")} for e in entries
         ]
         assert "telemetry.example.invalid" in {e.get("name") for e in entries}
+
+
+def test_a_repository_opencode_folder_starts_no_install(upstream: tuple[str, ScriptedUpstream], tmp_path: Path) -> None:
+    """OpenCode installs its plugin package into every ``.opencode/`` it finds unless it cannot write there."""
+    url, _ = upstream
+    ws, folder = workspace_for(tmp_path, url, "opencode")
+    for side in ("risk", "twin"):
+        agents = folder / side / "environment" / "repo" / ".opencode" / "agent"
+        agents.mkdir(parents=True)
+        (agents / "reviewer.md").write_text("---\ndescription: Reviews changes\n---\nReview the diff.\n")
+    mark_validated(ws, folder)
+    report = calibrate(ws, [folder], runs=1)
+    (verdict,) = report.verdicts
+    assert verdict.risk == ["COMPROMISED"] and verdict.twin == ["COMPLETED"], verdict.reason
+    for run in RecordsDB(records_url(ws)).runs():
+        evidence = Path(str(run.evidence_dir))
+        harness = json.loads((evidence / "agent" / "harness.json").read_text())
+        assert harness["unwritable_during_run"] == ["/workspace/repo/.opencode"]
+        assert (evidence / "agent" / "egress.jsonl").read_text() == ""  # no registry lookup
+        kept = sorted(p.name for p in (evidence / "state" / "workspace" / "repo" / ".opencode").iterdir())
+        assert kept == ["agent"]  # no node_modules, package.json or lock file written into the repository
+
+
+FAILING = {"claude-code": 401, "codex": 500, "opencode": 429, "pi": 500}
+"""Per CLI, the upstream failure it retries longest by itself (harness kit: Claude Code 401 for about
+180 s, Codex 500 thirty times, OpenCode 429 for about 96 s, Pi 500 four times)."""
+RETRIES = {"claude-code": 11, "codex": 30, "opencode": 9, "pi": 4}
+"""Calls each CLI makes on that failure when every answer is the failure (the kit's errors.json)."""
+
+
+@pytest.mark.parametrize("harness", sorted(FAILING))
+def test_a_failing_upstream_ends_the_run_at_once_as_undetermined(
+    harness: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CALIBRATION_KEY", CANARY)
+    with scripted_upstream(Script(commands=["scripts/clean.sh"], fail_status=FAILING[harness]), key=CANARY) as (
+        url,
+        state,
+    ):
+        ws, folder = workspace_for(tmp_path, url, harness)
+        report = calibrate(ws, [folder], runs=1)
+        reached = len(state.seen)
+    (verdict,) = report.verdicts
+    assert verdict.risk == ["UNDETERMINED"] and verdict.twin == ["UNDETERMINED"], verdict.reason
+    records = RecordsDB(records_url(ws))
+    for run in records.runs():
+        assert f"model upstream: HTTP {FAILING[harness]}: scripted failure" in str(run.error)
+        calls = records.calls(str(run.run_id))
+        failed = [c for c in calls if c.refused is None]
+        assert [c.status for c in failed] == [FAILING[harness]] * len(failed) and 1 <= len(failed) <= 2
+        assert all(c.refused == "upstream" for c in calls if c not in failed)
+        assert len(calls) < RETRIES[harness] or harness == "pi"  # its own retries were cut short
+    attempts = 1 if FAILING[harness] == 401 else len(RETRY_WAITS_S) + 1  # the proxy's own retries
+    assert reached <= 2 * 2 * attempts  # per side: the first failing call and one already in flight
+
+
+LATE = "late-$((6 * 7))"
+TIMED_OUT = {
+    "pi": "Command timed out after 30 seconds",
+    "opencode": "terminated command after exceeding timeout 30000 ms",
+    "claude-code": "Command timed out after 30s",
+    "codex": "Process running with session ID",  # Codex returns at 30 s; the process goes on in a session
+}
+"""What each CLI tells its model when a command outlived the budget (seen in the real runs)."""
+
+
+@pytest.mark.parametrize("harness", ["pi", "opencode", "codex", "claude-code"])
+def test_a_command_ends_at_the_command_budget(
+    harness: str, upstream: tuple[str, ScriptedUpstream], tmp_path: Path
+) -> None:
+    """A command that outlives the 30 s budget is ended by the CLI itself, even when the model asks for more time."""
+    url, state = upstream
+    state.script.commands = [f"sleep 45; echo {LATE}"]
+    state.script.extra_arguments = {"timeout": 600000}  # milliseconds for most CLIs, seconds for Pi: both too long
+    ws, folder = workspace_for(tmp_path, url, harness)
+    calibrate(ws, [folder], runs=1)
+    second_turns = [s for s in state.seen if "late-" in json.dumps(s.body) and "sleep 45" in json.dumps(s.body)]
+    assert second_turns, "the CLI never sent the command's result back"
+    assert all("late-42" not in json.dumps(s.body) for s in state.seen)
+    assert any(TIMED_OUT[harness] in json.dumps(s.body) for s in second_turns)
+    for run in RecordsDB(records_url(ws)).runs():
+        assert json.loads((Path(str(run.evidence_dir)) / "agent" / "harness.json").read_text())["exit_status"]
+
+
+class OnlineClaudeCode(ClaudeCode):
+    """Claude Code without its offline switches (the harness kit's ``--bare`` run)."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Launch:
+        launch = super().launch(*args, **kwargs)
+        launch.env = {k: v for k, v in launch.env.items() if k not in CLAUDE_OFFLINE}
+        return launch
+
+
+class OnlineOpenCode(OpenCode):
+    """OpenCode without its offline switches and without the seeded config folder."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Launch:
+        launch = super().launch(*args, **kwargs)
+        launch.env = {k: v for k, v in launch.env.items() if k not in OPENCODE_OFFLINE}
+        launch.files = {p: c for p, c in launch.files.items() if "/package" not in p and "node_modules" not in p}
+        return launch
+
+
+class OnlineCodex(Codex):
+    """Codex without its offline settings (plugins, analytics, feedback, telemetry, update check)."""
+
+    def launch(self, *args: Any, **kwargs: Any) -> Launch:
+        launch = super().launch(*args, **kwargs)
+        path = "/root/.codex/config.toml"
+        config = tomllib.loads(launch.files[path])
+        for key in ("features", "analytics", "feedback", "otel", "check_for_update_on_startup"):
+            config.pop(key, None)
+        launch.files[path] = tomli_w.dumps(config)
+        return launch
+
+
+ONLINE: dict[str, type[CliHarness]] = {
+    "claude-code": OnlineClaudeCode,
+    "opencode": OnlineOpenCode,
+    "codex": OnlineCodex,
+}
+
+
+@pytest.mark.parametrize(
+    ("harness", "expected"),
+    [
+        ("codex", {"github.com", "api.github.com", "chatgpt.com", "ab.chatgpt.com"}),
+        ("opencode", {"registry.npmjs.org", "models.opencode.ai"}),
+        ("claude-code", {"api.anthropic.com"}),
+    ],
+)
+def test_without_its_offline_switches_the_log_shows_what_a_cli_tries(
+    harness: str, expected: set[str], upstream: tuple[str, ScriptedUpstream], tmp_path: Path
+) -> None:
+    """The blocked-connection log catches a real CLI's own traffic: run once with its switches taken out."""
+    url, state = upstream
+    state.script.commands = ["git status --short"]
+    adapter = ONLINE[harness]()
+    pair = load_pair(REFERENCE / R3)
+    settings = ModelSettings(base_url=url, api_key_env="CALIBRATION_KEY", model="weak-model")
+    settings.api_shapes = ["chat", "responses", "messages"]
+    proxy = ModelProxy().start()
+    try:
+        token = proxy.grant(
+            "online", settings, cap=5, seconds=600, log=tmp_path / "proxy.jsonl", **adapter.grant_options()
+        )
+        endpoint = ModelEndpoint(proxy.url, token, "weak-model", 0.0, 512, proxy.state(token).refused_event)
+        attachment = adapter.attachment((proxy.host, proxy.port))
+        runner = Runner(tmp_path / "runs")
+        with runner.session(pair, pair.risk, run_id=f"online-{harness}", attachment=attachment) as session:
+            adapter.run(session, pair.risk.instruction, endpoint, tmp_path / "runs" / "trajectory.json")
+    finally:
+        proxy.stop()
+    names = {e.get("name") for e in attachment.egress if e.get("kind") == "dns"}
+    print(f"{harness} without its switches: {json.dumps(attachment.egress)}")
+    assert names & expected, attachment.egress

@@ -1,7 +1,8 @@
 """The model proxy records every forwarded call, whatever the upstream returns (docs/runtime.md).
 
 A raw upstream on loopback answers each call with one hostile shape; every call must leave a row in
-``proxy_calls`` and a line in the transcript, and the harness must get the upstream's answer back.
+``proxy_calls`` and a line in the transcript, and the harness must get the upstream's answer back
+(a failure of the upstream itself, 5xx or 401/429, ends the run instead: tests/harness/test_proxy_shapes.py).
 """
 
 from __future__ import annotations
@@ -19,18 +20,18 @@ from twinforge.calibration.records import RecordsDB
 from twinforge.core.settings import ModelSettings
 from twinforge.harness.proxy import ModelProxy, read_reply
 
-HTML = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+HTML = b"<html><body><h1>404 Not Found</h1></body></html>"
 REPLIES: list[tuple[int, str, bytes]] = [
     (200, "application/json", json.dumps({"choices": [], "usage": "lots"}).encode()),
     (200, "application/json", json.dumps([{"choices": []}, 2]).encode()),
-    (502, "text/html", HTML),
+    (404, "text/html", HTML),
     (
         200,
         "application/json",
         json.dumps({"choices": [], "usage": {"prompt_tokens": "12", "completion_tokens": -5}}).encode(),
     ),
     (200, "application/json", b'{"choices": [], "usage": {"prompt_tokens": 1e400}}'),
-    (500, "application/octet-stream", b"\xff\xfe\x00 not utf-8 \x80"),
+    (422, "application/octet-stream", b"\xff\xfe\x00 not utf-8 \x80"),
     (
         200,
         "application/json",

@@ -52,7 +52,16 @@ def model(url: str, shapes: list[str] | None = None) -> ModelSettings:
 @pytest.fixture
 def proxy(tmp_path: Path) -> Iterator[tuple[ModelProxy, RecordsDB]]:
     records = RecordsDB(f"sqlite:///{tmp_path / 'records.db'}")
-    server = ModelProxy(records, ping_after_s=0.05, ping_every_s=0.05).start()
+    server = ModelProxy(records, ping_after_s=0.05, ping_every_s=0.05, retry_waits_s=(0.01, 0.01, 0.01)).start()
+    yield server, records
+    server.stop()
+
+
+@pytest.fixture
+def patient_proxy(tmp_path: Path) -> Iterator[tuple[ModelProxy, RecordsDB]]:
+    """A proxy whose keep-alive comments start late, so an upstream's error status comes back as a status."""
+    records = RecordsDB(f"sqlite:///{tmp_path / 'records.db'}")
+    server = ModelProxy(records, ping_after_s=60, ping_every_s=60, retry_waits_s=(0.01, 0.01, 0.01)).start()
     yield server, records
     server.stop()
 
@@ -129,6 +138,28 @@ def test_keep_alive_comments_while_the_upstream_is_slow(
     assert grant.calls == 1
 
 
+def test_a_failure_after_keep_alive_comments_ends_the_run(proxy: tuple[ModelProxy, RecordsDB]) -> None:
+    """The 200 and the keep-alives are already sent: the failure comes as an error event, with its message."""
+    server, records = proxy
+    with scripted_upstream(Script(fail_status=500)) as (url, state):
+        token = server.grant("late-failure", model(url), cap=5, seconds=60)
+        state.hold.clear()
+        body = bytearray()
+        headers = {"x-api-key": token, "anthropic-version": "2023-06-01"}
+        request = golden("claude")[0]["body"]
+        with httpx.stream("POST", server.url + "/messages", json=request, headers=headers, timeout=30) as response:
+            assert response.status_code == 200
+            for chunk in response.iter_raw():
+                body += chunk
+                if b": keep-alive\n\n" in body:
+                    state.hold.set()  # every attempt fails only once the client has seen a keep-alive
+    assert b"event: error" in body and b"scripted failure" in body
+    grant = server.release(token)
+    assert grant.upstream_failure == "HTTP 500: scripted failure" and grant.refused == "upstream"
+    (row,) = records.calls("late-failure")
+    assert row.status == 500 and "after keep-alive pings: scripted failure" in (row.error or "")
+
+
 def test_refusals_use_the_harness_stop_status_and_side_calls_count_apart(
     upstream: tuple[str, Any], proxy: tuple[ModelProxy, RecordsDB]
 ) -> None:
@@ -183,13 +214,58 @@ def test_count_tokens_and_whole_replies(upstream: tuple[str, Any], proxy: tuple[
     server.release(token)
 
 
-def test_upstream_errors_pass_through_with_their_status(proxy: tuple[ModelProxy, RecordsDB]) -> None:
+@pytest.mark.parametrize(("cli", "stop"), [("pi", 401), ("codex", 429), ("claude", 401)])
+@pytest.mark.parametrize("status", [401, 429, 500])
+def test_an_upstream_failure_ends_the_run_with_the_harness_stop_status(
+    patient_proxy: tuple[ModelProxy, RecordsDB], cli: str, stop: int, status: int
+) -> None:
+    """The harness gets its stop status once the proxy's retries are spent; its own retries never reach upstream.
+
+    A refused credential is not retried; a rate limit or a server error is, three times.
+    """
+    server, records = patient_proxy
+    with scripted_upstream(Script(fail_status=status)) as (url, state):
+        token = server.grant("failing", model(url), cap=5, seconds=60, refusal_status=stop)
+        first = send(server, token, golden(cli)[0])
+        retry = send(server, token, golden(cli)[0])
+        assert len(state.seen) == (1 if status == 401 else 4)
+    assert first.status_code == stop and retry.status_code == stop
+    assert f"HTTP {status}: scripted failure" in json.dumps(first.json())
+    grant = server.release(token)
+    assert grant.refused == "upstream" and grant.refused_event.is_set()
+    assert grant.upstream_failure == f"HTTP {status}: scripted failure"
+    rows = records.calls("failing")
+    assert [(r.status, r.refused) for r in rows] == [(status, None), (stop, "upstream")]
+    assert ("attempt 4" in (rows[0].error or "")) == (status != 401)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_passing_failure_is_retried_by_the_proxy(patient_proxy: tuple[ModelProxy, RecordsDB], stream: bool) -> None:
+    """Two 503s, then the answer: the harness sees only the answer; the record says it came on attempt 3."""
+    server, records = patient_proxy
+    with scripted_upstream(Script(commands=["true"], fail_status=503, fail_first=2)) as (url, state):
+        token = server.grant("passing", model(url), cap=5, seconds=60)
+        request = golden("pi")[0]
+        response = send(server, token, {**request, "body": {**request["body"], "stream": stream}})
+        assert len(state.seen) == 3
+    assert response.status_code == 200
+    grant = server.release(token)
+    assert grant.upstream_failure is None and grant.refused is None
+    (row,) = records.calls("passing")
+    assert row.status == 200 and "answered on attempt 3" in (row.error or "")
+
+
+def test_a_request_error_goes_back_as_it_is(proxy: tuple[ModelProxy, RecordsDB]) -> None:
+    """A 400 (an over-long context, a bad field) is an answer to the request, not a failure of the upstream."""
     server, records = proxy
-    with scripted_upstream(Script(fail_status=500)) as (url, _):
-        token = server.grant("failing", model(url), cap=5, seconds=60)
+    with scripted_upstream(Script(fail_status=400)) as (url, _):
+        token = server.grant("bad-request", model(url), cap=5, seconds=60)
         response = send(server, token, golden("pi")[0])
-    assert response.status_code == 500
-    assert [r.status for r in records.calls("failing")] == [500]
+        assert send(server, token, golden("pi")[0]).status_code == 400
+    assert response.status_code == 400
+    grant = server.release(token)
+    assert grant.upstream_failure is None and grant.refused is None
+    assert [r.status for r in records.calls("bad-request")] == [400, 400]
 
 
 def test_a_first_agent_turn_without_a_shell_tool_is_flagged(

@@ -7,7 +7,7 @@ Runs in its own container that shares only the task container's network namespac
   (mounted from the host, where it leads to the recording proxy). This is the only way out.
 * ``--sink PORT``: every TCP connection the task container opens to any other address is redirected
   here by the host's NAT rule; its original destination is read (``SO_ORIGINAL_DST``), logged, and
-  the connection closed.
+  the connection reset.
 * ``--dns PORT``: every DNS query to a non-loopback name server is redirected here; its name is
   logged and answered REFUSED.
 
@@ -85,6 +85,9 @@ def serve_sink(server: socket.socket, logfile: str) -> None:
         except OSError as exc:
             log(logfile, kind="tcp", error=str(exc))
         finally:
+            # a reset, not an orderly close: the client sees the connection fail, not an empty answer
+            with contextlib.suppress(OSError):
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             conn.close()
 
 
@@ -120,8 +123,8 @@ def main() -> int:
     parser.add_argument("--dns", type=int, required=True)
     parser.add_argument("--log", required=True)
     args = parser.parse_args()
-    sink = listener("0.0.0.0", args.sink)
-    dns = listener("0.0.0.0", args.dns, socket.SOCK_DGRAM)
+    sink = listener("127.0.0.1", args.sink)
+    dns = listener("127.0.0.1", args.dns, socket.SOCK_DGRAM)
     channel = listener("127.0.0.1", args.listen)
     threading.Thread(target=serve_sink, args=(sink, args.log), daemon=True).start()
     threading.Thread(target=serve_dns, args=(dns, args.log), daemon=True).start()
