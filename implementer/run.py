@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from twinforge.blueprints import BlueprintStore, Status
+from twinforge.blueprints import BlueprintRecord, BlueprintStore, Status
 from twinforge.core.exceptions import WorkspaceError
 from twinforge.core.llm import ChatModel, make_chat_model
 from twinforge.core.settings import ImplementerSettings
@@ -155,11 +156,12 @@ def implement(
     gate: Gate | None = None,
     chat: ChatModel | None = None,
     limit: int | None = None,
+    workers: int | None = None,
     exclude_references: frozenset[str] = frozenset(),
     say: Callable[[str, str], None] | None = None,
     on_done: Callable[[BlueprintOutcome], None] | None = None,
 ) -> ImplementReport:
-    """Implement blueprints one after another (the library function behind ``twinforge implement``).
+    """Implement blueprints, several at once (the library function behind ``twinforge implement``).
 
     Args:
         workspace: The workspace.
@@ -171,12 +173,14 @@ def implement(
         gate: The whole gate (default: the real one, Docker through a :class:`Runner` on ``runs/``).
         chat: Archetype mode's model (default: ``[models.implementer]``).
         limit: At most this many blueprints (named ones first, then the best-reviewed ready ones).
+        workers: Blueprints implemented at once (default: the implementer role's concurrency; for
+            the embedded server its slot count, docs/design.md "The embedded model server").
         exclude_references: Reference pairs hidden from the implementer.
         say: ``(blueprint id, step)`` progress messages.
         on_done: Called with each blueprint's outcome right after its commit.
 
     Returns:
-        One outcome per blueprint finished in this call.
+        One outcome per blueprint finished in this call, in the order they finished.
 
     Raises:
         ImplementerError: Nothing to implement as asked (see :func:`~twinforge.implementer.select.select`).
@@ -196,7 +200,8 @@ def implement(
     the_gate = gate
     if the_gate is None:
         the_gate = docker_gate(Runner(workspace.root / "runs"))
-    for record in todo:
+
+    def one(record: BlueprintRecord) -> BlueprintOutcome:
         started_at = datetime.now(UTC).replace(microsecond=0)
         started = time.monotonic()
         job = Job(
@@ -219,8 +224,8 @@ def implement(
         job.run_dir.mkdir(parents=True, exist_ok=True)
         attempt = _run_mode(chosen_mode, job, chat)
         implement_record = _record(job, attempt, chosen_mode, started_at, time.monotonic() - started)
-        sha = finish(workspace, job, attempt, implement_record)
-        outcome = BlueprintOutcome(
+        sha = finish(workspace, job, attempt, implement_record)  # commits one at a time (workspace lock)
+        return BlueprintOutcome(
             blueprint_id=record.id,
             pair_id=job.pair_id,
             outcome=implement_record.outcome,
@@ -236,9 +241,19 @@ def implement(
             recovered=implement_record.recovered,
             commit=sha,
         )
-        report.outcomes.append(outcome)
-        if on_done is not None:
-            on_done(outcome)
+
+    # Blueprints are implemented side by side (each its own job, run folder and pair id); the first
+    # error stops new ones from starting and is raised once those in flight have finished.
+    pool = ThreadPoolExecutor(max_workers=max(1, workers or config.concurrency(config.models.implementer)))
+    futures = [pool.submit(one, record) for record in todo]
+    try:
+        for future in as_completed(futures):
+            outcome = future.result()
+            report.outcomes.append(outcome)
+            if on_done is not None:
+                on_done(outcome)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     return report
 
 
