@@ -21,7 +21,9 @@ $(BIN)/python:
 # vendored sources of the pinned llama-cpp-python sdist (fetched with pip, sha256 checked; for this
 # CPU but without AMX tiles: twinforge/core/localmodel/build.py says why). `twinforge model build`
 # returns at once when that version is built; the first build takes about 10 minutes on 2 cores.
+# cmake and a C++ compiler come from Debian's packages when missing (needs root).
 setup: $(BIN)/python
+	@command -v cmake >/dev/null && command -v c++ >/dev/null || (apt-get update -qq && apt-get install -y -qq cmake g++)
 	$(BIN)/pip install --quiet -e .
 	$(BIN)/twinforge model build
 

@@ -92,7 +92,8 @@ def model_serve(
     port: Annotated[int | None, typer.Option(help="Port (default: the workspace's, else 8080).")] = None,
     n_ctx: Annotated[int | None, typer.Option(help="Context window of each slot in tokens.")] = None,
     slots: Annotated[
-        int | None, typer.Option(min=1, max=64, help="Requests decoded together (default: the workspace's, else 4).")
+        int | None,
+        typer.Option(min=1, max=64, help="Requests decoded together (default: [local_model] slots, else 4+)."),
     ] = None,
     workspace: WorkspaceOption = None,
 ) -> None:
