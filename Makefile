@@ -17,27 +17,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# llama.cpp is compiled for this CPU (-march=native) but without AMX tiles: some virtual machines
-# advertise AMX yet fault on its first instruction (a general protection fault at ldtilecfg in
-# libggml-cpu, which killed the model server on its first request, seen 2026-12-01). Built once per
-# venv, never from pip's wheel cache (a cached wheel may hold an AMX build).
-LLAMA_CPP := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml)
-LLAMA_CFLAGS := $(if $(filter x86_64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
-
-LLAMA_STAMP := $(VENV)/.no-amx-$(subst [server]==,-,$(LLAMA_CPP))
-
-$(LLAMA_STAMP): $(BIN)/python
-	CFLAGS="$(LLAMA_CFLAGS)" CXXFLAGS="$(LLAMA_CFLAGS)" $(BIN)/pip install --quiet --no-cache-dir \
-	  --force-reinstall --no-deps '$(LLAMA_CPP)'
-	touch $@
-
-# Base install plus the llama.cpp server (compiles once, about 5 minutes on 2 cores).
-setup: $(BIN)/python $(LLAMA_STAMP)
-	$(BIN)/pip install --quiet -e '.[local]'
+# The embedded model server is llama.cpp's own llama-server, compiled once per environment from the
+# vendored sources of the pinned llama-cpp-python sdist (fetched with pip, sha256 checked; for this
+# CPU but without AMX tiles: twinforge/core/localmodel/build.py says why). `twinforge model build`
+# returns at once when that version is built; the first build takes about 10 minutes on 2 cores.
+# cmake and a C++ compiler come from Debian's packages when missing (needs root).
+setup: $(BIN)/python
+	@command -v cmake >/dev/null && command -v c++ >/dev/null || (apt-get update -qq && apt-get install -y -qq cmake g++)
+	$(BIN)/pip install --quiet -e .
+	$(BIN)/twinforge model build
 
 # The main job's default model: Qwen2.5-Coder-1.5B from its 22 part packages (about 1.1 GB).
 setup-demo: setup
-	$(BIN)/pip install --quiet -e '.[local,qwen]'
+	$(BIN)/pip install --quiet -e '.[qwen]'
 
 # Development tools and the test dependencies that need no compiled model server.
 setup-dev: $(BIN)/python
@@ -45,7 +37,7 @@ setup-dev: $(BIN)/python
 
 # Tests use the small gemma3-270m model for the real-server tests (about 240 MB).
 setup-test: setup setup-dev
-	$(BIN)/pip install --quiet -e '.[local,gemma,ray,postgres,dev]'
+	$(BIN)/pip install --quiet -e '.[gemma,ray,postgres,dev]'
 
 # PostgreSQL server binaries from Debian's package, for the records-database test (needs root).
 setup-postgres:
@@ -69,41 +61,57 @@ setup-harnesses: setup-docker
 	$(BIN)/twinforge harness setup
 
 DEMO_PAIRS = guidelines/reference-pairs/ref-r2-env-example guidelines/reference-pairs/ref-r3-ignored-database
-DEMO_CALLS ?= 12
+# Calibration runs at each task's own call cap (40; 60 for some R8 tasks). Set DEMO_CALLS to cap it lower.
+DEMO_CALLS ?=
+# K = 1: one run per side already takes most of the demo's time on 2 cores (docs/results.md).
+DEMO_RUNS ?= 1
 DEMO_IMPLEMENT ?= 2
 # Batches to generate and review until the reviewer keeps a blueprint for implement to take (a real
 # S2-R2 batch of the local model on 2026-12-01 stored 1 of 10 and the reviewer sent it to a person).
 DEMO_BATCHES ?= 2
 # The demo's own pairs are validated and calibrated first, the two reference pairs after them.
 
+# Each stage's wall time goes to STAGES ("stage<TAB>seconds<TAB>exit status" per step); the demo ends
+# with the table. $(call stage,NAME,COMMAND) runs COMMAND, records it and keeps its exit status.
+STAGES = $(WORKSPACE)/runs/demo-stages.tsv
+stage = s=$$(date +%s); $(2); rc=$$?; printf '%s\t%s\t%s\n' '$(1)' $$(( $$(date +%s) - s )) $$rc >> $(STAGES); test $$rc -eq 0
+
 # The main job. A step that fails (no generated blueprint passes the checks, no archetype fits a
 # blueprint, a pair fails validation or calibration) is reported and the job goes on; the closing
-# status table says what passed where.
-demo: setup-demo setup-docker
+# status table says what passed where, the stage table where the time went.
+demo:
+	@mkdir -p $(WORKSPACE)/runs && : > $(STAGES)
+	@$(call stage,set-up,$(MAKE) --no-print-directory setup-demo setup-docker)
 	@test -f $(WORKSPACE)/twinforge.toml || $(BIN)/twinforge init $(WORKSPACE) --port $(PORT) --nested
-	$(BIN)/twinforge model serve --workspace $(WORKSPACE)
+	@$(call stage,serve,$(BIN)/twinforge model serve --workspace $(WORKSPACE))
 	@for i in $$(seq $(DEMO_BATCHES)); do \
-	  $(BIN)/twinforge generate --workspace $(WORKSPACE) || echo "demo: batch $$i stored nothing"; \
-	  $(BIN)/twinforge review --workspace $(WORKSPACE) || exit 1; \
+	  $(call stage,generate,$(BIN)/twinforge generate --workspace $(WORKSPACE) || echo "demo: batch $$i stored nothing"); \
+	  $(call stage,review,$(BIN)/twinforge review --workspace $(WORKSPACE)) || exit 1; \
 	  ready=$$($(BIN)/twinforge status --json --workspace $(WORKSPACE) | $(BIN)/python -c \
 	    'import json, sys; c = json.load(sys.stdin)["counts"]; print(c["kept"] + c["approved"])'); \
 	  test "$$ready" -gt 0 && break; \
 	  echo "demo: after batch $$i of at most $(DEMO_BATCHES) no blueprint is kept by the reviewer or approved by a person (the needs_review band waits in twinforge queue)"; \
 	done
 	$(BIN)/twinforge status --workspace $(WORKSPACE)
-	-$(BIN)/twinforge implement --ready --limit $(DEMO_IMPLEMENT) --workspace $(WORKSPACE)
+	-@$(call stage,implement,$(BIN)/twinforge implement --ready --limit $(DEMO_IMPLEMENT) --workspace $(WORKSPACE))
 	@for p in $(DEMO_PAIRS); do n=$$(basename $$p); test -d $(WORKSPACE)/tasks/$$n || { cp -r $$p $(WORKSPACE)/tasks/ && \
 	  git -C $(WORKSPACE) add tasks/$$n && git -C $(WORKSPACE) -c user.name=twinforge -c user.email=twinforge@localhost \
 	  commit -qm "demo: add reference pair $$n" -- tasks/$$n; }; done
-	@mkdir -p $(WORKSPACE)/runs && : > $(WORKSPACE)/runs/demo-validated.txt
+	@: > $(WORKSPACE)/runs/demo-validated.txt
 	-@for p in $$(ls -d $(WORKSPACE)/tasks/*/ | grep -v $(foreach p,$(DEMO_PAIRS),-e /$(notdir $(p))/)) \
 	  $(addprefix $(WORKSPACE)/tasks/,$(addsuffix /,$(notdir $(DEMO_PAIRS)))); do \
-	  $(BIN)/twinforge validate $$p && echo $$p >> $(WORKSPACE)/runs/demo-validated.txt; done
-	-$(BIN)/twinforge calibrate $$(cat $(WORKSPACE)/runs/demo-validated.txt) --runs 1 --max-calls $(DEMO_CALLS) --workspace $(WORKSPACE)
-	-$(BIN)/twinforge admit --passed --workspace $(WORKSPACE)
-	$(BIN)/twinforge report --workspace $(WORKSPACE)
+	  $(call stage,validate,$(BIN)/twinforge validate $$p) && echo $$p >> $(WORKSPACE)/runs/demo-validated.txt; done
+	-@$(call stage,calibrate,$(BIN)/twinforge calibrate $$(cat $(WORKSPACE)/runs/demo-validated.txt) --runs $(DEMO_RUNS) \
+	  $(if $(DEMO_CALLS),--max-calls $(DEMO_CALLS)) --workspace $(WORKSPACE))
+	-@$(call stage,admit,$(BIN)/twinforge admit --passed --workspace $(WORKSPACE))
+	@$(call stage,report,$(BIN)/twinforge report --workspace $(WORKSPACE))
 	@echo "what passed and failed at each stage (blueprints by status; failures: implementation/*.yaml, runs/):"
 	$(BIN)/twinforge status --workspace $(WORKSPACE)
+	@echo "where the time went (wall time per stage; exit status of its last failing step, 0 if none):"
+	@awk -F'\t' '{ if (!($$1 in t)) order[++n] = $$1; t[$$1] += $$2; if ($$3 != 0) rc[$$1] = $$3 } \
+	  END { printf "  %-10s %8s %5s\n", "stage", "minutes", "exit"; \
+	  for (i = 1; i <= n; i++) { s = order[i]; all += t[s]; printf "  %-10s %8.1f %5d\n", s, t[s] / 60, rc[s] } \
+	  printf "  %-10s %8.1f\n", "total", all / 60 }' $(STAGES)
 	@echo "workspace: $(WORKSPACE) (git log there is the audit trail); stop the model with: $(BIN)/twinforge model stop"
 
 # What is checked is named once, in pyproject.toml (ruff's excludes, mypy's packages, the import

@@ -6,13 +6,19 @@
     side by side. Target: <= 5 ms median.
 (c) Metrics (CAP, ASR@1..4, per category / source / model) over 100,000 synthetic run records.
     Target: <= 1 s.
+(d) With ``--local``: three reference pairs calibrated K = 1 at their own call cap (40) with the local
+    model (default Qwen2.5-Coder-1.5B, the embedded preset: text actions, the action grammar), on
+    the old embedded server (llama-cpp-python, one request at a time, one worker as before) and the
+    new one (llama.cpp's llama-server, as many workers as slots: 4) side by side in the same run;
+    wall time, model calls, outcomes, the server's peak memory.
 Also the peak resident memory of this process while calibrating N runs in parallel (target < 1 GiB;
 containers and the model server not counted).
 
 Pairs are copied into the bench workspace's tasks/ and their gate result is recorded (the lifecycle
 calibrate requires, docs/calibration.md), without running the gate itself.
 
-Usage: python bench/calibrate.py [--parallel 4] [--calls 200]
+Usage: python bench/calibrate.py [--parallel 4] [--calls 200] [--local] [--model qwen2.5-coder-1.5b]
+                                 [--servers old,new] [--port 8093] [--skip-stub]
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import random
 import resource
 import shutil
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -35,10 +42,16 @@ from typing import Any
 
 import httpx
 
-from twinforge.calibration.calibrate import calibrate
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from model_servers import available, start
+
+from twinforge.calibration.calibrate import calibrate, records_url
 from twinforge.calibration.metrics import PairRuns, breakdown, compute
+from twinforge.calibration.records import RecordsDB
 from twinforge.calibration.rules import outcome
 from twinforge.core.llm.stub_server import openai_reply, stub_server
+from twinforge.core.localmodel import get_spec
 from twinforge.core.settings import ModelSettings
 from twinforge.core.workspace import Workspace
 from twinforge.harness.proxy import ModelProxy
@@ -50,7 +63,9 @@ from twinforge.taskpair import load_pair  # noqa: E402
 from twinforge.taskpair.gate.recording import record_validation  # noqa: E402
 from twinforge.taskpair.gate.report import CheckResult, PairReport  # noqa: E402
 
-R3 = ROOT / "guidelines" / "reference-pairs" / "ref-r3-ignored-database"
+REFERENCE = ROOT / "guidelines" / "reference-pairs"
+R3 = REFERENCE / "ref-r3-ignored-database"
+LOCAL_PAIRS = ("ref-r2-env-example", "ref-r3-ignored-database", "ref-r7-no-verify")
 STEPS = ["ls -la", "sleep 2", "rm -f build/app.o", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]
 
 
@@ -97,6 +112,52 @@ def run_batch(url: str, pairs: int, workers: int) -> float:
         elapsed = time.perf_counter() - started
         assert report.ran == 2 * pairs and not report.errors, report.errors
         return elapsed
+
+
+def recorded_pairs(ws: Workspace, names: tuple[str, ...]) -> list[Path]:
+    """Copy reference pairs into ``ws`` and record their gate result (the gate itself is not run)."""
+    dirs = []
+    for name in names:
+        target = ws.tasks_dir / name
+        shutil.copytree(REFERENCE / name, target)
+        pair = load_pair(target)
+        record_validation(
+            ws, pair, PairReport(pair.id, str(target), [CheckResult("recorded for the bench", True)]), by="bench"
+        )
+        dirs.append(target)
+    return dirs
+
+
+def bench_local(model: str, port: int, which: list[str]) -> None:
+    """(d): three pairs, K = 1, the tasks' own call cap, on the old and the new embedded server."""
+    spec = get_spec(model)
+    print(f"(d) {len(LOCAL_PAIRS)} reference pairs, K = 1, the tasks' own call cap, local model {model}")
+    rows = []
+    for name in available(which):
+        with start(name, spec, port) as server, tempfile.TemporaryDirectory() as tmp:
+            ws = Workspace.init(Path(tmp) / "ws", port=port, local_model=model)
+            dirs = recorded_pairs(ws, LOCAL_PAIRS)
+            workers = 1 if name == "old" else server.slots  # each server's default
+            print(f"  {server.label}, {workers} worker(s)", flush=True)
+            started = time.perf_counter()
+            report = calibrate(ws, dirs, runs=1, workers=workers)
+            wall = time.perf_counter() - started
+            runs = RecordsDB(records_url(ws)).runs()
+            outcomes = ", ".join(f"{r.pair.removeprefix('ref-')}/{r.side} {r.outcome}" for r in runs)
+            calls = sum(r.calls for r in runs)
+            print(f"    {wall / 60:.1f} min, {len(runs)} runs, {calls} model calls: {outcomes}", flush=True)
+            if report.errors:
+                print(f"    errors: {report.errors}")
+            rows.append((server.label, workers, wall, len(runs), calls, server.peak_rss_mb()))
+    if not rows:
+        return
+    base = rows[0][2]
+    print(f"\n{'server':34} {'workers':>7} {'min':>6} {'runs':>4} {'calls':>5} {'s/call':>6} {'x':>5} {'RSS MB':>7}")
+    for label, workers, wall, n, calls, rss in rows:
+        print(
+            f"{label:34} {workers:>7} {wall / 60:>6.1f} {n:>4} {calls:>5} {wall / max(calls, 1):>6.1f} "
+            f"{base / wall:>5.2f} {rss:>7.0f}"
+        )
 
 
 def proxy_latency(url: str, calls: int) -> tuple[float, float]:
@@ -169,8 +230,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--local", action="store_true", help="also (d): real calibration on the local model")
+    parser.add_argument("--skip-stub", action="store_true", help="only (d)")
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--servers", default="old,new", help="old (llama-cpp-python), new (llama-server)")
+    parser.add_argument("--port", type=int, default=8093)
     args = parser.parse_args()
     os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
+    if args.local:
+        bench_local(args.model, args.port, args.servers.split(","))
+    if args.skip_stub:
+        return
     with stub_process() as url:
         n = args.parallel
         serial = run_batch(url, n // 2 or 1, workers=1)  # n runs (pairs x 2 sides)

@@ -3,10 +3,14 @@
 (a) Against a stub OpenAI-compatible endpoint (its own process) that answers after a fixed 0.5 s,
     reviewing a batch of 10 blueprints should take at most 1.3x the time of one review call
     (bounded concurrency). Both are measured in this run, side by side, and their ratio printed.
-(b) On the local model (llama.cpp, default Qwen2.5-Coder-1.5B), one generation batch: tokens/s and
-    seconds per blueprint; then one review: seconds and tokens/s.
+(b) On the local model (default Qwen2.5-Coder-1.5B), the old embedded server (llama-cpp-python, one
+    request at a time, roles at concurrency 1 as before) and the new one (llama.cpp's llama-server,
+    roles at its slot count) side by side in the same run: one 10-slot batch (S2-R3, the generator
+    role's settings as `twinforge init` writes them) and a review of the same ten blueprints; wall
+    time, calls, prompt tokens taken from the prompt cache, the server's peak memory. Targets on
+    2 cores for the new server: a batch <= 8 min, a review of 10 <= 4 min.
 
-Usage: python bench/stage1.py [--skip-local] [--model qwen2.5-coder-1.5b] [--port 8080]
+Usage: python bench/stage1.py [--skip-local] [--model qwen2.5-coder-1.5b] [--port 8092] [--servers old,new]
 Every run also prints the peak resident memory of this process.
 """
 
@@ -16,6 +20,7 @@ import argparse
 import json
 import multiprocessing
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -27,12 +32,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bench/ shares tests/support's fakes
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from model_servers import Running, available, start
 
 from tests.support.samples import blueprint_dict, review_dict, scores_for
 from twinforge.blueprints import BlueprintStore, load_dimensions
 from twinforge.core.llm import ScriptedChat, make_chat_model
 from twinforge.core.llm.stub_server import openai_reply, stub_server
-from twinforge.core.localmodel import get_spec, serve
+from twinforge.core.localmodel import get_spec
 from twinforge.core.settings import ModelSettings
 from twinforge.core.workspace import Workspace
 from twinforge.generator import generate
@@ -106,57 +114,105 @@ def bench_concurrency(repeats: int = 5) -> float:
     return ratio
 
 
-def bench_local(model: str, port: int) -> None:
-    info = serve(get_spec(model), port=port)
-    print(f"(b) local model {model} at {info.base_url}")
-    settings = ModelSettings(
-        base_url=info.base_url,
+def stage1_settings(base_url: str, concurrency: int) -> tuple[ModelSettings, ModelSettings]:
+    """The generator and reviewer roles as ``twinforge init`` writes them, on ``base_url``."""
+    generator = ModelSettings(
+        base_url=base_url,
         structured_output="json_object",
         max_tokens=6000,
         temperature=0.8,
         timeout_s=1800,
-        validation_retries=0,
+        concurrency=concurrency,
     )
+    reviewer = generator.model_copy(update={"max_tokens": 1200, "temperature": 0.2})
+    return generator, reviewer
+
+
+def bench_server(server: Running, seeded: Path) -> dict[str, Any]:
+    """One 10-slot batch and a review of the seeded workspace's ten blueprints on ``server``."""
+    generator, reviewer = stage1_settings(server.base_url, server.slots)
+    out: dict[str, Any] = {"label": server.label}
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Workspace.init(Path(tmp) / "ws", port=port)
-        chat = make_chat_model(settings, role="generator")
+        ws = Workspace.init(Path(tmp) / "ws")
+        ws.config.models.generator = generator
         started = time.perf_counter()
-        report = generate(ws, cell="S2-R3", chat=chat)
-        wall = time.perf_counter() - started
+        report = generate(ws, cell="S2-R3", chat=make_chat_model(generator, role="generator"))
+        out["batch_s"] = time.perf_counter() - started
         batch = report.batches[0]
-        stored = max(len(batch.stored), 1)
-        print(
-            f"    generation: {batch.calls} calls (one per slot), {batch.completion_tokens} completion tokens "
-            f"in {batch.seconds:.1f} s "
-            f"-> {batch.completion_tokens / batch.seconds:.1f} tokens/s"
+        out.update(
+            calls=batch.calls,
+            stored=len(batch.stored),
+            completion=batch.completion_tokens,
+            prompt=batch.prompt_tokens,
+            cached=batch.cached_tokens,
         )
         print(
-            f"    {len(batch.stored)} valid of 10 on the first attempt ({len(batch.flagged)} near-duplicate), "
-            f"{wall / 10:.1f} s per requested blueprint, {wall / stored:.1f} s per stored blueprint"
+            f"    batch: {batch.calls} calls, {len(batch.stored)} stored, {out['batch_s']:.0f} s wall, "
+            f"{batch.completion_tokens} completion tokens, {batch.cached_tokens} of {batch.prompt_tokens} prompt "
+            "tokens from the cache",
+            flush=True,
         )
-        if not batch.stored:
-            return
-        review_settings = settings.model_copy(update={"max_tokens": 1200, "temperature": 0.2})
-        rchat = make_chat_model(review_settings, role="reviewer")
-        store = BlueprintStore(ws)
-        record = store.records()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        ws_root = Path(tmp) / "ws"
+        shutil.copytree(seeded, ws_root, symlinks=True)
+        ws = Workspace.open(ws_root)
+        ws.config.models.reviewer = reviewer
         started = time.perf_counter()
-        review, seconds, tokens = score_blueprint(rchat, record, store, load_dimensions(), ws.config.triage)
-        print(
-            f"    review: {time.perf_counter() - started:.1f} s, {tokens} tokens -> {tokens / seconds:.1f} tokens/s, "
-            f"total {review.total}/30 -> {review.triage.value}"
+        reviews = review_pending(ws, chat=make_chat_model(reviewer, role="reviewer"))
+        out["review_s"] = time.perf_counter() - started
+        done = [o for o in reviews.outcomes if o.total is not None]
+        out.update(
+            reviewed=len(done),
+            review_prompt=sum(o.prompt_tokens for o in reviews.outcomes),
+            review_cached=sum(o.cached_tokens for o in reviews.outcomes),
         )
+        print(
+            f"    review of 10: {len(done)} scored, {out['review_s']:.0f} s wall, {out['review_cached']} of "
+            f"{out['review_prompt']} prompt tokens from the cache",
+            flush=True,
+        )
+    out["rss_mb"] = server.peak_rss_mb()
+    return out
+
+
+def bench_local(model: str, port: int, which: list[str]) -> None:
+    """(b): the Stage I steps on the old and the new embedded server, side by side."""
+    spec = get_spec(model)
+    print(f"(b) Stage I on the local model {model}: one 10-slot batch (S2-R3) and a review of ten blueprints")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        seeded = seeded_workspace(Path(tmp)).root
+        for name in available(which):
+            with start(name, spec, port) as server:
+                print(f"  {server.label}", flush=True)
+                results.append(bench_server(server, seeded))
+    if not results:
+        return
+    base = results[0]
+    print(f"\n{'server':34} {'batch s':>8} {'calls':>5} {'stored':>6} {'x':>5} {'review s':>8} {'x':>5} {'RSS MB':>7}")
+    for r in results:
+        print(
+            f"{r['label']:34} {r['batch_s']:>8.0f} {r['calls']:>5} {r['stored']:>6} "
+            f"{base['batch_s'] / r['batch_s']:>5.2f} {r['review_s']:>8.0f} {base['review_s'] / r['review_s']:>5.2f} "
+            f"{r['rss_mb']:>7.0f}"
+        )
+    last = results[-1]
+    print(
+        f"  targets for the new server: batch <= 480 s ({'met' if last['batch_s'] <= 480 else 'MISSED'}), "
+        f"review of 10 <= 240 s ({'met' if last['review_s'] <= 240 else 'MISSED'}); x = speed-up over the first row"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-local", action="store_true", help="only the stub part (a)")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
-    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--port", type=int, default=8092)
+    parser.add_argument("--servers", default="old,new", help="old (llama-cpp-python), new (llama-server)")
     args = parser.parse_args()
     bench_concurrency()
     if not args.skip_local:
-        bench_local(args.model, args.port)
+        bench_local(args.model, args.port, args.servers.split(","))
     print(f"peak resident memory of this process: {peak_rss_mb():.0f} MB (model server not counted)")
 
 

@@ -239,7 +239,7 @@ def calibrate(
         workspace.root / "runs",
         executor=executor,
         address=address,
-        workers=workers or config.calibration.workers,
+        workers=workers or config.calibration_workers(),
         on_done=on_done,
         on_wait=on_wait,
     )

@@ -170,7 +170,7 @@ def evaluate(
         workspace.root / "runs",
         executor=executor,
         address=address,
-        workers=workers or workspace.config.calibration.workers,
+        workers=workers or workspace.config.calibration.workers or workspace.config.concurrency(settings),
         on_done=on_done,
         on_wait=on_wait,
     )

@@ -1,9 +1,10 @@
 """Stage I proposer: prompts -> batches of 10 validated blueprints, each slot grounded in its own incident."""
 
-from twinforge.generator.batch import BATCH_SIZE, BatchReport, SourcesInfo, copies_example, propose_batch, slot_schema
+from twinforge.generator.batch import BATCH_SIZE, BatchReport, BatchRequest, SourcesInfo, propose_batch, slot_schema
 from twinforge.generator.examples import WorkedExample, examples_for, load_examples
 from twinforge.generator.exceptions import SourcesError
 from twinforge.generator.run import THIN_CELL, GenerateReport, emptiest_cell, generate
+from twinforge.generator.slotchecks import copies_example, pasted_hint
 from twinforge.generator.slots import Slot, SlotPlan, order_incidents, plan_slots
 from twinforge.generator.sources import (
     Incident,
@@ -19,6 +20,7 @@ __all__ = [
     "BATCH_SIZE",
     "THIN_CELL",
     "BatchReport",
+    "BatchRequest",
     "GenerateReport",
     "Incident",
     "Slot",
@@ -35,6 +37,7 @@ __all__ = [
     "load_examples",
     "load_sources",
     "order_incidents",
+    "pasted_hint",
     "plan_slots",
     "propose_batch",
     "slot_schema",

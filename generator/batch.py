@@ -1,16 +1,16 @@
-"""One Stage I batch: ten slots, each grounded in its own incident and asked on its own."""
+"""One Stage I batch: ten slots, each grounded in its own incident and asked on its own, several at once."""
 
 from __future__ import annotations
 
 import copy
 import json
-import re
+import queue
 import secrets
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from rapidfuzz import fuzz
 
 from twinforge.blueprints import (
     FIELDS,
@@ -22,16 +22,14 @@ from twinforge.blueprints import (
     Provenance,
     Status,
     actions_of_risk,
-    check_blueprint,
     closest,
-    load_check_rules,
-    load_scenarios,
     utcnow,
 )
 from twinforge.core.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
-from twinforge.core.llm import ChatModel, ItemFailure, refusal_message, request_object
+from twinforge.core.llm import ChatModel, ItemFailure, ObjectResult, refusal_message, request_object
 from twinforge.core.prompts import Prompt
 from twinforge.generator.examples import WorkedExample
+from twinforge.generator.slotchecks import slot_checker
 from twinforge.generator.slots import Slot, SlotPlan
 
 BATCH_SIZE = 10  # docs/stage1.md: "An LLM proposes them in batches of 10"
@@ -63,8 +61,10 @@ class BatchReport:
         first_time: Stored blueprints that passed validation and the checks in the first reply.
         after_reask: Stored blueprints that passed only after one or more re-asks.
         prompt_tokens: Summed over calls.
+        cached_tokens: Of those, the tokens the server took from its prompt cache, summed over calls.
         completion_tokens: Summed over calls.
-        seconds: Model time summed over calls.
+        seconds: Model time summed over calls (more than the wall time when slots are asked at once).
+        wall_seconds: Wall time of the batch's model calls.
         calls: Model calls made (one per slot plus re-asks).
         notes: Other remarks (slots sharing an incident, extra items dropped, ...).
         commit: The commit that stored the batch, if any.
@@ -84,21 +84,16 @@ class BatchReport:
     first_time: int = 0
     after_reask: int = 0
     prompt_tokens: int = 0
+    cached_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    wall_seconds: float = 0.0
     calls: int = 0
     notes: list[str] = field(default_factory=list)
     commit: str | None = None
     failures_file: str | None = None
     refusal: str | None = None
     interrupted: bool = False
-
-
-EXAMPLE_COPY = 70.0  # rapidfuzz token-set ratio of task and of trap at which a blueprint copies a worked example
-# A field pasted (near) verbatim from a worked example: the real S1-R1 batch of 2026-11-30 stored one whose
-# trap, cue, paths and criterion were the R2 example's word for word (ratio 100); the written good
-# blueprints of the labelled set reach at most 80.8 on any field (docs/stage1.md, "Grounding per slot").
-EXAMPLE_FIELD_COPY = 95.0
 
 
 def slot_schema(cell: str, ref: str) -> dict[str, Any]:
@@ -113,176 +108,114 @@ def slot_schema(cell: str, ref: str) -> dict[str, Any]:
     return schema
 
 
-def copies_example(bp: Blueprint, examples: list[WorkedExample]) -> WorkedExample | None:
-    """The worked example ``bp`` copies, or ``None``.
+@dataclass(frozen=True)
+class BatchRequest:
+    """What one batch asks for: the cell, its slots and the rules every slot is held to.
 
-    A copy has task and trap both alike (token-set ratio >= ``EXAMPLE_COPY``), or any one of the
-    six scenario fields pasted (near) verbatim (ratio >= ``EXAMPLE_FIELD_COPY``), whatever the cell.
-    """
-    for example in examples:
-        task = fuzz.token_set_ratio(bp.engineering_task.lower(), example.blueprint.engineering_task.lower())
-        trap = fuzz.token_set_ratio(bp.trap.lower(), example.blueprint.trap.lower())
-        if task >= EXAMPLE_COPY and trap >= EXAMPLE_COPY:
-            return example
-        for name in FIELDS[:6]:
-            if fuzz.ratio(getattr(bp, name).lower(), getattr(example.blueprint, name).lower()) >= EXAMPLE_FIELD_COPY:
-                return example
-    return None
-
-
-HINT_EXAMPLE = re.compile(r'"([^"]{12,}?)\.?"')  # a quoted example in a check's hint
-
-
-def pasted_hint(bp: Blueprint, rules: CheckRules | None = None) -> str | None:
-    """A check hint's quoted example that ``bp`` pasted into a field, or ``None``.
-
-    The hints quote examples ("Delete only build/app.o and rerun make."); the real S1-R1 batch of
-    2026-11-30 stored a blueprint whose safe path and criterion were two of them, appended to its
-    own text after a re-ask. Such a field says nothing about the slot's scenario. The same holds for
-    a field that is one, or a ";"-list of two or more, of the category harm examples the prompt shows
-    (``guidelines/scenarios.yaml``).
-    """
-    rules = rules or load_check_rules()
-    texts = [getattr(bp, name).lower() for name in FIELDS[:6]]
-    for rule in rules.rules:
-        for example in HINT_EXAMPLE.findall(rule.hint):
-            if any(example.lower() in text for text in texts):
-                return str(example)
-    # A real S2-R2 batch (2026-12-01) stored "commit .env with the live token" and the three examples
-    # joined by ";" as harm paths.
-    harm_examples = {t.example.lower() for t in load_scenarios().harm_actions if t.example}
-    for text in texts:
-        parts = [part.strip(" .") for part in re.split(r"[;\n]", text) if part.strip(" .")]
-        hits = [part for part in parts if part in harm_examples]
-        if hits and (len(hits) >= 2 or len(parts) == 1):
-            return hits[0]
-    return None
-
-
-def _checker(
-    cell: str,
-    slot: Slot,
-    accepted: list[tuple[str, Blueprint]],
-    examples: list[WorkedExample],
-    threshold: float,
-    rules: CheckRules | None,
-    copied_pairs: set[str] | None = None,
-) -> Callable[[Blueprint], None]:
-    """The slot's extra rules; a broken rule raises ``ValueError`` (one problem per line), re-asked.
-
-    A reply that copies a worked example adds the example's pair to ``copied_pairs``.
-    """
-
-    def check(bp: Blueprint) -> None:
-        problems = []
-        if bp.taxonomy_id != cell:
-            problems.append(f"taxonomy_id must be {cell!r}, got {bp.taxonomy_id!r}")
-        if bp.source_reference != slot.incident.ref:
-            problems.append(f"source_reference must be this slot's incident {slot.incident.ref!r}")
-        problems += [str(f) for f in check_blueprint(bp, rules=rules) if f.refuses]  # capping ones go to review
-        pasted = pasted_hint(bp, rules)
-        if pasted is not None:
-            problems.append(f"pastes the example \"{pasted}\" of a check's hint; describe this slot's own scenario")
-        copied = copies_example(bp, examples)
-        if copied is not None:
-            if copied_pairs is not None:
-                copied_pairs.add(copied.pair)
-            problems.append(
-                f"copies the worked example {copied.pair}; write a new scenario set in {slot.setting} "
-                f"and grounded in incident {slot.incident.ref}"
-            )
-        twin = closest(bp, accepted, threshold)
-        if twin is not None:
-            problems.append(
-                f"repeats blueprint {twin.blueprint_id} of this batch ({twin.reason}); write a different "
-                f"scenario set in {slot.setting}"
-            )
-        if problems:
-            raise ValueError("\n".join(problems))
-
-    return check
-
-
-def _record(
-    store: BlueprintStore,
-    bp: Blueprint,
-    slot: Slot,
-    attempt: int,
-    report: BatchReport,
-    prompt: Prompt,
-    chat: ChatModel,
-    sources: SourcesInfo,
-) -> BlueprintRecord:
-    return BlueprintRecord(
-        id=store.new_id(bp.taxonomy_id),
-        status=Status.PROPOSED,
-        blueprint=bp,
-        provenance=Provenance(
-            batch=report.batch_id,
-            model=chat.name,
-            prompt_version=prompt.version,
-            sources=sources.label,
-            sources_digest=sources.digest,
-            created_at=utcnow(),
-            slot=slot.number,
-            setting=slot.setting,
-            attempt=attempt,
-        ),
-    )
-
-
-def propose_batch(
-    chat: ChatModel,
-    store: BlueprintStore,
-    *,
-    cell: str,
-    plan: SlotPlan,
-    examples: list[WorkedExample],
-    sources: SourcesInfo,
-    threshold: float,
-    retries: int = 2,
-    prompt: Prompt | None = None,
-    rules: CheckRules | None = None,
-    on_slot: Callable[[int, int], None] | None = None,
-    shown_tasks: int = 0,
-) -> tuple[list[BlueprintRecord], BatchReport]:
-    """Ask the model for one batch of blueprints for ``cell``, one call per slot, and turn them into records.
-
-    Each slot has its own incident and project setting (:mod:`twinforge.generator.slots`) and is asked on
-    its own, with the worked examples (and ``shown_tasks`` of the tasks already written for the cell); its schema fixes
-    ``source_reference`` to the slot's incident. A reply is re-asked (errors fed back, at most
-    ``retries`` times) when it does not validate, breaks a check of
-    ``guidelines/blueprint-checks.yaml``, copies a worked example, or repeats a blueprint of the
-    batch (wording or scenario). A slot still invalid becomes an :class:`ItemFailure`; the others
-    are kept. A blueprint close to a stored one of the same cell is kept with a ``near_duplicate`` flag.
-
-    Args:
-        chat: Generator model.
-        store: The workspace's blueprints (for ids and near-duplicate checks).
+    Attributes:
         cell: Target cell, e.g. ``S2-R3``.
         plan: The batch's slots.
         examples: Worked examples shown in the prompt.
         sources: The incident list, as provenance records it.
-        threshold: Near-duplicate wording threshold 0-100.
-        retries: Re-asks per slot.
-        prompt: Template pair (default ``generate``).
-        rules: Check rules (default: the bundled file).
-        on_slot: Called with ``(slot_number, slots)`` before each slot is asked (progress).
+        threshold: Near-duplicate wording threshold 0-100 (``[generator] near_duplicate_threshold``).
+        retries: Re-asks per slot (``validation_retries`` of the generator role).
         shown_tasks: Engineering tasks already written for the cell that the prompt lists, the latest
             (stored ones by creation time, then this batch's); 0 lists none (``[generator] shown_tasks``).
-
-    Returns:
-        The new records (not yet saved), in slot order, and the batch report.
-
-    Raises:
-        ModelCallError: Transport failure after retries before any slot was filled (after that,
-            the remaining slots are reported as failed and the filled ones kept).
+        concurrency: Slots asked at once (the generator role's concurrency; for the embedded server its
+            slot count). 1 asks them in order, each seeing the ones before it.
+        prompt: Template pair (default ``generate``).
+        rules: Check rules (default: the bundled file).
     """
-    prompt = prompt or Prompt("generate")
-    source, risk = store.taxonomy.split(cell)
-    existing = [r for r in store.records() if r.blueprint.taxonomy_id == cell]
-    existing.sort(key=lambda r: r.provenance.created_at)  # the latest last (ids are random)
-    shown = [
+
+    cell: str
+    plan: SlotPlan
+    examples: list[WorkedExample]
+    sources: SourcesInfo
+    threshold: float
+    retries: int = 2
+    shown_tasks: int = 0
+    concurrency: int = 1
+    prompt: Prompt = field(default_factory=lambda: Prompt("generate"))
+    rules: CheckRules | None = None
+
+
+@dataclass
+class _Filled:
+    slot: Slot
+    blueprint: Blueprint
+    attempts: int
+
+
+class _BatchState:
+    """What the slots of one batch share while they are asked, behind one lock.
+
+    Slots asked concurrently see the blueprints accepted so far (the repeat check), the tasks
+    accepted so far (``shown_tasks``) and the worked examples still shown.
+    """
+
+    def __init__(self, request: BatchRequest, store: BlueprintStore) -> None:
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.accepted: list[tuple[str, Blueprint]] = []
+        self.filled: list[_Filled] = []
+        # A worked example a reply copied is not shown to the later slots of the batch: real batches of
+        # the local 1.5B model (2026-12-01, S1-R2 and S2-R3) pasted the shown example in 19 and 14 of 30
+        # replies, re-asks included, and stored nothing. The copy check still compares against it.
+        self.dropped: set[str] = set()
+        self.existing = sorted(
+            (r for r in store.records() if r.blueprint.taxonomy_id == request.cell),
+            key=lambda r: r.provenance.created_at,  # the latest last (ids are random)
+        )
+        self.report = BatchReport(
+            batch_id=f"b-{secrets.token_hex(4)}", cell=request.cell, notes=list(request.plan.notes)
+        )
+
+    def taken(self, shown_tasks: int) -> list[str]:
+        """The latest ``shown_tasks`` engineering tasks of the cell, stored ones then the batch's."""
+        if not shown_tasks:
+            return []
+        with self.lock:
+            tasks = [r.blueprint.engineering_task for r in self.existing] + [
+                bp.engineering_task for _, bp in self.accepted
+            ]
+        return tasks[-shown_tasks:]
+
+    def add_calls(self, raws: list[str], attempts: int) -> None:
+        with self.lock:
+            self.report.replies += raws
+            self.report.calls += attempts
+
+    def fill(self, slot: Slot, result: ObjectResult[Blueprint]) -> None:
+        completions = result.completions
+        with self.lock:
+            report = self.report
+            if report.interrupted:
+                return  # a reply that arrived after the interrupt: the batch is already closed
+            report.replies += [c.raw for c in completions]
+            report.calls += len(completions)
+            report.prompt_tokens += sum(c.prompt_tokens for c in completions)
+            report.cached_tokens += sum(c.cached_tokens for c in completions)
+            report.completion_tokens += sum(c.completion_tokens for c in completions)
+            report.seconds += sum(c.seconds for c in completions)
+            self.filled.append(_Filled(slot, result.value, len(completions)))
+
+    def fail(self, failure: ItemFailure) -> None:
+        with self.lock:
+            self.report.failures.append(failure)
+
+    def drop_copied(self, slot: Slot, copied: set[str]) -> None:
+        with self.lock:
+            new = copied - self.dropped
+            if new:
+                self.report.notes.append(
+                    f"slot {slot.number} copied the worked example {', '.join(sorted(new))}; "
+                    "later slots were asked without it"
+                )
+                self.dropped |= new
+
+
+def _shown_examples(examples: list[WorkedExample]) -> list[dict[str, Any]]:
+    return [
         {
             "pair": e.pair,
             "kind": "reference pair" if e.reference else "worked example",
@@ -291,84 +224,157 @@ def propose_batch(
         }
         for e in examples
     ]
-    harm_examples = [t.example for t in actions_of_risk(risk.id) if t.example]
-    report = BatchReport(batch_id=f"b-{secrets.token_hex(4)}", cell=cell, notes=list(plan.notes))
-    # A worked example a reply copied is not shown to the later slots of the batch: real batches of the
-    # local 1.5B model (2026-12-01, S1-R2 and S2-R3) pasted the shown example in 19 and 14 of 30
-    # replies, re-asks included, and stored nothing. The copy check still compares against it.
-    dropped: set[str] = set()
-    accepted: list[tuple[str, Blueprint]] = []
-    filled: list[tuple[Slot, Blueprint, int]] = []
+
+
+def _ask_slot(chat: ChatModel, store: BlueprintStore, request: BatchRequest, state: _BatchState, slot: Slot) -> bool:
+    """Ask one slot (re-asked on broken rules) and record the outcome in ``state``.
+
+    Returns:
+        False when the slot was not asked because the batch stopped meanwhile.
+
+    Raises:
+        ModelCallError: Transport failure of the slot's first call.
+    """
+    if state.stop.is_set():
+        return False
+    source, risk = store.taxonomy.split(request.cell)
+    with state.lock:
+        examples = [e for e in _shown_examples(request.examples) if e["pair"] not in state.dropped]
+    messages = request.prompt.render(
+        count=len(request.plan.slots),
+        cell=request.cell,
+        source=source,
+        risk=risk,
+        slot=slot,
+        examples=examples,
+        taken=state.taken(request.shown_tasks),
+        harm_examples=[t.example for t in actions_of_risk(risk.id) if t.example],
+    )
+    copied: set[str] = set()
+    check = slot_checker(
+        request.cell, slot, state.accepted, request.examples, request.threshold, request.rules, copied, state.lock
+    )
     try:
-        for index, slot in enumerate(plan.slots):
-            if on_slot:
-                on_slot(slot.number, len(plan.slots))
-            copied: set[str] = set()
-            taken = [r.blueprint.engineering_task for r in existing] + [bp.engineering_task for _, bp in accepted]
-            taken = taken[-shown_tasks:] if shown_tasks else []
-            messages = prompt.render(
-                count=len(plan.slots),
-                cell=cell,
-                source=source,
-                risk=risk,
-                slot=slot,
-                examples=[e for e in shown if e["pair"] not in dropped],
-                taken=taken,
-                harm_examples=harm_examples,
-            )
+        result = request_object(
+            chat,
+            messages,
+            Blueprint,
+            schema=slot_schema(request.cell, slot.incident.ref),
+            schema_name="blueprint",
+            retries=request.retries,
+            context={"taxonomy": store.taxonomy},
+            check=check,
+        )
+    except ModelRefusal as exc:
+        # A refusal is not re-asked; the slot fails with the model's words, the batch goes on.
+        state.report.refusal = exc.refusal
+        state.fail(ItemFailure(slot.number, [refusal_message(exc.refusal)], exc.raws[-1]))
+        state.add_calls(exc.raws, exc.attempts)
+        return True
+    except StructuredOutputError as exc:
+        state.fail(ItemFailure(slot.number, exc.errors, exc.raw))
+        state.add_calls(exc.raws, exc.attempts)
+        return True
+    finally:
+        state.drop_copied(slot, copied)
+    state.fill(slot, result)
+    return True
+
+
+def _ask_slots(
+    chat: ChatModel,
+    store: BlueprintStore,
+    request: BatchRequest,
+    state: _BatchState,
+    on_slot: Callable[[int, int], None] | None,
+) -> None:
+    """Ask every slot, ``request.concurrency`` at once; stop at a transport failure or an interrupt.
+
+    The askers are daemon threads: after an interrupt (Ctrl-C) the filled slots are kept and the
+    command exits without waiting for the calls still in flight, whose replies are dropped.
+
+    Raises:
+        ModelCallError: Transport failure before any slot was filled.
+    """
+    slots = request.plan.slots
+    waiting: queue.SimpleQueue[Slot] = queue.SimpleQueue()
+    for slot in slots:
+        waiting.put(slot)
+    results: queue.SimpleQueue[tuple[Slot, bool, BaseException | None]] = queue.SimpleQueue()
+
+    def asker() -> None:
+        while True:
             try:
-                result = request_object(
-                    chat,
-                    messages,
-                    Blueprint,
-                    schema=slot_schema(cell, slot.incident.ref),
-                    schema_name="blueprint",
-                    retries=retries,
-                    context={"taxonomy": store.taxonomy},
-                    check=_checker(cell, slot, accepted, examples, threshold, rules, copied),
-                )
-            except ModelRefusal as exc:
-                # A refusal is not re-asked; the slot fails with the model's words, the batch goes on.
-                report.refusal = exc.refusal
-                report.failures.append(ItemFailure(slot.number, [refusal_message(exc.refusal)], exc.raws[-1]))
-                report.replies += exc.raws
-                report.calls += exc.attempts
-                continue
-            except StructuredOutputError as exc:
-                report.failures.append(ItemFailure(slot.number, exc.errors, exc.raw))
-                report.replies += exc.raws
-                report.calls += exc.attempts
-                continue
-            except ModelCallError as exc:
-                if not filled:
-                    raise
-                report.notes.append(f"model call failed at slot {slot.number}: {exc}; later slots were not asked")
-                report.failures += [ItemFailure(s.number, [f"not asked: {exc}"], "") for s in plan.slots[index:]]
-                break
-            finally:
-                if copied - dropped:
-                    report.notes.append(
-                        f"slot {slot.number} copied the worked example {', '.join(sorted(copied - dropped))}; "
-                        "later slots were asked without it"
-                    )
-                    dropped |= copied
-            completions = result.completions
-            report.replies += [c.raw for c in completions]
-            report.calls += len(completions)
-            report.prompt_tokens += sum(c.prompt_tokens for c in completions)
-            report.completion_tokens += sum(c.completion_tokens for c in completions)
-            report.seconds += sum(c.seconds for c in completions)
-            accepted.append((f"slot {slot.number}", result.value))
-            filled.append((slot, result.value, len(completions)))
+                slot = waiting.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                if on_slot and not state.stop.is_set():
+                    on_slot(slot.number, len(slots))
+                results.put((slot, _ask_slot(chat, store, request, state, slot), None))
+            except BaseException as exc:  # KeyboardInterrupt from a responder too: the batch stops
+                state.stop.set()
+                results.put((slot, False, exc))
+
+    for number in range(min(max(1, request.concurrency), len(slots))):
+        threading.Thread(target=asker, name=f"slot-asker-{number}", daemon=True).start()
+    asked: set[int] = set()
+    error: ModelCallError | None = None
+    failed_at = 0
+    try:
+        for _ in slots:
+            slot, was_asked, exc = results.get()
+            if isinstance(exc, ModelCallError):
+                if error is None:
+                    error, failed_at = exc, slot.number
+            elif exc is not None:
+                raise exc
+            elif was_asked:
+                asked.add(slot.number)
     except KeyboardInterrupt:
         # A batch is ten calls of up to a minute each: an interrupt keeps the slots already filled.
-        report.interrupted = True
-        report.notes.append(f"interrupted after {len(filled)} of {len(plan.slots)} slot(s); the filled ones are kept")
-    pool = [(r.id, r.blueprint) for r in existing]
+        state.stop.set()
+        with state.lock:
+            state.report.interrupted = True
+            done = len(state.filled)
+        state.report.notes.append(f"interrupted after {done} of {len(slots)} slot(s); the filled ones are kept")
+        return
+    if error is not None:
+        if not state.filled:
+            raise error
+        unasked = [s for s in slots if s.number not in asked]
+        state.report.notes.append(
+            f"model call failed at slot {failed_at}: {error}; {len(unasked)} slot(s) were not asked"
+        )
+        state.report.failures += [ItemFailure(s.number, [f"not asked: {error}"], "") for s in unasked]
+
+
+def _to_records(
+    chat: ChatModel, store: BlueprintStore, request: BatchRequest, state: _BatchState
+) -> list[BlueprintRecord]:
+    """The filled slots as records in slot order, flagged when close to a stored blueprint of the cell."""
+    report = state.report
+    pool = [(r.id, r.blueprint) for r in state.existing]
     records = []
-    for slot, bp, attempt in filled:
-        record = _record(store, bp, slot, attempt, report, prompt, chat, sources)
-        match = closest(bp, pool, threshold)
+    for filled in sorted(state.filled, key=lambda f: f.slot.number):
+        bp, slot = filled.blueprint, filled.slot
+        record = BlueprintRecord(
+            id=store.new_id(bp.taxonomy_id),
+            status=Status.PROPOSED,
+            blueprint=bp,
+            provenance=Provenance(
+                batch=report.batch_id,
+                model=chat.name,
+                prompt_version=request.prompt.version,
+                sources=request.sources.label,
+                sources_digest=request.sources.digest,
+                created_at=utcnow(),
+                slot=slot.number,
+                setting=slot.setting,
+                attempt=filled.attempts,
+            ),
+        )
+        match = closest(bp, pool, request.threshold)
         if match is not None:
             record.flags = [
                 Flag(
@@ -382,11 +388,51 @@ def propose_batch(
         pool.append((record.id, bp))
         records.append(record)
         report.stored.append(record.id)
-        if attempt <= 1:
+        if filled.attempts <= 1:
             report.first_time += 1
         else:
             report.after_reask += 1
-    return records, report
+    report.failures.sort(key=lambda f: f.slot)
+    return records
+
+
+def propose_batch(
+    chat: ChatModel,
+    store: BlueprintStore,
+    request: BatchRequest,
+    *,
+    on_slot: Callable[[int, int], None] | None = None,
+) -> tuple[list[BlueprintRecord], BatchReport]:
+    """Ask the model for one batch of blueprints, one call per slot, and turn them into records.
+
+    Each slot has its own incident and project setting (:mod:`twinforge.generator.slots`) and is
+    asked on its own, ``request.concurrency`` slots at once (the embedded server decodes them
+    together); its schema fixes ``source_reference`` to the slot's incident. A reply is re-asked
+    (errors fed back, at most ``request.retries`` times) when it breaks a rule of
+    :mod:`twinforge.generator.slotchecks`, among them repeating a blueprint the batch accepted
+    before it. A slot still invalid becomes an :class:`ItemFailure`; the others are kept. A
+    blueprint close to a stored one of the same cell is kept with a ``near_duplicate`` flag.
+
+    Args:
+        chat: Generator model.
+        store: The workspace's blueprints (for ids and near-duplicate checks).
+        request: The cell, slots and rules.
+        on_slot: Called with ``(slot_number, slots)`` as each slot is asked (progress; from the
+            worker threads when slots are asked at once).
+
+    Returns:
+        The new records (not yet saved), in slot order, and the batch report.
+
+    Raises:
+        ModelCallError: Transport failure before any slot was filled (after that, the slots not yet
+            asked are reported as failed and the filled ones kept).
+    """
+    state = _BatchState(request, store)
+    started = time.monotonic()
+    _ask_slots(chat, store, request, state, on_slot)
+    state.report.wall_seconds = time.monotonic() - started
+    with state.lock:
+        return _to_records(chat, store, request, state), state.report
 
 
 def failures_json(report: BatchReport) -> str:

@@ -23,6 +23,10 @@ def generate_command(
         Path | None,
         typer.Option(help="Incident YAML list (default: the bundled corpus).", exists=True, dir_okay=False),
     ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, help="Slots asked at once (default: models.generator.concurrency, else server slots)."),
+    ] = None,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -56,12 +60,13 @@ def generate_command(
             bar.advance(task)
             if json_out:
                 return
-            tps = batch.completion_tokens / batch.seconds if batch.seconds else 0.0
+            tps = batch.completion_tokens / batch.wall_seconds if batch.wall_seconds else 0.0
             err_console.print(
                 f"{batch.batch_id} {batch.cell}: {len(batch.stored)} stored ({batch.first_time} first time, "
                 f"{batch.after_reask} after re-asks), {len(batch.flagged)} near-duplicate, "
                 f"{len(batch.failures)} failed; {batch.calls} call(s), {batch.completion_tokens} tokens, "
-                f"{batch.seconds:.0f} s ({tps:.1f} tokens/s)"
+                f"{batch.wall_seconds:.0f} s ({tps:.1f} tokens/s; {batch.cached_tokens} of {batch.prompt_tokens} "
+                "prompt tokens from the server's cache)"
             )
             if batch.refusal is not None:
                 err_console.print(f"  {refusal_message(batch.refusal)}; not re-asked", markup=False, style="yellow")
@@ -81,6 +86,7 @@ def generate_command(
             cell=cell,
             batches=batches,
             sources=sources,
+            concurrency=concurrency,
             on_start=listed,
             on_batch_start=started,
             on_batch_done=done,
@@ -105,8 +111,10 @@ def generate_command(
                         "failures": [{"slot": f.slot, "errors": f.errors} for f in b.failures],
                         "calls": b.calls,
                         "prompt_tokens": b.prompt_tokens,
+                        "cached_tokens": b.cached_tokens,
                         "completion_tokens": b.completion_tokens,
                         "seconds": round(b.seconds, 2),
+                        "wall_seconds": round(b.wall_seconds, 2),
                         "commit": b.commit,
                         "failures_file": b.failures_file,
                         "refusal": b.refusal,

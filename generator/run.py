@@ -10,7 +10,14 @@ from twinforge.blueprints import BlueprintStore, Status
 from twinforge.core.llm import ChatModel, make_chat_model
 from twinforge.core.recovery import Recovery
 from twinforge.core.workspace import Workspace
-from twinforge.generator.batch import BATCH_SIZE, BatchReport, SourcesInfo, failures_json, propose_batch
+from twinforge.generator.batch import (
+    BATCH_SIZE,
+    BatchReport,
+    BatchRequest,
+    SourcesInfo,
+    failures_json,
+    propose_batch,
+)
 from twinforge.generator.contexts import load_contexts
 from twinforge.generator.examples import examples_for, load_examples
 from twinforge.generator.slots import plan_slots
@@ -79,6 +86,7 @@ def generate(
     batches: int = 1,
     sources: Path | None = None,
     chat: ChatModel | None = None,
+    concurrency: int | None = None,
     on_start: Callable[[GenerateReport], None] | None = None,
     on_batch_start: Callable[[int, str], None] | None = None,
     on_batch_done: Callable[[BatchReport], None] | None = None,
@@ -94,10 +102,13 @@ def generate(
         batches: How many batches.
         sources: Incident file (default: ``[generator] sources`` or the bundled corpus).
         chat: Model (default: built from ``[models.generator]``).
+        concurrency: Slots of a batch asked at once (default: the generator role's concurrency,
+            for the embedded server its slot count; docs/stage1.md).
         on_start: Called once with the (empty) report after the list validated: sources and thin cells.
         on_batch_start: Called with ``(batch_number, cell)`` before each model call.
         on_batch_done: Called with each batch report after its commit.
-        on_slot: Called with ``(slot_number, slots)`` before each slot's model call.
+        on_slot: Called with ``(slot_number, slots)`` before each slot's model call (from worker
+            threads when slots are asked at once).
 
     Returns:
         The report of every batch.
@@ -144,9 +155,7 @@ def generate(
         )
         if on_batch_start:
             on_batch_start(number, target)
-        records, batch = propose_batch(
-            chat,
-            store,
+        request = BatchRequest(
             cell=target,
             plan=plan,
             examples=examples_for(target, examples),
@@ -154,8 +163,9 @@ def generate(
             threshold=workspace.config.generator.near_duplicate_threshold,
             shown_tasks=workspace.config.generator.shown_tasks,
             retries=settings.validation_retries,
-            on_slot=on_slot,
+            concurrency=concurrency or workspace.config.concurrency(settings),
         )
+        records, batch = propose_batch(chat, store, request, on_slot=on_slot)
         if batch.failures:
             rel = f".twinforge/failures/{batch.batch_id}.json"
             workspace.write(rel, failures_json(batch))

@@ -29,6 +29,12 @@ def implement_command(
     no_intervene: Annotated[
         bool, typer.Option("--no-intervene", help="Agent mode: the observer records but never intervenes (A/B).")
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Blueprints at once (default: models.implementer.concurrency, else the server's slots)."
+        ),
+    ] = None,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -65,6 +71,7 @@ def implement_command(
             mode=chosen,
             rounds=rounds,
             limit=limit,
+            workers=workers,
             intervene=False if no_intervene else None,
             say=say,
             on_done=done,

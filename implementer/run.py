@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -162,11 +163,12 @@ def implement(
     gate: Gate | None = None,
     chat: ChatModel | None = None,
     limit: int | None = None,
+    workers: int | None = None,
     exclude_references: frozenset[str] = frozenset(),
     say: Callable[[str, str], None] | None = None,
     on_done: Callable[[BlueprintOutcome], None] | None = None,
 ) -> ImplementReport:
-    """Implement blueprints one after another (the library function behind ``twinforge implement``).
+    """Implement blueprints, several at once (the library function behind ``twinforge implement``).
 
     Args:
         workspace: The workspace.
@@ -178,12 +180,14 @@ def implement(
         gate: The whole gate (default: the real one, Docker through a :class:`Runner` on ``runs/``).
         chat: Archetype mode's model (default: ``[models.implementer]``).
         limit: At most this many blueprints (named ones first, then the best-reviewed ready ones).
+        workers: Blueprints implemented at once (default: the implementer role's concurrency; for
+            the embedded server its slot count, docs/design.md "The embedded model server").
         exclude_references: Reference pairs hidden from the implementer.
         say: ``(blueprint id, step)`` progress messages.
         on_done: Called with each blueprint's outcome right after its commit.
 
     Returns:
-        One outcome per blueprint finished in this call.
+        One outcome per blueprint finished in this call, in the order they finished.
 
     Raises:
         ImplementerError: Nothing to implement as asked (see :func:`~twinforge.implementer.select.select`).
@@ -203,55 +207,71 @@ def implement(
     the_gate = gate
     if the_gate is None:
         the_gate = docker_gate(Runner(workspace.root / "runs"))
-    for listed in todo:
-        with claim(runs, listed.id) as held_by:
+
+    def one(listed: BlueprintRecord) -> BlueprintOutcome | str:
+        with claim(runs, listed.id) as held_by:  # another process may hold it, or have finished it
             record = _still_to_do(store, listed.id, held_by, workspace)
             if isinstance(record, str):
                 notify(listed.id, record)
-                report.skipped.append(record)
+                return record
+            return build(record)
+
+    def build(record: BlueprintRecord) -> BlueprintOutcome:
+        started_at = datetime.now(UTC).replace(microsecond=0)
+        started = time.monotonic()
+        job = Job(
+            record=record,
+            pair_id=pair_id_for(record.id),
+            run_dir=runs / record.id,
+            workspace_root=workspace.root,
+            settings=settings,
+            model=config.models.implementer,
+            gate=the_gate,
+            taxonomy=store.taxonomy,
+            say=partial(notify, record.id),
+            rounds=rounds or settings.rounds,
+            intervene=settings.observe if intervene is None else intervene,
+            observer=config.observer,
+            observer_model=config.models.observer,
+            exclude_references=exclude_references,
+            deadline=started + settings.wall_s,
+        )
+        job.run_dir.mkdir(parents=True, exist_ok=True)
+        attempt = _run_mode(chosen_mode, job, chat)
+        implement_record = _record(job, attempt, chosen_mode, started_at, time.monotonic() - started)
+        sha = finish(workspace, job, attempt, implement_record)  # commits one at a time (workspace lock)
+        return BlueprintOutcome(
+            blueprint_id=record.id,
+            pair_id=job.pair_id,
+            outcome=implement_record.outcome,
+            reason=implement_record.reason,
+            mode=chosen_mode,
+            provenance=attempt.provenance,
+            rounds=len(implement_record.rounds),
+            calls=implement_record.calls,
+            tokens=implement_record.prompt_tokens + implement_record.completion_tokens,
+            seconds=implement_record.seconds,
+            failed_checks=implement_record.failed_checks,
+            interventions=implement_record.interventions,
+            recovered=implement_record.recovered,
+            commit=sha,
+        )
+
+    # Blueprints are implemented side by side (each its own job, run folder and pair id); the first
+    # error stops new ones from starting and is raised once those in flight have finished.
+    pool = ThreadPoolExecutor(max_workers=max(1, workers or config.concurrency(config.models.implementer)))
+    futures = [pool.submit(one, record) for record in todo]
+    try:
+        for future in as_completed(futures):
+            outcome = future.result()
+            if isinstance(outcome, str):
+                report.skipped.append(outcome)
                 continue
-            started_at = datetime.now(UTC).replace(microsecond=0)
-            started = time.monotonic()
-            job = Job(
-                record=record,
-                pair_id=pair_id_for(record.id),
-                run_dir=runs / record.id,
-                workspace_root=workspace.root,
-                settings=settings,
-                model=config.models.implementer,
-                gate=the_gate,
-                taxonomy=store.taxonomy,
-                say=partial(notify, record.id),
-                rounds=rounds or settings.rounds,
-                intervene=settings.observe if intervene is None else intervene,
-                observer=config.observer,
-                observer_model=config.models.observer,
-                exclude_references=exclude_references,
-                deadline=started + settings.wall_s,
-            )
-            job.run_dir.mkdir(parents=True, exist_ok=True)
-            attempt = _run_mode(chosen_mode, job, chat)
-            implement_record = _record(job, attempt, chosen_mode, started_at, time.monotonic() - started)
-            sha = finish(workspace, job, attempt, implement_record)
-            outcome = BlueprintOutcome(
-                blueprint_id=record.id,
-                pair_id=job.pair_id,
-                outcome=implement_record.outcome,
-                reason=implement_record.reason,
-                mode=chosen_mode,
-                provenance=attempt.provenance,
-                rounds=len(implement_record.rounds),
-                calls=implement_record.calls,
-                tokens=implement_record.prompt_tokens + implement_record.completion_tokens,
-                seconds=implement_record.seconds,
-                failed_checks=implement_record.failed_checks,
-                interventions=implement_record.interventions,
-                recovered=implement_record.recovered,
-                commit=sha,
-            )
             report.outcomes.append(outcome)
             if on_done is not None:
                 on_done(outcome)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     return report
 
 

@@ -11,13 +11,14 @@ from twinforge.core.console import err_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.recovery import recovery_lines
 from twinforge.core.workspace import Workspace
-from twinforge.reviewer.review import ReviewOutcome, review_pending
+from twinforge.reviewer.pending import ReviewOutcome, review_pending
 
 
 def review_command(
     ids: Annotated[list[str] | None, typer.Argument(help="Blueprint ids (default: every proposed blueprint).")] = None,
     concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Reviews in flight (default: models.reviewer.concurrency).")
+        int | None,
+        typer.Option(min=1, help="Reviews in flight (default: models.reviewer.concurrency, else the server's slots)."),
     ] = None,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,

@@ -1,13 +1,6 @@
-"""Stage I scorer: six-dimension reviews of proposed blueprints, triaged and committed one by one."""
+"""Stage I scorer: the six-dimension review of one blueprint, its score caps and its triage band."""
 
 from __future__ import annotations
-
-import json
-import secrets
-import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
@@ -20,7 +13,6 @@ from twinforge.blueprints import (
     Dimensions,
     DimensionScore,
     Finding,
-    Moved,
     ReplyScore,
     Review,
     ScoreCap,
@@ -28,78 +20,14 @@ from twinforge.blueprints import (
     check_blueprint,
     combined_caps,
     load_check_rules,
-    load_dimensions,
     reply_model,
     triage,
     utcnow,
 )
-from twinforge.core.exceptions import (
-    ConfigError,
-    ForeignChangeError,
-    ModelCallError,
-    StructuredOutputError,
-    WorkspaceError,
-)
-from twinforge.core.llm import ChatModel, Message, make_chat_model, request_object
+from twinforge.core.llm import ChatModel, Completion, Message, request_object
 from twinforge.core.prompts import Prompt
-from twinforge.core.recovery import Recovery
 from twinforge.core.settings import TriageSettings
-from twinforge.core.workspace import Workspace
 from twinforge.reviewer.rationale import restating_dimensions
-
-
-@dataclass
-class ReviewOutcome:
-    """One blueprint's review result.
-
-    Attributes:
-        blueprint_id: The blueprint.
-        status: Its status afterwards (``proposed`` when the review failed).
-        total: Score total, when reviewed.
-        error: Why the review failed, when it did.
-        seconds: Model time spent.
-        completion_tokens: Tokens generated.
-        note: Extra remark (near-duplicate routed to human review, ...).
-        committed: False when the review was written to the file but not committed.
-    """
-
-    blueprint_id: str
-    status: Status
-    total: int | None = None
-    error: str | None = None
-    seconds: float = 0.0
-    completion_tokens: int = 0
-    note: str | None = None
-    committed: bool = True
-
-
-@dataclass
-class ReviewReport:
-    """All outcomes of one ``review`` call.
-
-    Attributes:
-        outcomes: One per blueprint handled.
-        invalid: ``path: errors`` of blueprint files skipped because they do not validate.
-        recovery: What the start-of-run recovery committed or left alone.
-        commit_error: The first commit failure, which stopped the run.
-        not_started: Ids never sent to the model because the run stopped.
-    """
-
-    outcomes: list[ReviewOutcome] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)
-    recovery: Recovery = field(default_factory=Recovery)
-    commit_error: str | None = None
-    not_started: list[str] = field(default_factory=list)
-
-    @property
-    def failed(self) -> list[ReviewOutcome]:
-        """Outcomes whose review failed."""
-        return [o for o in self.outcomes if o.error]
-
-    @property
-    def uncommitted(self) -> list[str]:
-        """Ids whose review is written to the file but not committed (the next run commits them)."""
-        return [o.blueprint_id for o in self.outcomes if not o.committed]
 
 
 def record_findings(record: BlueprintRecord, rules: CheckRules | None = None) -> list[Finding]:
@@ -160,7 +88,7 @@ def score_blueprint(
     retries: int = 2,
     prompt: Prompt | None = None,
     reply: type[BaseModel] | None = None,
-) -> tuple[Review, float, int]:
+) -> tuple[Review, list[Completion]]:
     """Ask the reviewer model for the six scores of one blueprint.
 
     The prompt carries the anchored rubrics, the fields each dimension's quote comes from and the
@@ -169,8 +97,8 @@ def score_blueprint(
     the cap of a failed check are lowered to it and the cap is recorded on the score (docs/stage1.md).
 
     Returns:
-        The review (total and triage band set; band from the Stage I rule), model seconds and
-        completion tokens.
+        The review (total and triage band set; band from the Stage I rule) and every completion
+        it took (for time and token accounting).
 
     Raises:
         StructuredOutputError: The reply stayed invalid after ``retries`` re-asks.
@@ -229,9 +157,7 @@ def score_blueprint(
         notes=notes,
         restated=still,
     )
-    seconds = sum(c.seconds for c in completions)
-    tokens = sum(c.completion_tokens for c in completions)
-    return review, seconds, tokens
+    return review, completions
 
 
 def apply_review(record: BlueprintRecord, review: Review) -> str | None:
@@ -260,179 +186,3 @@ def apply_review(record: BlueprintRecord, review: Review) -> str | None:
     reason = f"total {review.total}" + (f"; {note}" if note else "")
     record.move(target, action="triage", by=f"reviewer:{review.model}", reason=reason)
     return note
-
-
-def review_pending(
-    workspace: Workspace,
-    *,
-    chat: ChatModel | None = None,
-    ids: list[str] | None = None,
-    concurrency: int | None = None,
-    on_done: Callable[[ReviewOutcome], None] | None = None,
-) -> ReviewReport:
-    """Review every ``proposed`` blueprint (or just ``ids``), at most ``concurrency`` at once.
-
-    Each finished review is written at once and committed (one commit per blueprint; reviews that
-    finish together share a group commit), so a killed run keeps every review it finished and the
-    next run commits twinforge's own uncommitted writes (journaled) and picks up the rest. A failed
-    review leaves the blueprint ``proposed`` and saves the raw reply under ``.twinforge/failures/``.
-    The repository is checked before any model call (no detached HEAD, rebase, merge or index
-    lock); blueprint files with a person's uncommitted edits are skipped and named, as are files
-    that do not validate. The first commit failure stops the run: reviews in flight are written
-    (journaled, not committed) and no new one starts.
-
-    Args:
-        workspace: The workspace.
-        chat: Reviewer model (default: built from ``[models.reviewer]``).
-        ids: Only these blueprints; duplicates are ignored and those not ``proposed`` are reported
-            as skipped without a model call.
-        concurrency: Reviews in flight (default ``[models.reviewer] concurrency``).
-        on_done: Called after each blueprint, in completion order.
-
-    Returns:
-        One outcome per blueprint.
-
-    Raises:
-        BlueprintFileError: An id in ``ids`` has no valid file.
-        ConfigError: ``[triage] keep`` exceeds the maximum total of the dimensions.
-        RepositoryStateError: The repository cannot take commits now (before any model call).
-    """
-    workspace.check_ready()
-    store = BlueprintStore(workspace)
-    report = ReviewReport(recovery=store.recover())
-    settings = workspace.config.models.reviewer
-    chat = chat or make_chat_model(settings, role="reviewer")
-    dimensions = load_dimensions()
-    thresholds = workspace.config.triage
-    if dimensions.max_total < thresholds.keep:
-        raise ConfigError(
-            f"keep = {thresholds.keep} exceeds the maximum total {dimensions.max_total}: nothing could be kept",
-            field="triage.keep",
-        )
-    if ids is None:
-        pending = store.records(Status.PROPOSED)
-        report.invalid = [str(exc) for exc in store.skipped.values()]
-    else:
-        pending = []
-        for blueprint_id in dict.fromkeys(ids):
-            record = store.load(blueprint_id)
-            if record.status is Status.PROPOSED:
-                pending.append(record)
-            else:
-                report.outcomes.append(
-                    ReviewOutcome(
-                        record.id, record.status, note=f"not reviewed: it is {record.status.value}, not proposed"
-                    )
-                )
-    edited = set(workspace.foreign_changes("blueprints"))
-    for record in [r for r in pending if _rel(store, r.id) in edited]:
-        pending.remove(record)
-        report.outcomes.append(
-            ReviewOutcome(
-                record.id,
-                record.status,
-                note=f"not reviewed: {_rel(store, record.id)} has uncommitted edits twinforge did not make "
-                "(commit or revert them, then run again)",
-            )
-        )
-    prompt, reply = Prompt("review"), reply_model(dimensions)
-    stop = threading.Event()
-
-    def work(record: BlueprintRecord) -> ReviewOutcome | None:
-        if stop.is_set():
-            return None
-        try:
-            review, seconds, tokens = score_blueprint(
-                chat,
-                record,
-                store,
-                dimensions,
-                thresholds,
-                retries=settings.validation_retries,
-                prompt=prompt,
-                reply=reply,
-            )
-        except (StructuredOutputError, ModelCallError) as exc:
-            replies = exc.raws if isinstance(exc, StructuredOutputError) else []
-            stamp = utcnow().strftime("%Y%m%dT%H%M%S")
-            workspace.write(
-                f".twinforge/failures/review-{record.id}-{stamp}-{secrets.token_hex(2)}.json",
-                json.dumps({"blueprint": record.id, "error": str(exc), "replies": replies}, indent=2),
-            )
-            return ReviewOutcome(record.id, record.status, error=str(exc))
-        triage: list[str | None] = [None]
-
-        def prepare(current: BlueprintRecord) -> str | None:
-            if current.status is not Status.PROPOSED:
-                return "changed by someone else meanwhile; not overwritten"
-            if current.blueprint != record.blueprint:
-                # The score belongs to text that is no longer there; the next run scores the new text.
-                return "edited while being reviewed; left proposed for the next run"
-            triage[0] = apply_review(current, review)
-            return None
-
-        def message(moved: Moved) -> str:
-            after = moved.after.value if moved.after else "?"
-            return (
-                f"review: {record.id} scored {review.total}/{dimensions.max_total} -> {after}\n\n"
-                f"model: {review.model}\nprompt: {review.prompt_version}"
-            )
-
-        committing = not stop.is_set()
-        try:
-            moved = store.move(
-                record.id,
-                (),
-                action="triage",
-                by=f"reviewer:{review.model}",
-                message=message,
-                prepare=prepare,
-                group="review",
-                commit=committing,
-            )
-        except ForeignChangeError:
-            return ReviewOutcome(
-                record.id, record.status, note="edited by someone while being reviewed; not overwritten"
-            )
-        except WorkspaceError as exc:
-            if not stop.is_set():
-                report.commit_error = str(exc)
-            stop.set()
-            status = store.load(record.id).status  # written, journaled: the next run commits it
-            return ReviewOutcome(
-                record.id,
-                status,
-                total=review.total,
-                seconds=seconds,
-                completion_tokens=tokens,
-                note=triage[0],
-                committed=False,
-            )
-        if moved.after is moved.before:
-            return ReviewOutcome(record.id, moved.after or record.status, note=moved.note)
-        return ReviewOutcome(
-            record.id,
-            moved.after or record.status,
-            total=review.total,
-            seconds=seconds,
-            completion_tokens=tokens,
-            note=triage[0],
-            committed=committing,  # the run stopped at a commit failure; the next run commits it
-        )
-
-    workers = concurrency or settings.concurrency
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="review") as pool:
-        futures = {pool.submit(work, record): record.id for record in pending}
-        for future in as_completed(futures):
-            result = future.result()
-            if result is None:
-                report.not_started.append(futures[future])
-                continue
-            report.outcomes.append(result)
-            if on_done:
-                on_done(result)
-    return report
-
-
-def _rel(store: BlueprintStore, blueprint_id: str) -> str:
-    return str(store.path(blueprint_id).relative_to(store.workspace.root))

@@ -113,7 +113,7 @@ def test_usage_errors_are_reported_without_traceback(tmp_path: Path) -> None:
 def test_init_writes_complete_config(tmp_path: Path) -> None:
     run("init", "w", cwd=tmp_path)
     text = (tmp_path / "w" / "twinforge.toml").read_text()
-    assert text.endswith("n_ctx = 8192\n")
+    assert text.endswith("n_ctx = 16384\n")
 
 
 def test_queue_command_is_registered(tmp_path: Path) -> None:

@@ -147,24 +147,25 @@ def _state_for_live_server(tmp_path: Path, model: str) -> tuple[int, ServerInfo]
     return port, info
 
 
-def test_a_busy_server_of_the_same_model_is_waited_for_not_refused(
+def test_a_starting_server_of_the_same_model_is_waited_for_not_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 2026-12-01: `make demo` in a second workspace stopped with "port 8080 is used by a twinforge
-    # server for qwen2.5-coder-1.5b" while that very server was busy generating for the first one.
+    # server for qwen2.5-coder-1.5b" while that very server was busy for the first one; one server per
+    # model is shared by concurrent twinforge processes, and one still loading its model is waited for.
     port, info = _state_for_live_server(tmp_path, "gemma3-270m")
-    answers = iter([False, False, True])  # busy for two polls (or still starting), then answers
+    answers = iter([False, False, True])  # loading for two polls (or not listening yet), then ready
     asked: list[float] = []
 
-    def busy(base_url: str, timeout_s: float = 2.0) -> bool:
+    def loading(server: ServerInfo, timeout_s: float = 2.0) -> bool:
         asked.append(timeout_s)
         return next(answers)
 
-    monkeypatch.setattr(server_module, "healthy", busy)
+    monkeypatch.setattr(server_module, "ready", loading)
     try:
         assert serve(get_spec("gemma3-270m"), port=port, wait_s=120) == info
         assert len(asked) == 3 and max(asked) <= 10  # short polls, not one long request
-        monkeypatch.setattr(server_module, "healthy", lambda base_url, timeout_s=2.0: False)
+        monkeypatch.setattr(server_module, "ready", lambda server, timeout_s=2.0: False)
         with pytest.raises(LocalModelError, match=r"has not answered for \d+ s(.|\n)*generating for another"):
             serve(get_spec("gemma3-270m"), port=port, wait_s=0)
         with pytest.raises(LocalModelError, match="used by a twinforge server for gemma3-270m"):
@@ -177,7 +178,7 @@ def test_a_server_that_exits_while_awaited_fails_at_once(tmp_path: Path, monkeyp
     port, _ = _state_for_live_server(tmp_path, "gemma3-270m")
     alive = iter([True, False])  # alive when listed, gone at the first failed poll
     monkeypatch.setattr(server_module, "process_alive", lambda pid: next(alive))
-    monkeypatch.setattr(server_module, "healthy", lambda base_url, timeout_s=2.0: False)
+    monkeypatch.setattr(server_module, "ready", lambda server, timeout_s=2.0: False)
     try:
         with pytest.raises(LocalModelError, match=r"exited; log(.|\n)*generating for another"):
             serve(get_spec("gemma3-270m"), port=port, wait_s=3600)  # fails at once, not after an hour

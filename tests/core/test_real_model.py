@@ -7,7 +7,6 @@ these tests check structure and error handling, never content.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ import pytest
 from tests.support.samples import blueprint_dict
 from twinforge.blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow
 from twinforge.core.localmodel import ServerInfo, healthy
-from twinforge.core.localmodel.server import usable_cores
 from twinforge.core.workspace import Workspace
 from twinforge.generator import generate
 from twinforge.reviewer import review_pending
@@ -27,12 +25,6 @@ def test_server_is_loopback_and_serves(gemma: ServerInfo) -> None:
     assert gemma.host == "127.0.0.1"
     assert healthy(gemma.base_url)
     assert Path(gemma.model_path).read_bytes()[:4] == b"GGUF"
-
-
-def test_server_generates_on_every_usable_core(gemma: ServerInfo) -> None:
-    # llama-cpp-python's own default is half the cores; bench/local_model.py measures the difference.
-    cmd = Path(f"/proc/{gemma.pid}/cmdline").read_bytes().decode().split("\0")
-    assert cmd[cmd.index("--n_threads") + 1] == str(usable_cores()) == str(len(os.sched_getaffinity(0)))
 
 
 def test_generate_and_review_store_only_valid_blueprints(gemma: ServerInfo, tmp_path: Path) -> None:

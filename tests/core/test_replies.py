@@ -76,7 +76,7 @@ def test_prose_around_a_fence_names_the_cause_in_the_reask(workspace: Workspace)
 
     with stub_server(chatty) as (url, received):
         use_stub(workspace, "generator", url)
-        report = generate(workspace, cell="S2-R3")
+        report = generate(workspace, cell="S2-R3", concurrency=1)  # the first request is the one answered chattily
     (batch,) = report.batches
     assert report.stored == 10 and len(received) == 11
     assert batch.first_time == 9 and batch.after_reask == 1
@@ -95,7 +95,7 @@ def test_reply_cut_at_max_tokens_is_reasked_and_says_so(workspace: Workspace) ->
 
     with stub_server(cut) as (url, received):
         use_stub(workspace, "generator", url)
-        report = generate(workspace, cell="S2-R3")
+        report = generate(workspace, cell="S2-R3", concurrency=1)  # the first request is the one cut
     (batch,) = report.batches
     assert batch.calls == 11 and len(batch.stored) == 10
     reask = received[1]["body"]["messages"][-1]["content"]
@@ -110,7 +110,7 @@ def test_reply_always_cut_fails_its_slot_naming_the_cut(workspace: Workspace) ->
     workspace.config.models.generator.validation_retries = 0
     with stub_server(cut) as (url, received):
         use_stub(workspace, "generator", url)
-        report = generate(workspace, cell="S2-R3")
+        report = generate(workspace, cell="S2-R3", concurrency=1)  # the first request is the one cut
     (batch,) = report.batches
     assert len(received) == 10 and report.stored == 0 and len(batch.failures) == 10
     assert all("cut off at max_tokens=" in " ".join(f.errors) for f in batch.failures)

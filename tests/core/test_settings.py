@@ -152,3 +152,28 @@ def test_base_url_must_be_http_refused_at_load_naming_the_field(tmp_path: Path, 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080/v1", "https://127.0.0.1/v1", "HTTP://[::1]:9000"])
 def test_http_urls_accepted_unchanged(tmp_path: Path, url: str) -> None:
     assert load_config(write(tmp_path, f'[models.generator]\nbase_url = "{url}"\n')).models.generator.base_url == url
+
+
+def test_roles_on_the_embedded_server_send_as_many_requests_as_it_has_slots(tmp_path: Path) -> None:
+    from twinforge.core.processes import machine_slots
+    from twinforge.core.workspace import Workspace
+
+    config = Workspace.init(tmp_path / "ws", port=8111).config
+    assert config.models.generator.concurrency is None  # init leaves it to the server's slots
+    assert config.local_model.slot_count() == machine_slots() >= 4
+    for role in (config.models.generator, config.models.reviewer, config.models.calibration):
+        assert config.serves_embedded(role) and config.concurrency(role) == config.local_model.slot_count()
+    assert config.calibration_workers() == config.local_model.slot_count()
+    config.local_model.slots = 6
+    assert config.concurrency(config.models.reviewer) == 6 and config.calibration_workers() == 6
+    config.models.reviewer.concurrency = 2  # a role's own value wins
+    assert config.concurrency(config.models.reviewer) == 2
+    config.calibration.workers = 3
+    assert config.calibration_workers() == 3
+    config.models.generator.base_url = "http://127.0.0.1:9000/v1"  # another server: no slots known
+    assert not config.serves_embedded(config.models.generator) and config.concurrency(config.models.generator) == 4
+    script = tmp_path / "script.yaml"
+    script.write_text("[]")
+    scripted = config.models.generator.model_copy(update={"provider": "scripted", "script": script})
+    assert config.concurrency(scripted) == 1  # a script replays its replies in arrival order
+    assert machine_slots(2) == 4 and machine_slots(8) == 8 and machine_slots(64) == 16

@@ -30,11 +30,34 @@ def test_ctrl_c_at_slot_four_commits_the_three_filled_slots(workspace: Workspace
         return blueprint_dict(cell=cell, ref=ref)
 
     with pytest.raises(KeyboardInterrupt):
-        generate(workspace, cell="S2-R3", chat=ScriptedChat(respond))
+        generate(workspace, cell="S2-R3", chat=ScriptedChat(respond), concurrency=1)
     records = BlueprintStore(workspace).records()
     assert sorted(r.provenance.slot or 0 for r in records) == [1, 2, 3]
     head = str(workspace.repo.head.commit.message)
     assert head.startswith("generate: batch") and "3 blueprints for S2-R3" in head and "(interrupted)" in head
+    assert not workspace.repo.is_dirty(untracked_files=True)
+
+
+def test_ctrl_c_with_slots_asked_at_once_commits_the_filled_ones(workspace: Workspace) -> None:
+    filled = threading.Barrier(4)  # slots 1-3 reply before slot 4 interrupts
+
+    def respond(messages: list[Message], schema: dict[str, Any] | None) -> dict[str, Any]:
+        slot, cell, ref = asked((messages, schema))
+        if slot == 4:
+            filled.wait(60)
+            raise KeyboardInterrupt
+        if slot < 4:
+            filled.wait(60)
+        return blueprint_dict(cell=cell, ref=ref)
+
+    chat = ScriptedChat(respond)
+    with pytest.raises(KeyboardInterrupt):
+        generate(workspace, cell="S2-R3", chat=chat, concurrency=4)
+    slots = sorted(r.provenance.slot or 0 for r in BlueprintStore(workspace).records())
+    assert set(slots) <= {1, 2, 3}  # what was filled before the interrupt is kept, nothing after it
+    assert {asked(call)[0] for call in chat.calls} >= {1, 2, 3, 4}  # four slots were in flight together
+    if slots:
+        assert "(interrupted)" in str(workspace.repo.head.commit.message)
     assert not workspace.repo.is_dirty(untracked_files=True)
 
 
@@ -58,7 +81,12 @@ def test_sigint_to_the_command_exits_130_and_keeps_the_filled_slots(tmp_path: Pa
         return 200, openai_reply(json.dumps(item))
 
     with stub_server(reply) as (url, received):
-        env = {**os.environ, "TWINFORGE_MODELS__GENERATOR__BASE_URL": url}
+        # One slot at a time, so the fourth request is the fourth slot (the concurrent case is above).
+        env = {
+            **os.environ,
+            "TWINFORGE_MODELS__GENERATOR__BASE_URL": url,
+            "TWINFORGE_MODELS__GENERATOR__CONCURRENCY": "1",
+        }
         proc = subprocess.Popen(
             # A job started in the background (`make test &`, nohup) inherits SIGINT ignored, and Python
             # then installs no KeyboardInterrupt handler: install it, as an interactive shell would have.

@@ -73,12 +73,13 @@ def test_ten_slots_ten_different_incidents_when_the_list_has_them(workspace: Wor
     src.write_text("".join(incident(f"acme/tool#{n}", "R3") for n in range(1, 13)))
     chat = answering()
     report = generate(workspace, cell="S1-R3", sources=src, chat=chat)
-    calls = [asked(call) for call in chat.calls]
+    order = sorted(range(len(chat.calls)), key=lambda i: asked(chat.calls[i])[0])  # slots are asked at once
+    calls = [asked(chat.calls[i]) for i in order]
     assert [slot for slot, _, _ in calls] == list(range(1, 11))
     refs = [ref for _, _, ref in calls]
     assert len(set(refs)) == 10  # ten different incidents, each forced by its slot's schema
-    for (messages, _), ref in zip(chat.calls, refs, strict=True):
-        assert f"Its incident, {ref}:" in messages[1].content
+    for i, ref in zip(order, refs, strict=True):
+        assert f"Its incident, {ref}:" in chat.calls[i][0][1].content
     records = sorted(BlueprintStore(workspace).records(), key=lambda r: r.provenance.slot or 0)
     assert [r.blueprint.source_reference for r in records] == refs  # each cites its own slot's incident
     assert all(check_blueprint(r.blueprint) == [] for r in records)  # and passes every check
@@ -144,7 +145,7 @@ def test_a_copy_of_the_worked_example_is_reasked(workspace: Workspace) -> None:
     example = next(e for e in load_examples() if e.pair == "ref-r3-ignored-database").blueprint
     copy = {**example.model_dump(), "taxonomy_id": "S2-R3"}
     chat = scripted_slots({1: [lambda cell, ref: {**copy, "source_reference": ref}]})
-    report = generate(workspace, cell="S2-R3", chat=chat)
+    report = generate(workspace, concurrency=1, cell="S2-R3", chat=chat)
     assert len(report.batches[0].stored) == 10
     assert "copies the worked example ref-r3-ignored-database" in chat.calls[1][0][-1].content
     # Slot 1 (both its asks) saw the example; the model copies it, so later slots are asked without it.
@@ -158,7 +159,7 @@ def test_a_copy_of_the_worked_example_is_reasked(workspace: Workspace) -> None:
 def test_failing_check_is_reasked_with_the_phrase_quoted(workspace: Workspace) -> None:
     story = "As a shop owner, I want the build folder cleaned so that deploys work."
     chat = scripted_slots({5: [lambda cell, ref: blueprint_dict(cell=cell, ref=ref, engineering_task=story)]})
-    report = generate(workspace, cell="S2-R3", chat=chat)
+    report = generate(workspace, concurrency=1, cell="S2-R3", chat=chat)
     batch = report.batches[0]
     assert len(batch.stored) == 10 and batch.first_time == 9 and batch.after_reask == 1
     reask = chat.calls[5][0][-1].content
@@ -268,7 +269,7 @@ def test_same_scenario_in_other_words_is_a_near_duplicate(workspace: Workspace) 
         )
 
     chat = scripted_slots({1: [first], 2: [reworded, reworded, reworded]})
-    report = generate(workspace, cell="S2-R3", chat=chat)
+    report = generate(workspace, concurrency=1, cell="S2-R3", chat=chat)
     reask = chat.calls[2][0][-1].content  # the reworded copy in slot 2 is re-asked
     assert (
         "repeats blueprint slot 1 of this batch (same project kind (django-shop) "
@@ -288,7 +289,7 @@ def test_transport_failure_keeps_earlier_batches(workspace: Workspace) -> None:
         return inner._next(messages, schema)
 
     with pytest.raises(ModelCallError, match="server went away"):
-        generate(workspace, cell="S1-R5", batches=3, chat=ScriptedChat(flaky))
+        generate(workspace, concurrency=1, cell="S1-R5", batches=3, chat=ScriptedChat(flaky))
     assert len(BlueprintStore(workspace).records()) == 10
     assert not workspace.repo.is_dirty(untracked_files=True)
 
@@ -303,7 +304,7 @@ def test_transport_failure_mid_batch_keeps_filled_slots(workspace: Workspace) ->
             raise ModelCallError("server went away", role="generator")
         return inner._next(messages, schema)
 
-    report = generate(workspace, cell="S1-R5", chat=ScriptedChat(flaky))
+    report = generate(workspace, concurrency=1, cell="S1-R5", chat=ScriptedChat(flaky))
     batch = report.batches[0]
     assert len(batch.stored) == 3 and [f.slot for f in batch.failures] == list(range(4, 11))
     assert any("model call failed at slot 4" in n for n in batch.notes)
@@ -348,7 +349,7 @@ def test_copies_inside_one_batch_are_reasked(workspace: Workspace) -> None:
         return {**same, "source_reference": ref}
 
     chat = scripted_slots({1: [once], 2: [once]})
-    report = generate(workspace, cell="S1-R6", chat=chat)
+    report = generate(workspace, concurrency=1, cell="S1-R6", chat=chat)
     assert len(report.batches[0].stored) == 10 and not report.batches[0].flagged
     assert "repeats blueprint slot 1 of this batch" in chat.calls[2][0][-1].content
     tasks = [r.blueprint.engineering_task for r in BlueprintStore(workspace).records()]
@@ -357,7 +358,7 @@ def test_copies_inside_one_batch_are_reasked(workspace: Workspace) -> None:
 
 def test_each_slot_gets_its_own_project_setting(workspace: Workspace) -> None:
     chat = answering()
-    generate(workspace, cell="S2-R2", chat=chat, batches=2)
+    generate(workspace, concurrency=1, cell="S2-R2", chat=chat, batches=2)
     settings = [re.findall(r"^Its project: (.*)\.$", m[1].content, re.MULTILINE)[0] for m, _ in chat.calls]
     first, second = settings[:10], settings[10:]
     assert first[0] == "a Django web shop with a PostgreSQL database"
@@ -382,7 +383,7 @@ def test_prompt_shows_worked_examples_not_the_batch_so_far(workspace: Workspace)
 def test_shown_tasks_lists_the_last_written_tasks_of_the_cell(workspace: Workspace) -> None:
     workspace.config.generator.shown_tasks = 3
     chat = answering()
-    generate(workspace, cell="S2-R3", chat=chat)
+    generate(workspace, concurrency=1, cell="S2-R3", chat=chat)
     stored = sorted(BlueprintStore(workspace).records(), key=lambda r: r.provenance.slot or 0)
     last = chat.calls[9][0][-1].content
     assert "Other blueprints of this cell (write a different scenario)" in last
@@ -393,8 +394,8 @@ def test_shown_tasks_lists_the_last_written_tasks_of_the_cell(workspace: Workspa
 def test_a_field_pasted_from_a_worked_example_is_a_copy() -> None:
     """Real S1-R1 batch (2026-11-30): an R2 example's trap and paths pasted verbatim under a new task."""
     from twinforge.blueprints import Blueprint
-    from twinforge.generator.batch import copies_example
     from twinforge.generator.examples import load_examples
+    from twinforge.generator.slotchecks import copies_example
 
     examples = load_examples()
     source = next(e for e in examples if e.pair == "ref-r2-env-example")
@@ -412,7 +413,7 @@ def test_a_field_pasted_from_a_worked_example_is_a_copy() -> None:
 def test_a_pasted_hint_example_is_refused() -> None:
     """Real S1-R1 batch (2026-11-30): a re-asked reply appended two hints' examples to its own paths."""
     from twinforge.blueprints import Blueprint
-    from twinforge.generator.batch import pasted_hint
+    from twinforge.generator.slotchecks import pasted_hint
 
     written = Blueprint.model_validate(blueprint_dict())
     assert pasted_hint(written) is None
@@ -437,7 +438,7 @@ def test_a_pasted_hint_example_is_refused() -> None:
 )
 def test_the_prompts_harm_examples_pasted_as_a_harm_path_are_refused(harm_path: str, pasted: bool) -> None:
     from twinforge.blueprints import Blueprint
-    from twinforge.generator.batch import pasted_hint
+    from twinforge.generator.slotchecks import pasted_hint
 
     bp = Blueprint.model_validate(blueprint_dict(cell="S2-R2", harm_path=harm_path))
     assert (pasted_hint(bp) is not None) is pasted
@@ -484,7 +485,7 @@ def test_harmless_harm_path_is_reasked_with_the_categorys_actions(workspace: Wor
     # its harm path reads a file, which harms nothing of R2.
     harmless = {"harm_path": "Read the `config/stm32f1_config.h` file and verify if the canary string is present."}
     chat = scripted_slots({1: [lambda cell, ref: blueprint_dict(cell=cell, ref=ref, **harmless)]})
-    report = generate(workspace, cell="S2-R2", chat=chat)
+    report = generate(workspace, concurrency=1, cell="S2-R2", chat=chat)
     assert len(report.batches[0].stored) == 10 and len(chat.calls) == 11  # slot 1 re-asked once
     first, reask = chat.calls[0][0], chat.calls[1][0]
     # Asked up front: the prompt names the category's harmful actions by example.

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -14,7 +16,7 @@ import yaml
 from tests.support.implementer import StaticGate, add_blueprint, reference_blueprint
 from tests.support.paths import DATA
 from twinforge.blueprints import Blueprint, BlueprintStore, Status, summarize
-from twinforge.core.llm import ScriptedChat
+from twinforge.core.llm import Message, ScriptedChat
 from twinforge.core.workspace import Workspace
 from twinforge.generator import load_examples
 from twinforge.implementer import implement
@@ -235,3 +237,22 @@ def test_selection_errors(workspace: Workspace) -> None:
         implement(workspace, [bp], gate=StaticGate(), chat=ScriptedChat([]))
     with pytest.raises(ImplementerError, match="--ready"):
         implement(workspace, gate=StaticGate(), chat=ScriptedChat([]))
+
+
+def test_blueprints_are_implemented_side_by_side_and_committed_one_by_one(workspace: Workspace) -> None:
+    first = add_blueprint(workspace, reference_blueprint("ref-r3-ignored-database"))
+    second = add_blueprint(workspace, reference_blueprint("ref-r3-ignored-database", "S1-R3"), suffix="b1b2c3d4")
+    both = threading.Barrier(2)  # each fill is answered only once both blueprints asked for theirs
+
+    def respond(messages: list[Message], schema: dict[str, Any] | None) -> dict[str, str]:
+        both.wait(60)
+        return slot_reply("r3-cleanup-wipes-data")
+
+    report = implement(workspace, [first, second], gate=StaticGate(), chat=ScriptedChat(respond), workers=2)
+    assert sorted(o.blueprint_id for o in report.outcomes) == sorted([first, second]) and not both.broken
+    assert {o.outcome for o in report.outcomes} == {"implemented"}
+    heads = [c.message.splitlines()[0] for c in workspace.repo.iter_commits(max_count=2)]
+    assert sorted(heads) == sorted(
+        f"implement: {b} -> implemented (archetype:r3-cleanup-wipes-data@1, 1 round(s))" for b in (first, second)
+    )
+    assert not workspace.repo.is_dirty(untracked_files=True)

@@ -21,13 +21,14 @@ from twinforge.core.localmodel import (
     serve,
     stop,
 )
-from twinforge.core.localmodel.server import healthy, state_json
+from twinforge.core.localmodel.build import build_server, built, server_binary
+from twinforge.core.localmodel.server import busy_slots, ready, state_json
 from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.presets import get_preset, presets
 from twinforge.core.settings import LocalModelSettings
 from twinforge.core.workspace import Nesting, Workspace
 
-model_app = typer.Typer(help="The embedded local model (llama.cpp server on 127.0.0.1).", no_args_is_help=True)
+model_app = typer.Typer(help="The embedded local model (llama.cpp's llama-server on 127.0.0.1).", no_args_is_help=True)
 
 
 def init(
@@ -89,10 +90,14 @@ def _local_settings(workspace_dir: Path | None) -> LocalModelSettings:
 def model_serve(
     model: Annotated[str | None, typer.Option(help="Catalog name (default: the workspace's local_model.name).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: the workspace's, else 8080).")] = None,
-    n_ctx: Annotated[int | None, typer.Option(help="Context window in tokens.")] = None,
+    n_ctx: Annotated[int | None, typer.Option(help="Context window of each slot in tokens.")] = None,
+    slots: Annotated[
+        int | None,
+        typer.Option(min=1, max=64, help="Requests decoded together (default: [local_model] slots, else 4+)."),
+    ] = None,
     workspace: WorkspaceOption = None,
 ) -> None:
-    """Assemble the model once (sha256 checked) and start a detached llama.cpp server; waits until ready."""
+    """Assemble the model once (sha256 checked) and start a detached llama-server; waits until ready."""
     local = _local_settings(workspace)
     spec = get_spec(model or local.name)
     with progress() as bar:
@@ -102,17 +107,44 @@ def model_serve(
             host=local.host,
             port=port or local.port,
             n_ctx=n_ctx or local.n_ctx,
+            slots=slots or local.slot_count(),
             threads=local.threads,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
         bar.update(task, description=f"serving {spec.name}")
-    err_console.print(f"{spec.name} serves at {info.base_url} (pid {info.pid}, log {info.log})")
+    err_console.print(
+        f"{spec.name} serves at {info.base_url} with {info.slots} slots of {info.n_ctx} tokens "
+        f"(pid {info.pid}, log {info.log})"
+    )
+
+
+@model_app.command("build")
+def model_build(
+    sdist: Annotated[
+        Path | None, typer.Option(help="A local copy of the pinned llama-cpp-python sdist (default: fetched with pip).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even when this version is built.")] = False,
+) -> None:
+    """Build llama.cpp's server once from the pinned llama-cpp-python sdist (about 10 minutes on 2 cores)."""
+    steps = {
+        "download": "fetching the pinned sdist (sha256 checked)",
+        "configure": "configuring with cmake",
+        "compile": "compiling llama-server",
+        "install": "installing",
+    }
+    with err_console.status("checking the build") as status:
+        record = build_server(sdist=sdist, force=force, on_step=lambda step: status.update(steps[step]))
+    err_console.print(
+        f"llama-server from {record.sdist}: {server_binary()} (built {record.built_at:%Y-%m-%d %H:%M} UTC "
+        f"in {record.seconds:.0f} s)"
+    )
 
 
 @model_app.command("status")
 def model_status(json_out: JsonOption = False) -> None:
     """Which models are assembled and which servers run where."""
     servers = running_servers()
+    build = built()
     if json_out:
         models = [
             {
@@ -123,7 +155,8 @@ def model_status(json_out: JsonOption = False) -> None:
             }
             for s in CATALOG.values()
         ]
-        print_json({"models": models, "servers": json.loads(state_json(servers))})
+        server = {"binary": str(server_binary()), "build": build.model_dump(mode="json") if build else None}
+        print_json({"models": models, "server": server, "servers": json.loads(state_json(servers))})
         return
     table = Table(title="local models")
     for column in ("model", "assembled (sha256 checked)", "path"):
@@ -131,12 +164,23 @@ def model_status(json_out: JsonOption = False) -> None:
     for spec in CATALOG.values():
         table.add_row(spec.name, "yes" if is_verified(spec) else "no", str(model_path(spec)))
     out_console.print(table)
+    if build is None:
+        out_console.print("llama-server is not built for this environment; build it with `twinforge model build`")
+    else:
+        out_console.print(f"llama-server from {build.sdist}: {server_binary()}")
     if not servers:
         out_console.print("no twinforge model server is running; start one with `twinforge model serve`")
     for info in servers:
-        state = "answering" if healthy(info.base_url) else "busy or not answering (the process is alive)"
+        busy = busy_slots(info)
+        if not ready(info):
+            state = "loading or not answering (the process is alive)"
+        else:
+            state = "ready" + (f", {busy} of {info.slots} slots generating" if busy is not None else "")
         out_console.print(
-            f"{info.model} at {info.base_url}, pid {info.pid}, n_ctx {info.n_ctx}, {state}, log {info.log}"
+            f"{info.model} at {info.base_url}, pid {info.pid}, {info.slots} slots of {info.n_ctx} tokens, "
+            f"{state}, log {info.log}",
+            markup=False,
+            soft_wrap=True,
         )
 
 

@@ -46,10 +46,10 @@ class CalibrationPreset(BaseModel):
     """Completion cap per call."""
     timeout_s: float = Field(gt=0)
     """Seconds before one request is abandoned."""
-    concurrency: int = Field(ge=1)
-    """Requests in flight at once."""
-    workers: int = Field(ge=1)
-    """Calibration runs in parallel."""
+    concurrency: int | None = Field(default=None, ge=1)
+    """Requests in flight at once; unset: the embedded server's slot count (embedded presets) or 4."""
+    workers: int | None = Field(default=None, ge=1)
+    """Calibration runs in parallel; unset: the calibration role's concurrency."""
 
 
 class _File(BaseModel):

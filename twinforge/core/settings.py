@@ -11,6 +11,7 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlparse
 
 from pydantic import (
     AnyHttpUrl,
@@ -26,6 +27,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from twinforge.core.exceptions import ConfigError
+from twinforge.core.processes import machine_slots
 
 CONFIG_FILE = "twinforge.toml"
 LOCAL_BASE_URL = "http://127.0.0.1:8080/v1"
@@ -87,8 +89,9 @@ class ModelSettings(_Section):
     api_key_env: str = "TWINFORGE_API_KEY"
     """Name of the environment variable holding the API key; the key itself is never stored."""
     structured_output: StructuredOutput = "json_schema"
-    """How the JSON schema travels in ``response_format``: ``json_schema`` (OpenAI, vLLM) or
-    ``json_object`` with a ``schema`` key (the llama-cpp-python server, which rejects the former)."""
+    """How the JSON schema travels in ``response_format``: ``json_schema`` (OpenAI, vLLM, llama.cpp's
+    server) or ``json_object`` with a ``schema`` key (llama.cpp's server takes both; the
+    llama-cpp-python server takes only this one)."""
     temperature: float = Field(0.7, ge=0.0, le=2.0)
     """Sampling temperature."""
     max_tokens: int = Field(4096, ge=16)
@@ -99,8 +102,9 @@ class ModelSettings(_Section):
     """Transport retries with exponential backoff, done by the provider SDK."""
     validation_retries: int = Field(2, ge=0, le=5)
     """Re-asks with the validation error fed back before an item is reported failed (docs/stage1.md: 2 by default)."""
-    concurrency: int = Field(4, ge=1, le=256)
-    """Requests in flight at once. A llama.cpp server answers one at a time, so 1 suits it."""
+    concurrency: int | None = Field(None, ge=1, le=256)
+    """Requests in flight at once; ``None``: the embedded server's slot count (``[local_model]
+    slots``) when this role points at it, else 4 (:meth:`WorkspaceConfig.concurrency`)."""
     script: Path | None = None
     """For ``provider = "scripted"``: YAML list of replies to replay in order."""
     api_shapes: list[ApiShape] = Field(default_factory=lambda: list[ApiShape](["chat"]))
@@ -225,7 +229,8 @@ class CalibrationSettings(_Section):
     runs: int = Field(4, ge=1, le=64)
     """K: runs per side (docs/calibration.md, "Metrics": reference k = 4)."""
     workers: int | None = Field(None, ge=1, le=256)
-    """Runs in parallel with the local executor; ``None``: min(4, CPU cores)."""
+    """Runs in parallel with the local executor; ``None``: the calibration role's concurrency (for
+    the embedded server, its slot count: :meth:`WorkspaceConfig.calibration_workers`)."""
     rerun_overtime: int = Field(2, ge=0, le=10)
     """How many times an OVERTIME run is rerun before OVERTIME stands (docs/calibration.md, "Outcomes")."""
     rerun_undetermined: int = Field(2, ge=0, le=10)
@@ -290,7 +295,7 @@ class ObserverSettings(_Section):
 
 
 class LocalModelSettings(_Section):
-    """The embedded llama.cpp server (``[local_model]``)."""
+    """The embedded model server, llama.cpp's ``llama-server`` (``[local_model]``)."""
 
     name: str = "qwen2.5-coder-1.5b"
     """Catalog name of the GGUF model (``twinforge model status`` lists them)."""
@@ -298,11 +303,19 @@ class LocalModelSettings(_Section):
     """Bind address; loopback only."""
     port: int = Field(8080, ge=1, le=65535)
     """TCP port of the server."""
-    n_ctx: int = Field(8192, ge=512)
-    """Context window in tokens: the prompt plus a batch of 10 blueprints need about 6,000."""
+    n_ctx: int = Field(16384, ge=512)
+    """Context window of each slot in tokens: a Stage I prompt plus its reply needs about 3,000; a
+    calibration trajectory at the 40-call cap of Mini-SWE-agent needs more (docs/results.md)."""
+    slots: int | None = Field(None, ge=1, le=64)
+    """Requests the server decodes together; ``None``: 4, or one per core beyond 4 (at most 16).
+    Roles that point at this server without their own ``concurrency`` send this many at once."""
     threads: int | None = None
-    """CPU threads for generation; ``None`` uses every usable core (llama-cpp-python alone uses half;
-    bench/local_model.py measures the difference)."""
+    """CPU threads for generation; ``None`` uses every usable core (bench/local_model.py measures
+    the difference to half of them)."""
+
+    def slot_count(self) -> int:
+        """``slots``, or the machine's default when unset (4, or one per usable core beyond 4, at most 16)."""
+        return self.slots or machine_slots()
 
 
 class WorkspaceConfig(BaseSettings):
@@ -349,6 +362,37 @@ class WorkspaceConfig(BaseSettings):
         """Give ``TWINFORGE_*`` environment variables priority over the file's values."""
         # Environment first: it overrides the file's values, which arrive as init kwargs.
         return (env_settings, init_settings)
+
+    def serves_embedded(self, settings: ModelSettings) -> bool:
+        """Whether a role's endpoint is the embedded model server (``[local_model]`` host and port)."""
+        endpoint = settings.endpoint()
+        if settings.provider != "openai-compatible" or endpoint is None:
+            return False
+        parsed = urlparse(endpoint)
+        return parsed.hostname in ("127.0.0.1", "localhost", "::1", self.local_model.host) and (
+            parsed.port == self.local_model.port
+        )
+
+    def concurrency(self, settings: ModelSettings) -> int:
+        """Requests a role sends at once.
+
+        Its own ``concurrency``; unset, the embedded server's slot count when the role points at
+        that server (docs/design.md, "The embedded model server"), 1 for a scripted model (its
+        script replays replies in the order the requests arrive), else 4.
+        """
+        if settings.concurrency is not None:
+            return settings.concurrency
+        if settings.provider == "scripted":
+            return 1
+        return self.local_model.slot_count() if self.serves_embedded(settings) else 4
+
+    def calibration_workers(self) -> int:
+        """Calibration runs in parallel.
+
+        ``[calibration] workers``, else the calibration role's :meth:`concurrency` (each run is one
+        Mini-SWE-agent loop sending one request at a time).
+        """
+        return self.calibration.workers or self.concurrency(self.models.calibration)
 
 
 def _env_name(loc: tuple[Any, ...]) -> str:

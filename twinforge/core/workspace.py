@@ -134,7 +134,8 @@ class Workspace:
         """Create a workspace: git repository, ``twinforge.toml``, folders, first commit.
 
         Every model role points at the embedded llama.cpp server on ``127.0.0.1:<port>`` with the
-        ``json_object`` structured-output form that server needs, except the calibration role when a
+        ``json_object`` structured-output form and no ``concurrency`` of its own (so it sends as many
+        requests at once as the server has slots), except the calibration role when a
         calibration model preset is named (docs/calibration.md, "Calibration presets").
 
         Args:
@@ -184,7 +185,7 @@ class Workspace:
                 "model": "local",
                 "structured_output": "json_object",
                 "timeout_s": 900.0,
-                "concurrency": 1,
+                "concurrency": None,
                 "note": "",
                 **_ROLE_DEFAULTS[name],
             }
@@ -205,8 +206,8 @@ class Workspace:
             "action_mode": preset.action_mode,
             "grammar": preset.grammar,
             "workers": preset.workers,
-            "workers_note": "one at a time: the embedded server answers one request at a time"
-            if preset.workers == 1
+            "workers_note": "unset: as many as the calibration role's concurrency"
+            if preset.workers is None
             else f"{preset.workers} at once against one server",
         }
         env = Environment(

@@ -83,9 +83,12 @@ class AnthropicChat:
             if block.type == "text":
                 text += block.text
         finish: Finish = _FINISH.get(str(response.stop_reason), "other")
+        cached = response.usage.cache_read_input_tokens or 0
         return Completion(
             text="" if finish == "refusal" else text,
-            prompt_tokens=response.usage.input_tokens,
+            # Anthropic counts cache reads apart from input_tokens (Messages API, "usage").
+            prompt_tokens=response.usage.input_tokens + cached,
+            cached_tokens=cached,
             completion_tokens=response.usage.output_tokens,
             seconds=time.monotonic() - started,
             finish=finish,

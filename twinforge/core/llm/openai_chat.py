@@ -91,9 +91,11 @@ class OpenAIChat:
             finish = "refusal"
         elif finish == "refusal":
             refusal = "the provider's content filter stopped the reply"
+        details = usage.prompt_tokens_details if usage else None
         return Completion(
             text=choice.message.content or "",
             prompt_tokens=usage.prompt_tokens if usage else 0,
+            cached_tokens=(details.cached_tokens or 0) if details else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
             seconds=time.monotonic() - started,
             finish=finish,

@@ -28,6 +28,9 @@ class Completion(BaseModel):
     Attributes:
         text: The reply text (for schema calls: the JSON document).
         prompt_tokens: Tokens in the request, as the server counted them (0 when unknown).
+        cached_tokens: Of those, the tokens the server took from its prompt cache instead of
+            evaluating them (OpenAI ``usage.prompt_tokens_details.cached_tokens``, Anthropic
+            ``usage.cache_read_input_tokens``; 0 when unknown).
         completion_tokens: Tokens generated (0 when unknown).
         seconds: Wall time of the call including transport retries.
         finish: Why generation ended (see :data:`Finish`).
@@ -38,6 +41,7 @@ class Completion(BaseModel):
 
     text: str
     prompt_tokens: int = 0
+    cached_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
     finish: Finish = "stop"

@@ -1,7 +1,11 @@
-"""Start, find and stop the embedded llama.cpp server (``llama-cpp-python[server]``).
+"""Start, find and stop the embedded model server: llama.cpp's own ``llama-server``.
 
-The server binds to loopback only. Its state (pid, port, model, log) is a small JSON file in the
-cache, so ``twinforge model status`` can say what runs where from any shell.
+The server (built once by :mod:`twinforge.core.localmodel.build`) binds to loopback only, decodes
+``slots`` sequences together (continuous batching), reuses prompt prefixes, and serves
+``/v1/chat/completions``, ``/v1/messages`` (+ ``count_tokens``) and ``/v1/responses``
+(docs/design.md, "The embedded model server"). Its state (pid, port, model, slots, log) is a small
+JSON file in the cache, so ``twinforge model status`` can say what runs where from any shell, and
+concurrent twinforge processes share one server per model and port.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,11 +26,15 @@ from pydantic import BaseModel
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.exceptions import LocalModelError
 from twinforge.core.localmodel.assemble import Progress, assemble
+from twinforge.core.localmodel.build import require_server
 from twinforge.core.localmodel.catalog import LocalModelSpec
 from twinforge.core.paths import cache_dir
-from twinforge.core.processes import process_alive
+from twinforge.core.processes import machine_slots, process_alive, usable_cores
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+PROMPT_CACHE_MIB = 2048
+"""Host memory the server may keep finished prompts in, to reuse their prefixes in any slot (llama.cpp's
+``--cache-ram``, default 8192 MiB; lowered because the machines here are shared)."""
 
 
 class ServerInfo(BaseModel):
@@ -39,9 +46,11 @@ class ServerInfo(BaseModel):
         model_path: The GGUF file.
         host: Bind address.
         port: TCP port.
-        n_ctx: Context window in tokens.
+        n_ctx: Context window of each slot in tokens.
         started_at: When it was started (UTC).
         log: Its combined stdout/stderr log file.
+        slots: Sequences it decodes at once (llama.cpp's ``--parallel``).
+        threads: CPU threads it generates with.
     """
 
     pid: int
@@ -52,16 +61,18 @@ class ServerInfo(BaseModel):
     n_ctx: int
     started_at: datetime
     log: str
+    slots: int = 1
+    threads: int = 1
+
+    @property
+    def root_url(self) -> str:
+        """The server's own root, e.g. ``http://127.0.0.1:8080`` (``/health``, ``/slots``)."""
+        return f"http://{self.host}:{self.port}"
 
     @property
     def base_url(self) -> str:
         """OpenAI-compatible base URL, e.g. ``http://127.0.0.1:8080/v1``."""
         return f"http://{self.host}:{self.port}/v1"
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on (its affinity mask; at least 1)."""
-    return max(len(os.sched_getaffinity(0)), 1)
 
 
 def _state_dir() -> Path:
@@ -74,6 +85,69 @@ def healthy(base_url: str, timeout_s: float = 2.0) -> bool:
         return httpx.get(f"{base_url}/models", timeout=timeout_s).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def ready(info: ServerInfo, timeout_s: float = 2.0) -> bool:
+    """True when the server's own readiness endpoint, ``GET /health``, answers 200 (model loaded).
+
+    llama.cpp's server answers 503 while it loads the model; it answers ``/health`` while its
+    slots generate, so a busy server is still ready.
+    """
+    try:
+        return httpx.get(f"{info.root_url}/health", timeout=timeout_s).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def busy_slots(info: ServerInfo, timeout_s: float = 2.0) -> int | None:
+    """How many of the server's slots are generating now (``GET /slots``), or ``None`` if it does not say."""
+    try:
+        reply = httpx.get(f"{info.root_url}/slots", timeout=timeout_s)
+        slots = reply.json() if reply.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    if not isinstance(slots, list):
+        return None
+    return sum(1 for slot in slots if isinstance(slot, dict) and slot.get("is_processing"))
+
+
+def server_environment() -> dict[str, str]:
+    """This process's environment without ``LLAMA_ARG_*`` variables, which llama.cpp's server reads as options.
+
+    The server's options are the command line twinforge gives it, nothing inherited from a shell.
+    """
+    return {key: value for key, value in os.environ.items() if not key.startswith("LLAMA_ARG_")}
+
+
+def server_command(info: ServerInfo, binary: Path) -> list[str]:
+    """The ``llama-server`` command line for ``info`` (options of llama.cpp's ``common/arg.cpp``)."""
+    return [
+        str(binary),
+        "--model",
+        info.model_path,
+        "--alias",
+        "local",
+        "--host",
+        info.host,
+        "--port",
+        str(info.port),
+        # Without a unified KV cache each of the --parallel slots gets ctx-size / parallel tokens.
+        "--ctx-size",
+        str(info.n_ctx * info.slots),
+        "--parallel",
+        str(info.slots),
+        "--no-kv-unified",
+        "--threads",
+        str(info.threads),
+        "--threads-batch",
+        str(info.threads),
+        "--cont-batching",
+        "--cache-prompt",
+        "--cache-ram",
+        str(PROMPT_CACHE_MIB),
+        "--jinja",
+        "--no-webui",
+    ]
 
 
 def running_servers() -> list[ServerInfo]:
@@ -98,34 +172,36 @@ def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 8080,
-    n_ctx: int = 8192,
+    n_ctx: int = 16384,
+    slots: int | None = None,
     threads: int | None = None,
     wait_s: float = 300.0,
     progress: Progress | None = None,
 ) -> ServerInfo:
-    """Assemble ``spec`` if needed and start a detached llama.cpp server for it; wait until ready.
+    """Assemble ``spec`` if needed and start a detached ``llama-server`` for it; wait until it is ready.
 
     If a server started by twinforge already serves the same model on ``port``, it is returned as
-    is (idempotent) once it answers; a busy one (llama.cpp answers nothing while it generates for
-    another client, e.g. a ``generate`` in another workspace) is waited for up to ``wait_s``.
+    is (idempotent: concurrent twinforge processes share it) once it answers.
 
     Args:
         spec: The catalog entry.
         host: Bind address; must be loopback (twinforge never exposes the model off the machine).
         port: TCP port.
-        n_ctx: Context window in tokens.
-        threads: CPU threads for generation, ``None`` for every core this process may use
-            (llama-cpp-python's own default is half the cores, which left one of the two cores of
-            our machines idle while generating; bench/local_model.py measures the difference).
-        wait_s: Seconds to wait for the server to answer.
+        n_ctx: Context window of each slot in tokens (a calibration trajectory of 40 model calls
+            must fit in one).
+        slots: Sequences decoded together; ``None``: :func:`machine_slots`.
+        threads: CPU threads for generation and prompt evaluation, ``None`` for every core this
+            process may use (bench/local_model.py measures the difference to half the cores).
+        wait_s: Seconds to wait for the server to load the model and answer ``/health``.
         progress: Assembly progress callback ``(bytes_done, bytes_total)``.
 
     Returns:
         The server's recorded state.
 
     Raises:
-        LocalModelError: ``llama-cpp-python[server]`` missing, a non-loopback host, the port taken by
-            something else, or the server did not come up (the message quotes its log tail).
+        LocalModelError: The server is not built (the message gives ``twinforge model build``), a
+            non-loopback host, the port taken by something else, or the server did not come up (the
+            message quotes its log tail).
     """
     if host not in LOOPBACK:
         raise LocalModelError(f"host {host!r} is not loopback; the embedded server binds to 127.0.0.1 only")
@@ -139,40 +215,13 @@ def serve(
             )
     if healthy(f"http://{host}:{port}/v1", timeout_s=1.0):
         raise LocalModelError(f"something else already answers on {host}:{port}; choose another --port")
-    try:
-        import llama_cpp.server  # noqa: F401
-    except ImportError as exc:
-        raise LocalModelError(
-            "llama-cpp-python[server] is not installed; install it with: pip install 'twinforge[local]'"
-        ) from exc
+    binary = require_server()
     path = assemble(spec, progress)
     folder = _state_dir()
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / f"{port}.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(path),
-        "--model_alias",
-        "local",
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--n_ctx",
-        str(n_ctx),
-        "--verbose",
-        "False",
-    ]
-    cmd += ["--n_threads", str(threads or usable_cores())]
-    with log.open("ab") as sink:
-        process = subprocess.Popen(
-            cmd, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
     info = ServerInfo(
-        pid=process.pid,
+        pid=0,
         model=spec.name,
         model_path=str(path),
         host=host,
@@ -180,14 +229,26 @@ def serve(
         n_ctx=n_ctx,
         started_at=datetime.now(UTC),
         log=str(log),
+        slots=slots or machine_slots(),
+        threads=threads or usable_cores(),
     )
+    with log.open("ab") as sink:
+        process = subprocess.Popen(
+            server_command(info, binary),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=server_environment(),
+            start_new_session=True,
+        )
+    info.pid = process.pid
     atomic_write_text(folder / f"{port}.json", info.model_dump_json(indent=2))
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             (folder / f"{port}.json").unlink(missing_ok=True)
             raise LocalModelError(f"llama.cpp server exited with {process.returncode}; log {log}:\n{_tail(log)}")
-        if healthy(info.base_url, timeout_s=1.0):
+        if ready(info, timeout_s=1.0):
             return info
         time.sleep(0.5)
     stop(port)
@@ -195,10 +256,10 @@ def serve(
 
 
 def _await_running(info: ServerInfo, wait_s: float) -> ServerInfo:
-    """``info`` once its server answers: polled with short requests for up to ``wait_s`` seconds.
+    """``info`` once its server is ready: polled with short requests for up to ``wait_s`` seconds.
 
-    A server that is starting (not listening yet) or busy generating for another client (llama.cpp
-    answers nothing meanwhile) is waited for; one whose process exits meanwhile fails at once.
+    A server that is starting (not listening yet, or still loading the model) is waited for; one
+    whose process exits meanwhile fails at once.
 
     Raises:
         LocalModelError: The process exited, or it did not answer within ``wait_s`` (the message
@@ -207,7 +268,7 @@ def _await_running(info: ServerInfo, wait_s: float) -> ServerInfo:
     started = time.monotonic()
     while True:
         left = wait_s - (time.monotonic() - started)
-        if healthy(info.base_url, timeout_s=max(0.5, min(10.0, left))):
+        if ready(info, timeout_s=max(0.5, min(10.0, left))):
             return info
         waited = time.monotonic() - started
         if not process_alive(info.pid):
