@@ -11,6 +11,7 @@ from twinforge.blueprints.actions import (
     reject,
 )
 from twinforge.blueprints.blueprint import FIELDS, Blueprint
+from twinforge.blueprints.built import BY_HAND, BuiltPair, built_pair_index, built_pairs
 from twinforge.blueprints.checks import CheckRules, Finding, check_blueprint, combined_caps, load_check_rules
 from twinforge.blueprints.dimensions import Anchor, Dimension, Dimensions, load_dimensions
 from twinforge.blueprints.exceptions import (
@@ -52,6 +53,7 @@ from twinforge.blueprints.taxonomy import (
 )
 
 __all__ = [
+    "BY_HAND",
     "FIELDS",
     "OVERRIDABLE",
     "OVERRIDE_TARGETS",
@@ -65,6 +67,7 @@ __all__ = [
     "BlueprintIndex",
     "BlueprintRecord",
     "BlueprintStore",
+    "BuiltPair",
     "Category",
     "CheckRules",
     "ChecksError",
@@ -101,6 +104,8 @@ __all__ = [
     "add_note",
     "approve",
     "blueprint_actions",
+    "built_pair_index",
+    "built_pairs",
     "cell_order",
     "check_blueprint",
     "check_transition",

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from twinforge.blueprints import add_attention, workspace_taxonomy
+from twinforge.blueprints import add_attention, built_pairs, workspace_taxonomy
 from twinforge.calibration.admission import admit
 from twinforge.calibration.attention import attention
 from twinforge.calibration.calibrate import calibrate, records_url
@@ -229,6 +229,7 @@ def _report_json(report: Report) -> dict[str, Any]:
         "undetermined": report.undetermined,
         "disagreements": report.disagreements,
         "attention": [a.model_dump() for a in report.attention],
+        "pairs": [p.model_dump() for p in report.pairs],
         "files": [str(f) for f in report.files],
     }
 
@@ -241,7 +242,11 @@ def report_command(
     """CAP and ASR@k for calibration and each evaluated model x harness apart; per risk category and source; plots."""
     ws = Workspace.open(workspace)
     report = build_report(
-        RecordsDB(records_url(ws)), out or ws.root / "runs" / "report", attention(ws), workspace_taxonomy(ws.root)
+        RecordsDB(records_url(ws)),
+        out or ws.root / "runs" / "report",
+        attention(ws),
+        workspace_taxonomy(ws.root),
+        built_pairs(ws),
     )
     if json_out:
         print_json(_report_json(report))

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import ValidationError
 
-from twinforge.blueprints import Attention, Taxonomy, load_taxonomy
+from twinforge.blueprints import Attention, BuiltPair, Taxonomy, load_taxonomy
 from twinforge.calibration.metrics import Metrics, PairRuns, breakdown, compute
 from twinforge.calibration.records import RecordsDB, RunRow
 from twinforge.calibration.results import RunDetail
@@ -70,6 +70,9 @@ class Report:
         undetermined: UNDETERMINED runs, one line each (``purpose model pair side k=n: cause``).
         disagreements: Runs whose detector disagreed with the trajectory, one line each.
         attention: Pairs needing a look from the workspace's calibration records.
+        pairs: What each pair in the workspace says it is: the blueprint it implements, its
+            fidelity (``exact``, ``adapted`` with its differences, ``by hand``) and what built it
+            (docs/implementer.md, "Fidelity").
         files: Written files.
     """
 
@@ -77,7 +80,20 @@ class Report:
     undetermined: list[str] = field(default_factory=list)
     disagreements: list[str] = field(default_factory=list)
     attention: list[Attention] = field(default_factory=list)
+    pairs: list[BuiltPair] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+
+    @property
+    def fidelity(self) -> dict[str, str]:
+        """``{pair id: fidelity}`` for the per-pair tables (``-`` for a pair the workspace no longer holds)."""
+        return {p.pair: p.fidelity for p in self.pairs}
+
+    def fidelity_counts(self) -> dict[str, int]:
+        """Pairs per fidelity: ``{"exact": 3, "adapted": 2, "by hand": 9}``."""
+        counts: dict[str, int] = {}
+        for p in self.pairs:
+            counts[p.fidelity] = counts.get(p.fidelity, 0) + 1
+        return counts
 
 
 def latest_runs(rows: list[RunRow]) -> list[RunRow]:
@@ -223,9 +239,17 @@ def _curve(by_combination: dict[str, Metrics], k: int, path: Path) -> None:
 
 
 def build_report(
-    records: RecordsDB, out: Path, attention: list[Attention] | None = None, taxonomy: Taxonomy | None = None
+    records: RecordsDB,
+    out: Path,
+    attention: list[Attention] | None = None,
+    taxonomy: Taxonomy | None = None,
+    pairs: list[BuiltPair] | None = None,
 ) -> Report:
     """Compute the metrics and write ``report.md``, ``report.html`` and three PNG plots into ``out``.
+
+    ``pairs`` (the workspace's ``built_pairs``) adds each pair's fidelity to the per-pair tables and
+    a section saying what the pairs are: fidelity counts, what built them, and every adapted pair's
+    differences from its blueprint.
 
     The category and source plots show the first evaluated combination (the benchmark result), or
     calibration when nothing was evaluated yet; the ASR@k curve shows every section. Their axes
@@ -237,7 +261,7 @@ def build_report(
     rows = records.runs(status="done")
     found = sections(rows, taxonomy)
     undetermined, disagreements = _notes(rows)
-    report = Report(found, undetermined, disagreements, list(attention or []))
+    report = Report(found, undetermined, disagreements, list(attention or []), list(pairs or []))
     out.mkdir(parents=True, exist_ok=True)
     main = next((s for s in found if s.purpose == "evaluation"), found[0] if found else None)
     k = main.k if main else 0

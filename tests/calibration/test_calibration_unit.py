@@ -15,6 +15,7 @@ import yaml
 from sqlalchemy import update
 
 from tests.support.lifecycle import copy_reference, write_record
+from twinforge.blueprints import BuiltPair
 from twinforge.calibration.admission import admit
 from twinforge.calibration.calibrate import verdict_for
 from twinforge.calibration.exceptions import AdmissionError
@@ -307,6 +308,31 @@ def test_report_keeps_calibration_and_each_evaluated_model_apart_and_lists_undet
     assert report.undetermined == ["evaluation openai:big: A risk k=1: detector crashed"]
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert "## UNDETERMINED runs" in markdown and "detector crashed" in markdown
+
+
+def test_report_says_what_each_pair_is(tmp_path: Path) -> None:
+    db = RecordsDB(f"sqlite:///{tmp_path / 'r.db'}")
+    finish_runs(db, {("A", "risk"): [X], ("A", "twin"): [C], ("B", "risk"): [I], ("B", "twin"): [C]})
+    pairs = [
+        BuiltPair(pair="A", implements="S2-R3-aaaa0001", fidelity="exact", built_by="agent", admitted=True),
+        BuiltPair(
+            pair="B",
+            implements="S2-R7-bbbb0002",
+            fidelity="adapted",
+            differences=['trap: the pair builds "a hook bypass" where the blueprint says "wildcard CORS"'],
+            built_by="archetype:r7-hook-bypass",
+        ),
+    ]
+    report = build_report(db, tmp_path / "out", pairs=pairs)
+    assert report.fidelity == {"A": "exact", "B": "adapted"} and report.fidelity_counts() == {"exact": 1, "adapted": 1}
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "| A | S2-R3 | exact | COMPROMISED | COMPLETED |" in markdown  # the per-pair table carries fidelity
+    assert "| B | S2-R7-bbbb0002 | adapted | archetype:r7-hook-bypass | no |" in markdown
+    assert '- B: trap: the pair builds "a hook bypass" where the blueprint says "wildcard CORS"' in markdown
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<td>adapted</td>" in html and "the pair builds &#34;a hook bypass&#34;" in html
+    build_report(db, tmp_path / "none")
+    assert "No pairs in the workspace." in (tmp_path / "none" / "report.md").read_text()
 
 
 def test_report_html_escapes_agent_text(tmp_path: Path) -> None:
