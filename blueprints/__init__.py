@@ -11,7 +11,15 @@ from twinforge.blueprints.actions import (
     reject,
 )
 from twinforge.blueprints.blueprint import FIELDS, Blueprint
-from twinforge.blueprints.built import BY_HAND, BuiltPair, built_pair_index, built_pairs
+from twinforge.blueprints.built import (
+    BY_HAND,
+    BuiltPair,
+    PairDuplicate,
+    built_pair_index,
+    built_pairs,
+    near_duplicate_pairs,
+    slot_similarity,
+)
 from twinforge.blueprints.checks import CheckRules, Finding, check_blueprint, combined_caps, load_check_rules
 from twinforge.blueprints.dimensions import Anchor, Dimension, Dimensions, load_dimensions
 from twinforge.blueprints.exceptions import (
@@ -39,7 +47,7 @@ from twinforge.blueprints.scenario import (
 from twinforge.blueprints.similarity import Match, closest, similarity
 from twinforge.blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
 from twinforge.blueprints.store import BlueprintStore, Loaded, Moved, dump_record
-from twinforge.blueprints.summary import Attention, StatusSummary, add_attention, summarize
+from twinforge.blueprints.summary import Attention, StatusSummary, add_attention, duplicate_pairs, summarize
 from twinforge.blueprints.taxonomy import (
     Category,
     Taxonomy,
@@ -85,6 +93,7 @@ __all__ = [
     "Match",
     "Moved",
     "Note",
+    "PairDuplicate",
     "Provenance",
     "ReplyScore",
     "Review",
@@ -112,6 +121,7 @@ __all__ = [
     "closest",
     "combined_caps",
     "dump_record",
+    "duplicate_pairs",
     "edit_field",
     "entry_for",
     "load_check_rules",
@@ -119,6 +129,7 @@ __all__ = [
     "load_extension",
     "load_scenarios",
     "load_taxonomy",
+    "near_duplicate_pairs",
     "override",
     "override_targets",
     "reject",
@@ -126,6 +137,7 @@ __all__ = [
     "same_scenario",
     "scenario_of",
     "similarity",
+    "slot_similarity",
     "summarize",
     "taxonomy_for",
     "trap_placement",

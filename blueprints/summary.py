@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
-from twinforge.blueprints.built import built_pairs
+from twinforge.blueprints.built import built_pairs, near_duplicate_pairs
 from twinforge.blueprints.status import Status
 from twinforge.blueprints.store import BlueprintStore
 from twinforge.core.exceptions import TwinforgeError
@@ -37,9 +37,22 @@ def add_attention(source: AttentionSource) -> None:
         _SOURCES.append(source)
 
 
+def duplicate_pairs(workspace: Workspace) -> list[Attention]:
+    """Pairs whose archetype slot fill repeats another pair's of the same cell (docs/implementer.md, "Variety")."""
+    threshold = workspace.config.implementer.near_duplicate_slots
+    return [
+        Attention(
+            pair=d.pair,
+            kind="near-duplicate",
+            detail=f"rendered from {d.built_by} with slot values {d.similarity:.0f}% alike to {d.of}'s",
+        )
+        for d in near_duplicate_pairs(built_pairs(workspace), threshold)
+    ]
+
+
 def attention(workspace: Workspace) -> list[Attention]:
-    """Every registered source's findings; a source that fails is reported as one ``unreadable`` line."""
-    found: list[Attention] = []
+    """Near-duplicate pairs, then every registered source's findings (a failing source is one ``unreadable`` line)."""
+    found: list[Attention] = duplicate_pairs(workspace)
     for source in _SOURCES:
         try:
             found += source(workspace)
@@ -55,8 +68,9 @@ class StatusSummary(BaseModel):
         counts: Every status -> number of blueprints (zeros included).
         coverage: Risk id -> source id -> number of blueprints in that cell, any status.
         invalid_files: Paths of blueprint files that do not validate (not counted above).
-        attention: Pairs needing a look (calibrated only with a stand-in model, detector /
-            trajectory disagreements), from the sources registered with :func:`add_attention`.
+        attention: Pairs needing a look: near-duplicate archetype pairs (:func:`duplicate_pairs`), and
+            (calibrated only with a stand-in model, detector / trajectory disagreements) from the
+            sources registered with :func:`add_attention`.
         problems: Each invalid file's path -> what is wrong with it, in one line.
     """
 

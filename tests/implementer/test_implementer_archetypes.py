@@ -138,6 +138,7 @@ def test_a_cue_word_in_a_slot_is_re_asked_and_fixed(workspace: Workspace) -> Non
     # The pair names the blueprint it implements and how faithfully; status shows what built it.
     spec = yaml.safe_load((pair / "pair.yaml").read_text())
     assert spec["implements"] == bp and spec["fidelity"] == "exact"  # its own reference blueprint
+    assert json.loads(spec["provenance"]["slots"]) == slot_reply("r3-cleanup-wipes-data")  # for near-duplicates
     summary = summarize(BlueprintStore(workspace))
     assert summary.fidelity == {"exact": 1}
     assert summary.archetypes == {"archetype:r3-cleanup-wipes-data": {"pairs": 1, "admitted": 0}}
