@@ -32,6 +32,8 @@ def derived_blueprint(derived_from: str) -> Blueprint:
     if (REFERENCE / derived_from).is_dir():
         return reference_blueprint(derived_from)
     return Blueprint.model_validate(next(i["blueprint"] for i in LABELLED if i["id"] == derived_from))
+
+
 CASES = [(a, s) for a in ARCHETYPES for s in a.spec.sources]
 
 
