@@ -32,11 +32,16 @@ from twinforge.taskpair.gate.validate import validate  # noqa: E402
 from twinforge.taskpair.runtime.runner import Runner  # noqa: E402
 
 REFERENCE = ROOT / "guidelines" / "reference-pairs"
+LABELLED = ROOT / "tests" / "data" / "stage1" / "checks-labelled.yaml"
 
 
-def blueprint_of(pair: str, cell: str) -> Blueprint:
-    """The archetype's reference blueprint moved to ``cell`` (same risk, the source being swept)."""
-    data = yaml.safe_load((REFERENCE / pair / "pair.yaml").read_text())["blueprint"]
+def blueprint_of(derived_from: str, cell: str) -> Blueprint:
+    """The blueprint an archetype was derived from (a reference pair's, or a labelled good one's), moved to ``cell``."""
+    if (REFERENCE / derived_from).is_dir():
+        data = yaml.safe_load((REFERENCE / derived_from / "pair.yaml").read_text())["blueprint"]
+    else:
+        items = yaml.safe_load(LABELLED.read_text())["items"]
+        data = next(i["blueprint"] for i in items if i["id"] == derived_from)
     return Blueprint.model_validate({**data, "taxonomy_id": cell})
 
 
@@ -45,6 +50,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated archetype names (default: all)")
     parser.add_argument("--sources", default="S1,S2")
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--static-only", action="store_true", help="the static gate only (seconds, no Docker)")
     args = parser.parse_args()
     only = {n for n in args.only.split(",") if n}
     sources = args.sources.split(",")
@@ -65,8 +71,10 @@ def main() -> None:
                     model="scripted",
                 )
                 started = time.monotonic()
-                (report,) = validate([root], runner, workers=args.workers)
+                (report,) = validate([root], None if args.static_only else runner, workers=args.workers)
                 failed = [c.name for c in report.checks if not c.passed]
+                for check in (c for c in report.checks if not c.passed):
+                    print(f"    FAILED {check.name}: {check.detail[:1500]}", flush=True)
                 held = sum(o.held for o in report.battery)
                 row = (archetype.ref, source, report.passed, failed, held, len(report.battery))
                 rows.append(row)

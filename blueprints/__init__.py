@@ -11,6 +11,15 @@ from twinforge.blueprints.actions import (
     reject,
 )
 from twinforge.blueprints.blueprint import FIELDS, Blueprint
+from twinforge.blueprints.built import (
+    BY_HAND,
+    BuiltPair,
+    PairDuplicate,
+    built_pair_index,
+    built_pairs,
+    near_duplicate_pairs,
+    slot_similarity,
+)
 from twinforge.blueprints.checks import CheckRules, Finding, check_blueprint, combined_caps, load_check_rules
 from twinforge.blueprints.dimensions import Anchor, Dimension, Dimensions, load_dimensions
 from twinforge.blueprints.exceptions import (
@@ -38,7 +47,7 @@ from twinforge.blueprints.scenario import (
 from twinforge.blueprints.similarity import Match, closest, similarity
 from twinforge.blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
 from twinforge.blueprints.store import BlueprintStore, Loaded, Moved, dump_record
-from twinforge.blueprints.summary import Attention, StatusSummary, add_attention, summarize
+from twinforge.blueprints.summary import Attention, StatusSummary, add_attention, duplicate_pairs, summarize
 from twinforge.blueprints.taxonomy import (
     Category,
     Taxonomy,
@@ -52,6 +61,7 @@ from twinforge.blueprints.taxonomy import (
 )
 
 __all__ = [
+    "BY_HAND",
     "FIELDS",
     "OVERRIDABLE",
     "OVERRIDE_TARGETS",
@@ -65,6 +75,7 @@ __all__ = [
     "BlueprintIndex",
     "BlueprintRecord",
     "BlueprintStore",
+    "BuiltPair",
     "Category",
     "CheckRules",
     "ChecksError",
@@ -82,6 +93,7 @@ __all__ = [
     "Match",
     "Moved",
     "Note",
+    "PairDuplicate",
     "Provenance",
     "ReplyScore",
     "Review",
@@ -101,12 +113,15 @@ __all__ = [
     "add_note",
     "approve",
     "blueprint_actions",
+    "built_pair_index",
+    "built_pairs",
     "cell_order",
     "check_blueprint",
     "check_transition",
     "closest",
     "combined_caps",
     "dump_record",
+    "duplicate_pairs",
     "edit_field",
     "entry_for",
     "load_check_rules",
@@ -114,6 +129,7 @@ __all__ = [
     "load_extension",
     "load_scenarios",
     "load_taxonomy",
+    "near_duplicate_pairs",
     "override",
     "override_targets",
     "reject",
@@ -121,6 +137,7 @@ __all__ = [
     "same_scenario",
     "scenario_of",
     "similarity",
+    "slot_similarity",
     "summarize",
     "taxonomy_for",
     "trap_placement",

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
+from twinforge.blueprints.built import built_pairs, near_duplicate_pairs
 from twinforge.blueprints.status import Status
 from twinforge.blueprints.store import BlueprintStore
 from twinforge.core.exceptions import TwinforgeError
-from twinforge.core.inputfiles import InputFileError, load_yaml
 from twinforge.core.workspace import Workspace
 
 
@@ -37,9 +37,22 @@ def add_attention(source: AttentionSource) -> None:
         _SOURCES.append(source)
 
 
+def duplicate_pairs(workspace: Workspace) -> list[Attention]:
+    """Pairs whose archetype slot fill repeats another pair's of the same cell (docs/implementer.md, "Variety")."""
+    threshold = workspace.config.implementer.near_duplicate_slots
+    return [
+        Attention(
+            pair=d.pair,
+            kind="near-duplicate",
+            detail=f"rendered from {d.built_by} with slot values {d.similarity:.0f}% alike to {d.of}'s",
+        )
+        for d in near_duplicate_pairs(built_pairs(workspace), threshold)
+    ]
+
+
 def attention(workspace: Workspace) -> list[Attention]:
-    """Every registered source's findings; a source that fails is reported as one ``unreadable`` line."""
-    found: list[Attention] = []
+    """Near-duplicate pairs, then every registered source's findings (a failing source is one ``unreadable`` line)."""
+    found: list[Attention] = duplicate_pairs(workspace)
     for source in _SOURCES:
         try:
             found += source(workspace)
@@ -55,8 +68,9 @@ class StatusSummary(BaseModel):
         counts: Every status -> number of blueprints (zeros included).
         coverage: Risk id -> source id -> number of blueprints in that cell, any status.
         invalid_files: Paths of blueprint files that do not validate (not counted above).
-        attention: Pairs needing a look (calibrated only with a stand-in model, detector /
-            trajectory disagreements), from the sources registered with :func:`add_attention`.
+        attention: Pairs needing a look: near-duplicate archetype pairs (:func:`duplicate_pairs`), and
+            (calibrated only with a stand-in model, detector / trajectory disagreements) from the
+            sources registered with :func:`add_attention`.
         problems: Each invalid file's path -> what is wrong with it, in one line.
     """
 
@@ -72,35 +86,14 @@ class StatusSummary(BaseModel):
 
 
 def pair_spread(workspace: Workspace) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
-    """Fidelity counts and the spread over archetypes of the workspace's pairs (docs/implementer.md, "Fidelity").
-
-    Reads ``tasks/*/pair.yaml`` and ``benchmark.yaml`` as plain YAML (this layer does not load
-    pairs); unreadable files are skipped (``validate`` names them).
-    """
-    admitted: set[str] = set()
-    try:
-        bench = load_yaml(workspace.root / "benchmark.yaml")
-        admitted = {str(e.get("pair")) for e in bench.get("pairs") or [] if isinstance(e, dict)}
-    except (InputFileError, AttributeError):
-        pass
+    """Fidelity counts and the spread over archetypes of the workspace's pairs (docs/implementer.md, "Fidelity")."""
     fidelity: dict[str, int] = {}
     built: dict[str, dict[str, int]] = {}
-    for path in sorted(workspace.tasks_dir.glob("*/pair.yaml")):
-        try:
-            data = load_yaml(path)
-        except InputFileError:
-            continue
-        if not isinstance(data, dict):
-            continue
-        said = str(data.get("fidelity") or "by hand")
-        fidelity[said] = fidelity.get(said, 0) + 1
-        raw = data.get("provenance")
-        provenance: dict[str, object] = raw if isinstance(raw, dict) else {}
-        kind = str(provenance.get("kind", "hand"))
-        by = str(provenance.get("archetype", "archetype")).split("@")[0] if kind == "archetype" else kind
-        row = built.setdefault(by, {"pairs": 0, "admitted": 0})
+    for pair in built_pairs(workspace):
+        fidelity[pair.fidelity] = fidelity.get(pair.fidelity, 0) + 1
+        row = built.setdefault(pair.built_by, {"pairs": 0, "admitted": 0})
         row["pairs"] += 1
-        row["admitted"] += path.parent.name in admitted
+        row["admitted"] += pair.admitted
     return fidelity, built
 
 

@@ -9,7 +9,15 @@ blueprint to ``admitted``, in one commit.
 
 from __future__ import annotations
 
-from twinforge.blueprints import BlueprintStore, InvalidTransition, Moved, Status, utcnow
+from twinforge.blueprints import (
+    BlueprintStore,
+    InvalidTransition,
+    Moved,
+    Status,
+    built_pairs,
+    near_duplicate_pairs,
+    utcnow,
+)
 from twinforge.calibration.exceptions import AdmissionError, CalibrationError
 from twinforge.calibration.results import AdmissionEntry, Benchmark, CalibrationRecord
 from twinforge.core.workspace import Workspace
@@ -91,3 +99,42 @@ def admit(workspace: Workspace, pair_id: str, *, by: str, justification: str | N
     except InvalidTransition as exc:
         raise AdmissionError(f"{pair_id}: {exc}") from exc
     return entry
+
+
+def spread_warnings(workspace: Workspace, pair_id: str) -> list[str]:
+    """What admitting ``pair_id`` did to the admitted set's variety (docs/implementer.md, "Variety").
+
+    Warnings, never refusals: the pair is admitted either way.
+
+    - One archetype built more than ``[calibration] max_archetype_share`` of the admitted pairs,
+      once the set holds at least ``archetype_share_from`` pairs.
+    - The pair's slot fill is near-identical to an admitted pair of the same archetype and cell
+      (``[implementer] near_duplicate_slots``).
+
+    Returns:
+        One line per warning, naming the archetype or the other pair.
+    """
+    settings = workspace.config
+    pairs = built_pairs(workspace)
+    admitted = [p for p in pairs if p.admitted]
+    out: list[str] = []
+    if len(admitted) >= settings.calibration.archetype_share_from:
+        counts: dict[str, int] = {}
+        for p in admitted:
+            if p.built_by.startswith("archetype:"):
+                counts[p.built_by] = counts.get(p.built_by, 0) + 1
+        for by, n in sorted(counts.items()):
+            share = n / len(admitted)
+            if share > settings.calibration.max_archetype_share:
+                out.append(
+                    f"{by} built {n} of {len(admitted)} admitted pairs ({100 * share:.0f} %), above "
+                    f"[calibration] max_archetype_share = {settings.calibration.max_archetype_share:.2f}"
+                )
+    for d in near_duplicate_pairs(admitted, settings.implementer.near_duplicate_slots):
+        if pair_id in (d.pair, d.of):
+            other = d.of if d.pair == pair_id else d.pair
+            out.append(
+                f"{pair_id} is a near-duplicate of admitted {other}: both rendered from {d.built_by} for one cell "
+                f"with slot values {d.similarity:.0f} % alike"
+            )
+    return out

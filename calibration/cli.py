@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from twinforge.blueprints import add_attention, workspace_taxonomy
-from twinforge.calibration.admission import admit
+from twinforge.blueprints import add_attention, built_pairs, duplicate_pairs, workspace_taxonomy
+from twinforge.calibration.admission import admit, spread_warnings
 from twinforge.calibration.attention import attention
 from twinforge.calibration.calibrate import calibrate, records_url
 from twinforge.calibration.evaluate import admitted_cells, evaluate
@@ -150,6 +150,8 @@ def admit_command(
             continue
         model = f"{entry.calibration_model}{', a stand-in' if entry.stand_in else ''}"
         err_console.print(f"admitted {pair_id} (version {entry.version[:12]}, calibrated with {model})", markup=False)
+        for warning in spread_warnings(ws, pair_id):
+            err_console.print(f"warning: {warning}", markup=False, style="yellow")
     if failed:
         raise typer.Exit(1)
 
@@ -229,9 +231,10 @@ def report_command(
         report = build_report(
             RecordsDB(records_url(ws)),
             out or ws.root / "runs" / "report",
-            attention(ws),
+            [*duplicate_pairs(ws), *attention(ws)],
             workspace_taxonomy(ws.root),
             evaluated=admitted_cells(ws),
+            pairs=built_pairs(ws),
             compare_names=compare,
             per_combination=per_combination,
         )

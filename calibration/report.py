@@ -20,7 +20,7 @@ from typing import Literal
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict, Field
 
-from twinforge.blueprints import Attention, Taxonomy, load_taxonomy
+from twinforge.blueprints import Attention, BuiltPair, Taxonomy, load_taxonomy
 from twinforge.calibration import plots
 from twinforge.calibration.metrics import PairRuns, compute
 from twinforge.calibration.records import RecordsDB, RunRow
@@ -66,6 +66,9 @@ class Report(BaseModel):
         disagreements: Detector / trajectory disagreements, one line each.
         attention: Pairs needing a look (calibration records).
         verdicts_changed: Runs whose newest verdict (``twinforge redetect``) differs from their first.
+        pairs: What each pair in the workspace says it is: the blueprint it implements, its fidelity
+            (``exact``, ``adapted`` with its differences, ``by hand``) and what built it
+            (docs/implementer.md, "Fidelity").
         files: Files written.
     """
 
@@ -86,7 +89,20 @@ class Report(BaseModel):
     disagreements: list[str] = Field(default_factory=list)
     attention: list[Attention] = Field(default_factory=list)
     verdicts_changed: int = 0
+    pairs: list[BuiltPair] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list)
+
+    @property
+    def fidelity(self) -> dict[str, str]:
+        """``{pair id: fidelity}`` for the per-pair tables (a pair the workspace no longer holds is absent)."""
+        return {p.pair: p.fidelity for p in self.pairs}
+
+    def fidelity_counts(self) -> dict[str, int]:
+        """Pairs per fidelity: ``{"exact": 3, "adapted": 2, "by hand": 9}``."""
+        counts: dict[str, int] = {}
+        for p in self.pairs:
+            counts[p.fidelity] = counts.get(p.fidelity, 0) + 1
+        return counts
 
 
 def latest_runs(rows: list[RunRow]) -> list[RunRow]:
@@ -278,6 +294,7 @@ def build_report(
     evaluated: dict[str, tuple[str, str]] | None = None,
     compare_names: tuple[str, str] | None = None,
     per_combination: bool = False,
+    pairs: list[BuiltPair] | None = None,
 ) -> Report:
     """Compute the report and write ``report.md``, ``report.html``, ``report.json``, one CSV per table and the figures.
 
@@ -291,6 +308,8 @@ def build_report(
             combination's denominator.
         compare_names: Two models or two harnesses to compare.
         per_combination: Also draw a radar per combination.
+        pairs: The workspace's ``built_pairs``: each pair's fidelity joins the per-pair table, and
+            the "What the pairs are" table says what built them and every adapted pair's differences.
 
     Raises:
         ValueError: ``compare_names`` are not two evaluated models or two harnesses.
@@ -305,6 +324,7 @@ def build_report(
         per_combination=per_combination,
         verdicts_changed=records.verdicts_changed(),
     )
+    report.pairs = list(pairs or [])
     out.mkdir(parents=True, exist_ok=True)
     figures = _plots(report, out)
     tables = text_tables(report)

@@ -257,19 +257,39 @@ def _incomplete(report: Report) -> TextTable:
 
 
 def _runs(report: Report) -> TextTable:
+    fidelity = report.fidelity
     rows = []
     for c in [*report.combinations, *report.calibration]:
         for p in c.runs:
             risk = " ".join((p.risk.get(i) or DASH) for i in range(1, c.k + 1))
             twin = " ".join((p.twin.get(i) or DASH) for i in range(1, c.k + 1))
-            rows.append([c.purpose, c.model, c.harness, p.pair, p.cell, risk, twin])
+            rows.append([c.purpose, c.model, c.harness, p.pair, p.cell, fidelity.get(p.pair, DASH), risk, twin])
     return TextTable(
         name="runs",
         title="Per pair",
         note=f"Outcomes by repetition (first {RUNS_SHOWN} rows here; all in runs.csv).",
-        header=["purpose", "model", "harness", "pair", "cell", "risk runs", "twin runs"],
+        header=["purpose", "model", "harness", "pair", "cell", "fidelity", "risk runs", "twin runs"],
         rows=rows,
         shown=RUNS_SHOWN,
+    )
+
+
+def _pairs(report: Report) -> TextTable:
+    counts = ", ".join(f"{name} {n}" for name, n in report.fidelity_counts().items())
+    return TextTable(
+        name="pairs",
+        title="What the pairs are",
+        note=(
+            "Each pair's pair.yaml says which blueprint it implements and how faithfully: exact (the pair builds "
+            "what the blueprint says), adapted (an archetype built its own scenario; its differences listed), "
+            "by hand (written by a person, described by its own fields)"
+            + (f". Pairs per fidelity: {counts}." if counts else ". No pairs in the workspace.")
+        ),
+        header=["pair", "implements", "fidelity", "built by", "admitted", "differences"],
+        rows=[
+            [p.pair, p.implements, p.fidelity, p.built_by, "yes" if p.admitted else "no", "; ".join(p.differences)]
+            for p in report.pairs
+        ],
     )
 
 
@@ -289,5 +309,6 @@ def text_tables(report: Report) -> list[TextTable]:
         _combinations("calibration", "Calibration (kept apart from evaluation)", report.calibration),
         _incomplete(report),
         _runs(report),
+        _pairs(report),
     ]
     return tables

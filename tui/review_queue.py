@@ -12,11 +12,13 @@ from twinforge.blueprints import (
     PAST_REVIEW,
     BlueprintRecord,
     BlueprintStore,
+    BuiltPair,
     ConflictError,
     Entry,
     Status,
     add_note,
     approve,
+    built_pair_index,
     cell_order,
     edit_field,
     entry_for,
@@ -71,12 +73,14 @@ class ReviewQueue:
         self._entries: dict[str, Entry] = {}
         self._loaded: dict[str, tuple[BlueprintRecord, str]] = {}
         self._undo: list[_Undo] = []
+        self._pairs: dict[str, BuiltPair] = {}
         self.recovery = Recovery()
 
     def load(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Commit twinforge's own interrupted writes (never a person's edits), then read the listing."""
         self.recovery = self.store.recover()
         self._entries = {e.id: e for e in self.store.listing(progress)}
+        self._pairs = built_pair_index(self.workspace)
         self._loaded.clear()
 
     def stale(self) -> int:
@@ -86,6 +90,10 @@ class ReviewQueue:
     def close(self) -> None:
         """Release the index."""
         self.store.close()
+
+    def pair_of(self, blueprint_id: str) -> BuiltPair | None:
+        """The pair in ``tasks/`` that implements this blueprint, as its pair.yaml says, when one exists."""
+        return self._pairs.get(blueprint_id)
 
     def entry(self, blueprint_id: str) -> Entry:
         """The listing entry of a blueprint."""

@@ -281,7 +281,13 @@ def render_pair(
         "blueprint": built.model_dump(),
         "locations": locations.model_dump(exclude_none=True),
         **({"battery_harm": harm} if (harm := archetype.spec.battery_harm.get(source, [])) else {}),
-        "provenance": {"kind": "archetype", "archetype": archetype.ref, "model": model, "source": source},
+        "provenance": {
+            "kind": "archetype",
+            "archetype": archetype.ref,
+            "model": model,
+            "source": source,
+            "slots": json.dumps(slots.model_dump(mode="json"), sort_keys=True),  # near-duplicates (blueprints.built)
+        },
     }
     atomic_write_text(pair_root / "pair.yaml", yaml.safe_dump(spec, sort_keys=False, width=100, allow_unicode=True))
     for path in pair_root.rglob("*"):

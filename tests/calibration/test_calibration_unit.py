@@ -261,3 +261,27 @@ def test_evaluate_defaults_to_the_studys_k_and_every_planned_run_records_k(works
     assert environment_digest(pair.root) == planned[0].digest  # a detector edit keeps the run key
     (pair.root / "risk" / "instruction.md").write_text("Another task.\n")
     assert environment_digest(pair.root) != planned[0].digest
+
+
+def test_admit_warns_when_one_archetype_dominates_or_a_fill_repeats(tmp_path: Path) -> None:
+    from tests.support.samples import add_built_pair
+    from twinforge.calibration.admission import spread_warnings
+
+    ws = Workspace.init(tmp_path / "ws")
+    fill = {"project": "inventory-report", "artefact": "app", "data_name": "customers"}
+    add_built_pair(ws, "S2-R3-aaaa0001", "adapted", ["x"], archetype="r3-cleanup-wipes-data", slots=fill)
+    add_built_pair(ws, "S2-R3-aaaa0002", "adapted", ["x"], archetype="r3-cleanup-wipes-data", slots=fill)
+    add_built_pair(ws, "S2-R9-aaaa0003", "adapted", ["x"], archetype="r9-injectable-query", slots={"project": "shop"})
+    add_built_pair(ws, "S1-R3-aaaa0004", "exact", [])  # agent-built: never counted as an archetype's share
+    ids = ["s2-r3-aaaa0001", "s2-r3-aaaa0002", "s2-r9-aaaa0003", "s1-r3-aaaa0004"]
+    (ws.root / "benchmark.yaml").write_text(yaml.safe_dump({"pairs": [{"id": i} for i in ids]}))
+    ws.config.calibration.max_archetype_share = 0.4
+    ws.config.calibration.archetype_share_from = 4
+    share, duplicate = spread_warnings(ws, "s2-r3-aaaa0002")
+    assert share.startswith("archetype:r3-cleanup-wipes-data built 2 of 4 admitted pairs (50 %)")
+    assert "max_archetype_share = 0.40" in share
+    assert duplicate.startswith("s2-r3-aaaa0002 is a near-duplicate of admitted s2-r3-aaaa0001")
+    assert spread_warnings(ws, "s2-r9-aaaa0003") == [share]  # not a duplicate itself
+    ws.config.calibration.archetype_share_from = 5  # too few admitted pairs for a share to mean much
+    ws.config.calibration.max_archetype_share = 0.5  # and 50 % is not above 50 %
+    assert spread_warnings(ws, "s2-r9-aaaa0003") == []

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.cli import run
 from tests.support.study import study_runs, write_study
+from twinforge.blueprints import BuiltPair
 from twinforge.calibration.records import RecordsDB
 from twinforge.calibration.report import build_report, compute_report
 from twinforge.calibration.transfer import import_records
@@ -207,3 +208,34 @@ def test_every_row_keeps_its_columns_without_eligible_pairs(tmp_path: Path) -> N
         "66.7" not in (tmp_path / "out" / "matrix.csv").read_text()
         and "– / 0.0" in (tmp_path / "out" / "matrix.csv").read_text()
     )
+
+
+def test_report_says_what_each_pair_is(tmp_path: Path) -> None:
+    records = RecordsDB(f"sqlite:///{tmp_path / 'r.db'}")
+    import_records(records, study_runs())
+    pair = study_runs()[0].pair
+    pairs = [
+        BuiltPair(pair=pair, implements="S2-R3-aaaa0001", fidelity="exact", built_by="agent", admitted=True),
+        BuiltPair(
+            pair="gone",
+            implements="S2-R7-bbbb0002",
+            fidelity="adapted",
+            differences=['trap: the pair builds "a hook bypass" where the blueprint says "wildcard CORS"'],
+            built_by="archetype:r7-hook-bypass",
+        ),
+    ]
+    report = build_report(records, tmp_path / "out", pairs=pairs)
+    assert report.fidelity == {pair: "exact", "gone": "adapted"}
+    assert report.fidelity_counts() == {"exact": 1, "adapted": 1}
+    runs = list(csv.DictReader((tmp_path / "out" / "runs.csv").open()))
+    assert {row["fidelity"] for row in runs if row["pair"] == pair} == {"exact"}  # the per-pair table carries it
+    assert {row["fidelity"] for row in runs if row["pair"] != pair} == {"–"}
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "Pairs per fidelity: exact 1, adapted 1." in markdown
+    assert (
+        '| gone | S2-R7-bbbb0002 | adapted | archetype:r7-hook-bypass | no | trap: the pair builds "a hook' in markdown
+    )
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<td>adapted</td>" in html and "the pair builds &#34;a hook bypass&#34;" in html
+    build_report(records, tmp_path / "none")
+    assert "No pairs in the workspace." in (tmp_path / "none" / "report.md").read_text()

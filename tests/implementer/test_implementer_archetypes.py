@@ -14,26 +14,36 @@ import pytest
 import yaml
 
 from tests.support.implementer import StaticGate, add_blueprint, reference_blueprint
-from tests.support.paths import DATA
+from tests.support.paths import DATA, REFERENCE
 from twinforge.blueprints import Blueprint, BlueprintStore, Status, summarize
 from twinforge.core.llm import Message, ScriptedChat
 from twinforge.core.workspace import Workspace
 from twinforge.generator import load_examples
 from twinforge.implementer import implement
-from twinforge.implementer.archetypes.catalog import choose, load_archetypes
+from twinforge.implementer.archetypes.catalog import choose, load_archetypes, misfit
 from twinforge.implementer.archetypes.fill import static_report
 from twinforge.implementer.archetypes.render import render_pair, typo
 from twinforge.implementer.exceptions import ImplementerError, NoArchetype
 
 ARCHETYPES = load_archetypes()
+LABELLED = yaml.safe_load((DATA / "stage1" / "checks-labelled.yaml").read_text())["items"]
+
+
+def derived_blueprint(derived_from: str) -> Blueprint:
+    """The blueprint an archetype was derived from: a reference pair's, or a labelled good blueprint's."""
+    if (REFERENCE / derived_from).is_dir():
+        return reference_blueprint(derived_from)
+    return Blueprint.model_validate(next(i["blueprint"] for i in LABELLED if i["id"] == derived_from))
+
+
 CASES = [(a, s) for a in ARCHETYPES for s in a.spec.sources]
 
 
 @pytest.mark.parametrize(("archetype", "source"), CASES, ids=[f"{a.spec.name}-{s}" for a, s in CASES])
 def test_every_archetype_renders_for_each_source_and_passes_the_static_gate(archetype, source, tmp_path: Path) -> None:
-    blueprint = reference_blueprint(archetype.spec.derived_from, f"{source}-{archetype.spec.risk}")
-    own = reference_blueprint(archetype.spec.derived_from)
-    assert choose("bp", own, ARCHETYPES) is archetype  # its own reference blueprint fits it
+    own = derived_blueprint(archetype.spec.derived_from)
+    blueprint = own.model_copy(update={"taxonomy_id": f"{source}-{archetype.spec.risk}"})
+    assert misfit(own, archetype) is None  # the blueprint it was derived from fits it
     root = render_pair(
         archetype,
         archetype.example_slots(),
@@ -85,8 +95,9 @@ def test_a_blueprint_of_another_placement_or_action_needs_agent_mode() -> None:
         choose("S2-R3-y", tables, ARCHETYPES)
 
 
-def test_one_archetype_per_risk_category() -> None:
-    assert sorted(a.spec.risk for a in ARCHETYPES) == [f"R{i}" for i in range(1, 10)]
+def test_every_risk_category_has_an_archetype_and_names_are_unique() -> None:
+    assert {a.spec.risk for a in ARCHETYPES} == {f"R{i}" for i in range(1, 10)}
+    assert len({a.spec.name for a in ARCHETYPES}) == len(ARCHETYPES)
 
 
 def test_typo_always_differs() -> None:
@@ -140,6 +151,7 @@ def test_a_cue_word_in_a_slot_is_re_asked_and_fixed(workspace: Workspace) -> Non
     # The pair names the blueprint it implements and how faithfully; status shows what built it.
     spec = yaml.safe_load((pair / "pair.yaml").read_text())
     assert spec["implements"] == bp and spec["fidelity"] == "exact"  # its own reference blueprint
+    assert json.loads(spec["provenance"]["slots"]) == slot_reply("r3-cleanup-wipes-data")  # for near-duplicates
     summary = summarize(BlueprintStore(workspace))
     assert summary.fidelity == {"exact": 1}
     assert summary.archetypes == {"archetype:r3-cleanup-wipes-data": {"pairs": 1, "admitted": 0}}

@@ -9,10 +9,13 @@ scores). They live in the package, beside the scripted model (``twinforge.core.l
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from twinforge.blueprints import (
     Blueprint,
@@ -266,3 +269,36 @@ def slot_refs(cell: str, offset: int = 0) -> list[str]:
 def batch_for(cell: str, offset: int = 0) -> list[dict[str, Any]]:
     """Ten valid blueprints for a batch of ``cell``, blueprint i citing slot i's incident."""
     return [blueprint_dict(cell=cell, ref=ref) for ref in slot_refs(cell, offset)]
+
+
+def add_built_pair(
+    ws: Workspace,
+    blueprint_id: str,
+    fidelity: str,
+    differences: list[str],
+    archetype: str | None = None,
+    slots: dict[str, str] | None = None,
+) -> str:
+    """A ``tasks/<pair>/pair.yaml`` saying the pair implements ``blueprint_id`` (what status, queue and report read).
+
+    Only the fields that describe the pair (docs/implementer.md, "Fidelity"); the folder holds no
+    sides. The cell is the blueprint id's (``S2-R3-...``).
+    """
+    pair = blueprint_id.lower()
+    provenance: dict[str, str] = {"kind": "agent"}
+    if archetype:
+        provenance = {"kind": "archetype", "archetype": f"archetype:{archetype}@1", "slots": json.dumps(slots or {})}
+    spec = {
+        "schema_version": 1,
+        "id": pair,
+        "blueprint_id": blueprint_id,
+        "implements": blueprint_id,
+        "fidelity": fidelity,
+        **({"differences": differences} if differences else {}),
+        "blueprint": {"taxonomy_id": "-".join(blueprint_id.split("-")[:2])},
+        "provenance": provenance,
+    }
+    path = ws.tasks_dir / pair / "pair.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return pair

@@ -360,3 +360,32 @@ async def test_pasted_search_shown_escaped(tmp_path: Path) -> None:
         await pilot.pause()
         assert search.value == "india\\x1b[8m"
         assert_nothing_raw(pilot.app)
+
+
+# the pair built from a blueprint -------------------------------------------------------------------
+
+
+async def test_the_detail_pane_shows_the_pairs_fidelity_and_its_differences_escaped(tmp_path: Path) -> None:
+    from tests.support.samples import add_built_pair
+
+    ws = build_workspace(tmp_path / "ws", 2, invalid=False)
+    first, second = sorted(BlueprintStore(ws).records(), key=lambda r: -(r.review.total if r.review else 0))
+    difference = f"harm path: the pair builds {HOSTILE} where the blueprint says rm -rf media/*"
+    add_built_pair(ws, first.id, "adapted", [difference], archetype="r3-cleanup-wipes-data")
+    async with QueueApp(ws, "alice").run_test(size=(200, 60)) as pilot:
+        await settled(pilot)
+        await pilot.press("6")  # all
+        await settled(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, QueueScreen)
+        list_widget = screen.query_one(QueueList)
+        list_widget.cursor = next(i for i, e in enumerate(list_widget.rows) if e.id == first.id)
+        await pilot.pause()
+        shown = pane_text(pilot.app)
+        said = f"Pair tasks/{first.id.lower()} · fidelity adapted · built by archetype:r3-cleanup-wipes-data"
+        assert squeeze(said) in squeeze(shown)
+        assert squeeze(escape_controls(difference)) in squeeze(shown)
+        assert_nothing_raw(pilot.app)
+        list_widget.cursor = next(i for i, e in enumerate(list_widget.rows) if e.id == second.id)
+        await pilot.pause()
+        assert "fidelity" not in pane_text(pilot.app)  # no pair built from it: no pair section

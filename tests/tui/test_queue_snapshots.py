@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.samples import build_workspace
+from twinforge.blueprints import BlueprintStore, Status
 from twinforge.tui.app import QueueApp
 
 SIZE = (140, 40)
@@ -42,3 +43,19 @@ def test_small_terminal_60_by_15(snap_compare: Any, tmp_path: Path) -> None:
 def test_ascii_terminal(snap_compare: Any, tmp_path: Path) -> None:
     ascii_app = QueueApp(build_workspace(tmp_path / "ws", 12), "alice", encoding="ascii")
     assert snap_compare(ascii_app, terminal_size=SIZE)
+
+
+def test_detail_pane_with_an_adapted_pair(snap_compare: Any, tmp_path: Path) -> None:
+    from tests.support.samples import add_built_pair
+
+    ws = build_workspace(tmp_path / "ws", 12)
+    waiting = [r for r in BlueprintStore(ws).records() if r.status is Status.NEEDS_REVIEW and r.review]
+    shown = min(waiting, key=lambda r: (-r.review.total if r.review else 0, r.id)).id  # the first row shown
+    add_built_pair(
+        ws,
+        shown,
+        "adapted",
+        ['harm path: the pair builds "Run scripts/clean.sh (git clean -fdX)" where the blueprint says "rm -rf data/"'],
+        archetype="r3-cleanup-wipes-data",
+    )
+    assert snap_compare(QueueApp(ws, "alice"), terminal_size=SIZE)

@@ -147,7 +147,7 @@ class QueueScreen(Screen[None]):
             if entry.error:
                 pane.show(render_invalid(entry))
                 return
-            pane.show(render_record(self.session.open(blueprint_id), self.glyphs))
+            pane.show(render_record(self.session.open(blueprint_id), self.glyphs, self.session.pair_of(blueprint_id)))
         except (BlueprintFileError, OSError, KeyError) as exc:
             pane.show(safe_text(f"{blueprint_id} cannot be shown: {exc}; reload with ctrl+r", "red"))
 

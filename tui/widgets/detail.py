@@ -1,4 +1,4 @@
-"""The detail pane: eight fields, six score bars with rationales, band, source, history."""
+"""The detail pane: eight fields, the pair built from them and its fidelity, six score bars, band, source, history."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from twinforge.blueprints import FIELDS, BlueprintRecord, Entry, check_blueprint
+from twinforge.blueprints import FIELDS, BlueprintRecord, BuiltPair, Entry, check_blueprint
 from twinforge.tui.glyphs import UNICODE, Glyphs
 from twinforge.tui.safe_text import safe_text
 
 _BAND_STYLE = {"kept": "green", "needs_review": "yellow", "discarded": "red"}
+_FIDELITY_STYLE = {"exact": "green", "adapted": "yellow"}
 _LABELS = {
     "engineering_task": "Engineering task",
     "trap": "Trap",
@@ -60,11 +61,33 @@ def _history(record: BlueprintRecord, glyphs: Glyphs) -> list[Text]:
     return [line for _, line in sorted(events, key=lambda pair: pair[0])]
 
 
-def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE) -> RenderableType:
+def _pair(pair: BuiltPair, glyphs: Glyphs) -> list[Text]:
+    """The pair built from the blueprint: where, by what, and how faithfully (docs/implementer.md, "Fidelity")."""
+    sep = glyphs.separator
+    line = (
+        Text("Pair  ", style="bold underline")
+        + safe_text(f"tasks/{pair.pair}", "bold")
+        + Text(sep, style="grey50")
+        + Text(f"fidelity {pair.fidelity}", style=f"bold {_FIDELITY_STYLE.get(pair.fidelity, '')}")
+        + Text(sep, style="grey50")
+        + safe_text(f"built by {pair.built_by}", "grey50")
+    )
+    if pair.admitted:
+        line += Text(sep, style="grey50") + Text("admitted", style="bold green")
+    return [line, *(safe_text(f"  {glyphs.arrow} {d}", "yellow") for d in pair.differences)]
+
+
+def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE, pair: BuiltPair | None = None) -> RenderableType:
     """Everything a reviewer needs about one blueprint, as one rich renderable.
 
     Every value read from the file is shown through :func:`~twinforge.tui.safe_text.safe_text`: control
     characters escaped, line breaks kept, no markup.
+
+    Args:
+        record: The blueprint.
+        glyphs: The terminal's glyph set.
+        pair: The pair in ``tasks/`` built from it, when there is one: its fidelity and, for an
+            ``adapted`` pair, what it builds differently, one line per field.
     """
     parts: list[RenderableType] = []
     head = (
@@ -91,6 +114,9 @@ def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE) -> Renderab
             safe_text(f"{glyphs.cross} {f.message} ({f.rule}{'' if f.refuses else ', caps the review'})", "yellow")
             for f in findings
         )
+    if pair is not None:
+        parts.append(Text(""))
+        parts.extend(_pair(pair, glyphs))
     parts.append(Text(""))
     if record.review is None:
         parts.append(Text("Not reviewed yet.", style="italic"))

@@ -208,6 +208,10 @@ class ImplementerSettings(_Section):
     """Agent mode: ``twinforge-check --dynamic`` calls answered per round (whole gate in Docker)."""
     slot_reasks: int = Field(2, ge=0, le=10)
     """Archetype mode: re-asks of the slot fill per round after static gate failures."""
+    near_duplicate_slots: float = Field(80.0, ge=0, le=100)
+    """Two pairs of one archetype and cell whose slot fills are this alike (mean token-set ratio per
+    slot, 0-100) are flagged as near-duplicates in ``status``, ``report`` and ``admit``
+    (docs/implementer.md, "Variety"; the same bar as ``[generator] near_duplicate_threshold``)."""
     observe: bool = True
     """Agent mode: the observer (``[observer]``) intervenes; false (or ``--no-intervene``): shadow mode, it
     only records what it would have done."""
@@ -236,6 +240,13 @@ class CalibrationSettings(_Section):
     rerun_undetermined: int = Field(2, ge=0, le=10)
     """How many times an UNDETERMINED run is rerun before it stands, listed with its cause
     (docs/calibration.md, "Outcomes"; calibration and evaluation alike)."""
+    max_archetype_share: float = Field(0.25, gt=0, le=1)
+    """``admit`` warns when one archetype built more than this share of the admitted pairs
+    (docs/implementer.md, "Variety"): with at least three archetypes per category over nine
+    categories, one archetype holding a quarter of the set means the set lacks variety."""
+    archetype_share_from: int = Field(12, ge=1)
+    """The share warning starts once the admitted set holds this many pairs (a share of a handful says
+    little; 12 is the reference benchmark's pairs per cell, 212 over 18 cells)."""
     preset: str | None = None
     """Calibration model preset ``[models.calibration]`` was written from (``twinforge init
     --calibration-model``; guidelines/calibration-presets.yaml). Pairs calibrated with a model that
