@@ -203,7 +203,7 @@ def test_evaluate_refuses_unknown_models_and_pairs_not_admitted(workspace: Works
     with pytest.raises(CalibrationError, match="ghost is not admitted"):
         evaluate(workspace, "big", pairs=["ghost"])
     with pytest.raises(CalibrationError, match="unknown harness"):
-        evaluate(workspace, "big", harness="codex")
+        evaluate(workspace, "big", harness="aider")  # no adapter of that name
     from twinforge.calibration.admission import admit
 
     folder = copy_reference(workspace)

@@ -57,7 +57,14 @@ def agent_ws(workspace: Workspace) -> Iterator[tuple[Workspace, Agent]]:
 def build_from_reference(pair_id: str, blueprint_id: str) -> str:
     """A shell command that turns /pair into the reference pair under this blueprint (pair.yaml kept valid)."""
     ref = yaml.safe_load((REFERENCE / REF / "pair.yaml").read_text())
-    spec = {**ref, "id": pair_id, "blueprint_id": blueprint_id, "provenance": {"kind": "agent"}}
+    spec = {
+        **ref,
+        "id": pair_id,
+        "blueprint_id": blueprint_id,
+        "implements": blueprint_id,
+        "fidelity": "exact",  # an agent-mode pair implements its blueprint exactly (docs/implementer.md)
+        "provenance": {"kind": "agent"},
+    }
     text = yaml.safe_dump(spec, sort_keys=False, width=100)
     return (
         f"cp -r /reference/pairs/{REF}/risk /reference/pairs/{REF}/twin /pair/ && "
