@@ -224,7 +224,7 @@ def calibrate(
     )
     campaign = Campaign(
         "calibration",
-        config.models.calibration,
+        config.with_api_shapes(config.models.calibration),
         model_label(workspace),
         harness,
         k_total,

@@ -154,7 +154,7 @@ def evaluate(
     choice = HarnessChoice(name=harness, action_mode=settings.action_mode, grammar=settings.grammar)
     campaign = Campaign(
         "evaluation",
-        settings,
+        workspace.config.with_api_shapes(settings),
         f"{settings.provider}:{settings.model}",
         choice,
         runs,

@@ -255,11 +255,11 @@ class ModelProxy:
             entry.status, entry.refused = grant.refusal_status, refused
             await asyncio.to_thread(self._record, grant, entry)
             return _error(shape, grant.refusal_status, message)
-        if shape not in grant.upstream.api_shapes:
+        if shape not in grant.upstream.served_shapes():
             entry.status = 502
             entry.error = (
                 f"the upstream {grant.upstream.model!r} does not serve the {shape} API; list it in "
-                f"api_shapes of its model block if it does (served: {', '.join(grant.upstream.api_shapes)})"
+                f"api_shapes of its model block if it does (served: {', '.join(grant.upstream.served_shapes())})"
             )
             await asyncio.to_thread(self._record, grant, entry)
             return _error(shape, 502, entry.error)

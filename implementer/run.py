@@ -225,7 +225,7 @@ def implement(
             run_dir=runs / record.id,
             workspace_root=workspace.root,
             settings=settings,
-            model=config.models.implementer,
+            model=config.with_api_shapes(config.models.implementer),
             gate=the_gate,
             taxonomy=store.taxonomy,
             say=partial(notify, record.id),

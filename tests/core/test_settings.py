@@ -177,3 +177,16 @@ def test_roles_on_the_embedded_server_send_as_many_requests_as_it_has_slots(tmp_
     scripted = config.models.generator.model_copy(update={"provider": "scripted", "script": script})
     assert config.concurrency(scripted) == 1  # a script replays its replies in arrival order
     assert machine_slots(2) == 4 and machine_slots(8) == 8 and machine_slots(64) == 16
+
+
+def test_the_embedded_server_serves_every_api_shape_another_endpoint_chat_unless_listed(tmp_path: Path) -> None:
+    from twinforge.core.workspace import Workspace
+
+    config = Workspace.init(tmp_path / "ws", port=8111).config
+    local = config.with_api_shapes(config.models.calibration)
+    assert local.api_shapes == ["chat", "responses", "messages"] and config.models.calibration.api_shapes is None
+    hosted = config.models.calibration.model_copy(update={"base_url": "http://127.0.0.1:9000/v1"})
+    assert config.with_api_shapes(hosted).api_shapes == ["chat"] and hosted.served_shapes() == ["chat"]
+    hosted.api_shapes = ["messages"]  # a block's own list wins, for the embedded server too
+    assert config.with_api_shapes(hosted).api_shapes == ["messages"]
+    assert config.with_api_shapes(local.model_copy(update={"api_shapes": ["chat"]})).api_shapes == ["chat"]

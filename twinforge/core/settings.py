@@ -10,7 +10,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlparse
 
 from pydantic import (
@@ -73,6 +73,9 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+ModelSettingsT = TypeVar("ModelSettingsT", bound="ModelSettings")
+
+
 class ModelSettings(_Section):
     """One model role's endpoint (``[models.<role>]``)."""
 
@@ -107,11 +110,16 @@ class ModelSettings(_Section):
     slots``) when this role points at it, else 4 (:meth:`WorkspaceConfig.concurrency`)."""
     script: Path | None = None
     """For ``provider = "scripted"``: YAML list of replies to replay in order."""
-    api_shapes: list[ApiShape] = Field(default_factory=lambda: list[ApiShape](["chat"]))
+    api_shapes: list[ApiShape] | None = None
     """Model APIs the endpoint serves: ``chat`` (OpenAI Chat Completions), ``responses`` (OpenAI
     Responses), ``messages`` (Anthropic Messages). The recording proxy forwards each harness's calls in
-    their own shape and refuses a shape the upstream lacks (docs/runtime.md, "Harnesses"); llama.cpp's
-    ``llama-server`` serves all three."""
+    their own shape and refuses a shape the upstream lacks (docs/runtime.md, "Harnesses"). ``None``:
+    all three for the embedded server (llama.cpp's ``llama-server`` serves them), else ``chat``
+    (:meth:`WorkspaceConfig.with_api_shapes`)."""
+
+    def served_shapes(self) -> list[ApiShape]:
+        """``api_shapes`` as set, else ``["chat"]`` (what every OpenAI-compatible endpoint serves)."""
+        return list(self.api_shapes) if self.api_shapes is not None else ["chat"]
 
     @field_validator("base_url")
     @classmethod
@@ -396,6 +404,18 @@ class WorkspaceConfig(BaseSettings):
         if settings.provider == "scripted":
             return 1
         return self.local_model.slot_count() if self.serves_embedded(settings) else 4
+
+    def with_api_shapes(self, settings: ModelSettingsT) -> ModelSettingsT:
+        """``settings`` with ``api_shapes`` filled in: as set, else all three for the embedded server.
+
+        llama.cpp's ``llama-server`` serves Chat Completions, Responses and Messages
+        (docs/design.md, "The embedded model server"); another endpoint is assumed to serve Chat only
+        unless its model block lists more.
+        """
+        if settings.api_shapes is not None:
+            return settings
+        shapes: list[ApiShape] = ["chat", "responses", "messages"] if self.serves_embedded(settings) else ["chat"]
+        return settings.model_copy(update={"api_shapes": shapes})
 
     def calibration_workers(self) -> int:
         """Calibration runs in parallel.
