@@ -34,7 +34,8 @@ from twinforge.harness.install import PACKAGES, CliPackage
 from twinforge.harness.layer import build_layer
 from twinforge.harness.protocol import HarnessResult, ModelEndpoint
 from twinforge.harness.shapes import Shape
-from twinforge.taskpair.in_container import COMMAND_WRAPPER, UNWRITABLE_FOLDERS
+from twinforge.taskpair.in_container import UNWRITABLE_FOLDERS
+from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.model_channel import ModelChannel
 from twinforge.taskpair.runtime.session import Session
 
@@ -224,10 +225,9 @@ class CliHarness:
         self, session: Session, command: str, limit: float, stdout: Path, refused: threading.Event | None
     ) -> tuple[int, bool]:
         api = session.container.client.api
-        wrapper = COMMAND_WRAPPER.read_text(encoding="utf-8")
-        exec_id = api.exec_create(
-            session.container.id, ["python3", "-I", "-S", "-c", wrapper, f"{limit:.3f}", command]
-        )["Id"]
+        # The wrapper as the read-only file every session mounts, by absolute paths: its text on a
+        # command line would show in `ps` inside the container (docs/runtime.md, "No evaluation cue inside").
+        exec_id = api.exec_create(session.container.id, command_argv(limit, command))["Id"]
         done = threading.Event()
 
         def watch() -> None:

@@ -37,6 +37,7 @@ from twinforge.harness.proxy import ModelProxy
 from twinforge.harness.scripted_upstream import Script, ScriptedUpstream, scripted_upstream
 from twinforge.harness.upstream_retry import RETRY_WAITS_S
 from twinforge.taskpair import load_pair
+from twinforge.taskpair.gate.inside_cues import find_cues, probe
 from twinforge.taskpair.runtime.runner import Runner
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -196,6 +197,34 @@ def test_a_command_ends_at_the_command_budget(
     assert any(TIMED_OUT[harness] in json.dumps(s.body) for s in second_turns)
     for run in RecordsDB(records_url(ws)).runs():
         assert json.loads((Path(str(run.evidence_dir)) / "agent" / "harness.json").read_text())["exit_status"]
+
+
+def test_nothing_inside_a_cli_run_names_the_tool_the_run_the_pair_or_the_side(
+    upstream: tuple[str, ScriptedUpstream], tmp_path: Path
+) -> None:
+    """The gate's cue probe as the CLI's command: its processes (the CLI, the command wrapper), names and mounts.
+
+    The command wrapper runs from its read-only file, never as source text on a command line that
+    ``ps`` shows (docs/runtime.md, "No evaluation cue inside"); one CLI stands for all four, which
+    share that path (``CliHarness``).
+    """
+    url, state = upstream
+    state.script.commands = [probe([])]
+    ws, folder = workspace_for(tmp_path, url, "pi")
+    calibrate(ws, [folder], runs=1)
+    runs = RecordsDB(records_url(ws)).runs()
+    assert len(runs) == 2
+    for run in runs:
+        text = Path(str(run.trajectory)).read_text()
+        outputs = [
+            str(m.get("content"))
+            for m in json.loads(text)["messages"]
+            if "@@ processes" in str(m.get("content")) and m.get("role") != "assistant"
+        ]
+        assert outputs, f"{run.side}: the probe's output is not in the trajectory"
+        for output in outputs:
+            assert "Runs ONE agent command" not in output  # the wrapper's docstring, once shown by ps
+            assert find_cues(output, pair_id=R3, run_id=str(run.run_id), side=run.side) == []
 
 
 class OnlineClaudeCode(ClaudeCode):
