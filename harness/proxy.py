@@ -53,6 +53,7 @@ from twinforge.harness.shapes import (
     Reply,
     Role,
     Shape,
+    capped_reply,
     credential,
     error_body,
     error_event,
@@ -264,6 +265,8 @@ class ModelProxy:
             await asyncio.to_thread(self._record, grant, entry)
             return _error(shape, 502, entry.error)
         upstream_body = {**body, **grant.extra_body, "model": grant.upstream.model}
+        if not count_tokens:  # the role's reply budget holds for every harness (docs/runtime.md, "Harnesses")
+            upstream_body = capped_reply(shape, upstream_body, grant.upstream.max_tokens)
         entry.request = upstream_body
         suffix = "/messages/count_tokens" if count_tokens else PATHS[shape]
         url = f"{str(grant.upstream.endpoint()).rstrip('/')}{suffix}"

@@ -76,6 +76,44 @@ def _system_text(shape: Shape, body: dict[str, Any]) -> str:
     return ""
 
 
+REPLY_LIMITS: dict[str, tuple[str, ...]] = {
+    "chat": ("max_tokens", "max_completion_tokens"),
+    "responses": ("max_output_tokens",),
+    "messages": ("max_tokens",),
+}
+"""The request fields that bound a reply's tokens, per shape (the first is set when none is given)."""
+
+
+def capped_reply(shape: Shape, body: dict[str, Any], limit: int) -> dict[str, Any]:
+    """``body`` with its reply bounded by ``limit`` tokens, whatever the harness asked.
+
+    The role's ``max_tokens`` is the reply budget of every harness alike (docs/runtime.md, "Budgets
+    per harness"): the CLIs ask for up to 32,000 output tokens, and a small model rambles to whatever
+    limit it is given. A Messages ``thinking`` budget that no longer fits under the cap is dropped
+    (the API wants it below ``max_tokens``).
+
+    Args:
+        shape: The API shape of the call.
+        body: The request body (not changed).
+        limit: Most reply tokens.
+
+    Returns:
+        A new body.
+    """
+    out = dict(body)
+    keys = REPLY_LIMITS[shape]
+    present = [key for key in keys if key in out]
+    for key in present or keys[:1]:
+        asked = out.get(key)
+        out[key] = min(asked, limit) if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else limit
+    thinking = out.get("thinking")
+    if shape == "messages" and isinstance(thinking, dict):
+        budget = thinking.get("budget_tokens")
+        if isinstance(budget, int) and budget >= out["max_tokens"]:
+            del out["thinking"]
+    return out
+
+
 def role_of(shape: Shape, body: dict[str, Any], *, count_tokens: bool = False) -> Role:
     """Classify a call: ``count_tokens``, a ``side`` call (no tools and a side prompt or title schema), or ``agent``.
 

@@ -37,7 +37,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerInfo]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TWINFORGE_CACHE_DIR", str(cache))
         spec = get_spec("gemma3-270m")
-        info = serve(spec, port=free_port(), n_ctx=32768, slots=2, max_reply_tokens=REPLY_TOKENS, wait_s=180)
+        info = serve(spec, port=free_port(), n_ctx=32768, slots=2, wait_s=180)
     yield info
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TWINFORGE_CACHE_DIR", str(cache))
@@ -53,6 +53,7 @@ def test_each_cli_runs_against_the_embedded_server(
     ws = Workspace.init(tmp_path / "ws", port=embedded.port)
     assert ws.config.serves_embedded(ws.config.models.calibration)
     ws.config.calibration.harness = harness
+    ws.config.models.calibration.max_tokens = REPLY_TOKENS  # the proxy bounds every reply by it
     folder = copy_reference(ws, "ref-r3-ignored-database")
     mark_validated(ws, folder)
     report = calibrate(ws, [folder], runs=1, max_calls=CALLS)
@@ -66,6 +67,7 @@ def test_each_cli_runs_against_the_embedded_server(
         answered = [c for c in calls if c.shape == SHAPE[harness] and c.status == 200]
         assert answered, f"{harness} {run.side}: no call answered by the embedded server: {calls}"
         assert len([c for c in calls if c.role == "agent"]) <= CALLS
+        assert all(c.completion_tokens <= REPLY_TOKENS for c in calls)
         assert (Path(str(run.evidence_dir)) / "agent" / "egress.jsonl").is_file()
         with capsys.disabled():
             print(f"\n{harness} {run.side}: {run.outcome} after {len(calls)} call(s) ({run.error or 'no error'})")

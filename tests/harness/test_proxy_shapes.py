@@ -21,7 +21,7 @@ from twinforge.calibration.records import RecordsDB
 from twinforge.core.settings import ModelSettings
 from twinforge.harness.proxy import ModelProxy
 from twinforge.harness.scripted_upstream import Script, scripted_upstream
-from twinforge.harness.shapes import read_stream, read_whole, role_of
+from twinforge.harness.shapes import REPLY_LIMITS, capped_reply, read_stream, read_whole, role_of
 
 KIT = DATA / "harness-kit"
 KEY = "sk-upstream-canary-5f1e"
@@ -102,6 +102,8 @@ def test_golden_streams_pass_through_in_their_own_shape(
         assert token not in json.dumps(seen.headers) and token not in json.dumps(seen.body)
         assert KEY in (seen.headers.get("authorization", "") + seen.headers.get("x-api-key", ""))
         assert seen.body["model"] == "upstream-model"
+        limits = [seen.body[k] for k in REPLY_LIMITS[shape] if k in seen.body]  # type: ignore[index]
+        assert limits and all(limit <= model(url).max_tokens for limit in limits)  # the role's reply budget
     assert {s.path for s in state.seen} == {f"/v1/{'chat/completions' if shape == 'chat' else shape}"}
     rows = records.calls(f"run-{cli}")
     roles = [r.role for r in rows]
@@ -286,3 +288,16 @@ def test_roles() -> None:
     assert role_of("chat", {"messages": [{"role": "user", "content": "hi"}]}) == "agent"
     assert role_of("messages", {"output_config": {"format": {"type": "json_schema"}}}) == "side"
     assert role_of("messages", {}, count_tokens=True) == "count_tokens"
+
+
+def test_every_reply_is_bounded_by_the_roles_budget_whatever_the_harness_asks() -> None:
+    asked = {"max_tokens": 32000, "thinking": {"type": "enabled", "budget_tokens": 4000}, "messages": []}
+    capped = capped_reply("messages", asked, 2048)
+    assert capped["max_tokens"] == 2048 and "thinking" not in capped  # a budget above the cap is invalid
+    assert asked["max_tokens"] == 32000  # the harness's body is not changed
+    small = capped_reply("messages", {"max_tokens": 500, "thinking": {"budget_tokens": 100}}, 2048)
+    assert small == {"max_tokens": 500, "thinking": {"budget_tokens": 100}}
+    assert capped_reply("chat", {"messages": []}, 256)["max_tokens"] == 256  # none asked: the budget
+    both = capped_reply("chat", {"max_tokens": 9000, "max_completion_tokens": 100}, 256)
+    assert both["max_tokens"] == 256 and both["max_completion_tokens"] == 100
+    assert capped_reply("responses", {"max_output_tokens": 128000}, 2048)["max_output_tokens"] == 2048

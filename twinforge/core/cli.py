@@ -109,7 +109,6 @@ def model_serve(
             n_ctx=n_ctx or local.n_ctx,
             slots=slots or local.slot_count(),
             threads=local.threads,
-            max_reply_tokens=local.max_reply_tokens,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
         bar.update(task, description=f"serving {spec.name}")

@@ -331,11 +331,6 @@ class LocalModelSettings(_Section):
     threads: int | None = None
     """CPU threads for generation; ``None`` uses every usable core (bench/local_model.py measures
     the difference to half of them)."""
-    max_reply_tokens: int | None = Field(2048, ge=16)
-    """Most tokens of one reply, whatever a request asks (llama.cpp's ``--n-predict``, which a request
-    cannot raise): the coding-agent CLIs ask for up to 32,000 output tokens, and a small model that
-    rambles to that limit spends a run's whole turn budget on one reply. 2048 is the roles' own
-    ``max_tokens`` default; ``None``: no cap beyond each request's."""
 
     def slot_count(self) -> int:
         """``slots``, or the machine's default when unset (4, or one per usable core beyond 4, at most 16)."""

@@ -51,8 +51,6 @@ class ServerInfo(BaseModel):
         log: Its combined stdout/stderr log file.
         slots: Sequences it decodes at once (llama.cpp's ``--parallel``).
         threads: CPU threads it generates with.
-        max_reply_tokens: Most tokens of one reply, whatever a request asks (llama.cpp's
-            ``--n-predict``, which a request cannot raise); ``None``: the request's own limit.
     """
 
     pid: int
@@ -65,7 +63,6 @@ class ServerInfo(BaseModel):
     log: str
     slots: int = 1
     threads: int = 1
-    max_reply_tokens: int | None = None
 
     @property
     def root_url(self) -> str:
@@ -144,7 +141,6 @@ def server_command(info: ServerInfo, binary: Path) -> list[str]:
         str(info.threads),
         "--threads-batch",
         str(info.threads),
-        *(["--n-predict", str(info.max_reply_tokens)] if info.max_reply_tokens else []),
         "--cont-batching",
         "--cache-prompt",
         "--cache-ram",
@@ -179,7 +175,6 @@ def serve(
     n_ctx: int = 16384,
     slots: int | None = None,
     threads: int | None = None,
-    max_reply_tokens: int | None = None,
     wait_s: float = 300.0,
     progress: Progress | None = None,
 ) -> ServerInfo:
@@ -197,8 +192,6 @@ def serve(
         slots: Sequences decoded together; ``None``: :func:`machine_slots`.
         threads: CPU threads for generation and prompt evaluation, ``None`` for every core this
             process may use (bench/local_model.py measures the difference to half the cores).
-        max_reply_tokens: Cap on every reply's tokens, whatever a request asks (a coding-agent CLI
-            asks for up to 32,000; a small model rambles to the limit). ``None``: no server cap.
         wait_s: Seconds to wait for the server to load the model and answer ``/health``.
         progress: Assembly progress callback ``(bytes_done, bytes_total)``.
 
@@ -238,7 +231,6 @@ def serve(
         log=str(log),
         slots=slots or machine_slots(),
         threads=threads or usable_cores(),
-        max_reply_tokens=max_reply_tokens,
     )
     with log.open("ab") as sink:
         process = subprocess.Popen(
