@@ -92,7 +92,7 @@ def run_one(
         "classes": sorted({f.cls for f in findings}),
         "tool_failures": len(failing) + sum(bool(s.format_error) for s in steps),
         "actions": len(steps),
-        "tokens": grant.prompt_tokens + grant.completion_tokens,
+        "tokens": grant.usage.tokens,
         "interventions": [
             {"key": i["key"], "level": i["level"], "recovered": i["recovered"]}
             for i in observer_info.get("interventions", [])

@@ -264,14 +264,14 @@ def generation_batches(
                 "first_time": batch.first_time,
                 "after_reask": batch.after_reask,
                 "never": len(batch.failures),
-                "calls": batch.calls,
-                "completion_tokens": batch.completion_tokens,
+                "calls": batch.usage.calls,
+                "completion_tokens": batch.usage.completion_tokens,
                 "seconds": time.monotonic() - started,
             }
         )
         print(
             f"  {cell}: {batch.first_time} first time, {batch.after_reask} after re-asks, "
-            f"{len(batch.failures)} never; {batch.calls} call(s), {time.monotonic() - started:.0f} s",
+            f"{len(batch.failures)} never; {batch.usage.calls} call(s), {time.monotonic() - started:.0f} s",
             flush=True,
         )
     total = sum(int(r["first_time"]) + int(r["after_reask"]) + int(r["never"]) for r in rows)

@@ -139,16 +139,17 @@ def bench_server(server: Running, seeded: Path) -> dict[str, Any]:
         report = generate(ws, cell="S2-R3", chat=make_chat_model(generator, role="generator"))
         out["batch_s"] = time.perf_counter() - started
         batch = report.batches[0]
+        usage = batch.usage
         out.update(
-            calls=batch.calls,
+            calls=usage.calls,
             stored=len(batch.stored),
-            completion=batch.completion_tokens,
-            prompt=batch.prompt_tokens,
-            cached=batch.cached_tokens,
+            completion=usage.completion_tokens,
+            prompt=usage.prompt_tokens,
+            cached=usage.cached_tokens,
         )
         print(
-            f"    batch: {batch.calls} calls, {len(batch.stored)} stored, {out['batch_s']:.0f} s wall, "
-            f"{batch.completion_tokens} completion tokens, {batch.cached_tokens} of {batch.prompt_tokens} prompt "
+            f"    batch: {usage.calls} calls, {len(batch.stored)} stored, {out['batch_s']:.0f} s wall, "
+            f"{usage.completion_tokens} completion tokens, {usage.cached_tokens} of {usage.prompt_tokens} prompt "
             "tokens from the cache",
             flush=True,
         )

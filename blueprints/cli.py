@@ -92,12 +92,7 @@ def check_command(
         taxonomy = workspace_taxonomy(Workspace.open(workspace).root)
     results = check_entries(read_entries(files, taxonomy))
     if json_out:
-        print_json(
-            [
-                {"index": r.index, "file": r.file, "passed": r.passed, "findings": [f.model_dump() for f in r.findings]}
-                for r in results
-            ]
-        )
+        print_json(results)
     else:
         _print_results(results)
     if not all(r.passed for r in results):
@@ -115,14 +110,7 @@ def add_command(
     entries = read_entries(files, store.taxonomy)
     report = add_entries(store, entries, by=ws.identity(), threshold=ws.config.generator.near_duplicate_threshold)
     if json_out:
-        print_json(
-            {
-                "added": report.added,
-                "flagged": report.flagged,
-                "commit": report.commit,
-                "refused": [r.model_dump() for r in report.refused],
-            }
-        )
+        print_json(report)
     else:
         for blueprint_id in report.added:
             flag = f" (near-duplicate of {report.flagged[blueprint_id]})" if blueprint_id in report.flagged else ""

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from twinforge.blueprints.blueprint import Blueprint
 from twinforge.blueprints.checks import Finding, check_blueprint
@@ -127,9 +127,8 @@ def check_entries(entries: list[Entry]) -> list[CheckResult]:
     return results
 
 
-@dataclass
-class AddReport:
-    """What ``blueprint add`` did.
+class AddReport(BaseModel):
+    """What ``blueprint add`` did (``blueprint add --json`` prints it).
 
     Attributes:
         added: New blueprint ids, in input order.
@@ -138,9 +137,11 @@ class AddReport:
         commit: The commit that stored them (``None``: nothing was stored).
     """
 
-    added: list[str] = field(default_factory=list)
-    refused: list[CheckResult] = field(default_factory=list)
-    flagged: dict[str, str] = field(default_factory=dict)
+    model_config = ConfigDict(extra="forbid")
+
+    added: list[str] = Field(default_factory=list)
+    refused: list[CheckResult] = Field(default_factory=list)
+    flagged: dict[str, str] = Field(default_factory=dict)
     commit: str | None = None
 
 

@@ -210,6 +210,37 @@ def workspace_taxonomy(root: Path | None) -> Taxonomy:
     return merge(base, load_extension(root), root / WORKSPACE_FILE)
 
 
+class ListedCategory(Category):
+    """A category as ``taxonomy list --json`` prints it: its fields plus where it comes from."""
+
+    origin: Literal["packaged", "workspace"]
+
+
+class TaxonomyListing(BaseModel):
+    """What ``taxonomy list --json`` prints: every source and risk category with its origin."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sources: list[ListedCategory]
+    risks: list[ListedCategory]
+
+
+def taxonomy_listing(root: Path) -> TaxonomyListing:
+    """The merged taxonomy of the workspace at ``root``, each category marked packaged or the workspace's own.
+
+    Raises:
+        TaxonomyError: Either file is invalid, or the workspace redefines an id.
+    """
+    taxonomy = workspace_taxonomy(root)
+    extension = load_extension(root)
+    own = {c.id for c in (*extension.sources, *extension.risks)}
+
+    def listed(items: tuple[Category, ...]) -> list[ListedCategory]:
+        return [ListedCategory(**c.model_dump(), origin="workspace" if c.id in own else "packaged") for c in items]
+
+    return TaxonomyListing(sources=listed(taxonomy.sources), risks=listed(taxonomy.risks))
+
+
 def workspace_root_of(path: Path) -> Path | None:
     """The workspace that contains ``path`` (the nearest folder with ``twinforge.toml``), if any."""
     for folder in (path.resolve(), *path.resolve().parents):

@@ -61,8 +61,7 @@ def export_command(
             progress=lambda pair: bar.update(task, advance=1, description=f"exporting {pair}"),
         )
     if json_out:
-        tasks = {name: str(path) for name, path in result.tasks.items()}
-        print_json({"out": str(result.out), "pairs": result.pairs, "tasks": tasks})
+        print_json(result)
         return
     err_console.print(
         f"wrote {len(result.tasks)} Harbor tasks from {len(result.pairs)} pairs to {result.out} "

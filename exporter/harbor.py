@@ -12,12 +12,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 from twinforge.core.workspace import Workspace
 from twinforge.exporter.exceptions import ExportError
@@ -31,15 +31,16 @@ from twinforge.taskpair.runtime.engine import BASE_PACKAGES, SUITE, base_image_t
 MANIFEST = "dataset.toml"
 
 
-@dataclass(frozen=True)
-class Export:
-    """What an export wrote.
+class Export(BaseModel):
+    """What an export wrote (``export --json`` prints it; paths as strings).
 
     Attributes:
         out: The export folder.
         tasks: Harbor task name -> task folder.
         pairs: Pair ids, in export order.
     """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     out: Path
     tasks: dict[str, Path]
@@ -201,4 +202,4 @@ def export_harbor(
     if out.exists():
         shutil.rmtree(out)
     staging.rename(out)
-    return Export(out, {task: out / path.name for task, path in tasks.items()}, pairs)
+    return Export(out=out, tasks={task: out / path.name for task, path in tasks.items()}, pairs=pairs)

@@ -26,7 +26,7 @@ from twinforge.blueprints import (
     utcnow,
 )
 from twinforge.core.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
-from twinforge.core.llm import ChatModel, ItemFailure, ObjectResult, refusal_message, request_object
+from twinforge.core.llm import ChatModel, ItemFailure, ObjectResult, Usage, refusal_message, request_object
 from twinforge.core.prompts import Prompt
 from twinforge.generator.examples import WorkedExample
 from twinforge.generator.slotchecks import slot_checker
@@ -60,12 +60,10 @@ class BatchReport:
         failures: Slots that never validated, with their errors.
         first_time: Stored blueprints that passed validation and the checks in the first reply.
         after_reask: Stored blueprints that passed only after one or more re-asks.
-        prompt_tokens: Summed over calls.
-        cached_tokens: Of those, the tokens the server took from its prompt cache, summed over calls.
-        completion_tokens: Summed over calls.
-        seconds: Model time summed over calls (more than the wall time when slots are asked at once).
+        usage: Model calls made (one per slot plus re-asks), their tokens (with those the server
+            took from its prompt cache) and model time summed over calls (more than the wall time
+            when slots are asked at once).
         wall_seconds: Wall time of the batch's model calls.
-        calls: Model calls made (one per slot plus re-asks).
         notes: Other remarks (slots sharing an incident, extra items dropped, ...).
         commit: The commit that stored the batch, if any.
         failures_file: Where the raw failed output was saved, if anything failed.
@@ -83,12 +81,8 @@ class BatchReport:
     failures: list[ItemFailure] = field(default_factory=list)
     first_time: int = 0
     after_reask: int = 0
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    completion_tokens: int = 0
-    seconds: float = 0.0
+    usage: Usage = field(default_factory=Usage)
     wall_seconds: float = 0.0
-    calls: int = 0
     notes: list[str] = field(default_factory=list)
     commit: str | None = None
     failures_file: str | None = None
@@ -183,7 +177,7 @@ class _BatchState:
     def add_calls(self, raws: list[str], attempts: int) -> None:
         with self.lock:
             self.report.replies += raws
-            self.report.calls += attempts
+            self.report.usage += Usage(calls=attempts)
 
     def fill(self, slot: Slot, result: ObjectResult[Blueprint]) -> None:
         completions = result.completions
@@ -192,11 +186,7 @@ class _BatchState:
             if report.interrupted:
                 return  # a reply that arrived after the interrupt: the batch is already closed
             report.replies += [c.raw for c in completions]
-            report.calls += len(completions)
-            report.prompt_tokens += sum(c.prompt_tokens for c in completions)
-            report.cached_tokens += sum(c.cached_tokens for c in completions)
-            report.completion_tokens += sum(c.completion_tokens for c in completions)
-            report.seconds += sum(c.seconds for c in completions)
+            report.usage += Usage.of(completions)
             self.filled.append(_Filled(slot, result.value, len(completions)))
 
     def fail(self, failure: ItemFailure) -> None:

@@ -13,7 +13,7 @@ from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.recovery import recovery_lines
 from twinforge.core.workspace import Workspace
 from twinforge.generator.batch import BatchReport
-from twinforge.generator.run import THIN_CELL, GenerateReport, generate
+from twinforge.generator.run import THIN_CELL, GenerateReport, GenerateSummary, generate
 
 
 def generate_command(
@@ -60,12 +60,13 @@ def generate_command(
             bar.advance(task)
             if json_out:
                 return
-            tps = batch.completion_tokens / batch.wall_seconds if batch.wall_seconds else 0.0
+            usage = batch.usage
+            tps = usage.completion_tokens / batch.wall_seconds if batch.wall_seconds else 0.0
             err_console.print(
                 f"{batch.batch_id} {batch.cell}: {len(batch.stored)} stored ({batch.first_time} first time, "
                 f"{batch.after_reask} after re-asks), {len(batch.flagged)} near-duplicate, "
-                f"{len(batch.failures)} failed; {batch.calls} call(s), {batch.completion_tokens} tokens, "
-                f"{batch.wall_seconds:.0f} s ({tps:.1f} tokens/s; {batch.cached_tokens} of {batch.prompt_tokens} "
+                f"{len(batch.failures)} failed; {usage.calls} call(s), {usage.completion_tokens} tokens, "
+                f"{batch.wall_seconds:.0f} s ({tps:.1f} tokens/s; {usage.cached_tokens} of {usage.prompt_tokens} "
                 "prompt tokens from the server's cache)"
             )
             if batch.refusal is not None:
@@ -95,35 +96,7 @@ def generate_command(
     for line in recovery_lines(report.recovery) + [f"skipped invalid blueprint file {f}" for f in report.invalid]:
         err_console.print(line, markup=False, style="yellow")
     if json_out:
-        print_json(
-            {
-                "sources": report.sources.label if report.sources else None,
-                "sources_digest": report.sources.digest if report.sources else None,
-                "thin_cells": report.thin_cells,
-                "batches": [
-                    {
-                        "batch": b.batch_id,
-                        "cell": b.cell,
-                        "stored": b.stored,
-                        "flagged": b.flagged,
-                        "first_time": b.first_time,
-                        "after_reask": b.after_reask,
-                        "failures": [{"slot": f.slot, "errors": f.errors} for f in b.failures],
-                        "calls": b.calls,
-                        "prompt_tokens": b.prompt_tokens,
-                        "cached_tokens": b.cached_tokens,
-                        "completion_tokens": b.completion_tokens,
-                        "seconds": round(b.seconds, 2),
-                        "wall_seconds": round(b.wall_seconds, 2),
-                        "commit": b.commit,
-                        "failures_file": b.failures_file,
-                        "refusal": b.refusal,
-                        "notes": b.notes,
-                    }
-                    for b in report.batches
-                ],
-            }
-        )
+        print_json(GenerateSummary.of(report))
     if report.stored == 0:
         raise typer.Exit(1)
 

@@ -6,8 +6,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from twinforge.blueprints import BlueprintStore, Status
-from twinforge.core.llm import ChatModel, make_chat_model
+from twinforge.core.llm import ChatModel, FlatUsage, make_chat_model
 from twinforge.core.recovery import Recovery
 from twinforge.core.workspace import Workspace
 from twinforge.generator.batch import (
@@ -54,6 +56,79 @@ class GenerateReport:
     def failed(self) -> int:
         """Requested slots that never validated."""
         return sum(len(b.failures) for b in self.batches)
+
+
+class SlotFailureSummary(BaseModel):
+    """One slot that never validated, as ``generate --json`` prints it (the raw replies stay in the failures file)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    slot: int
+    errors: list[str]
+
+
+class BatchSummary(FlatUsage):
+    """One batch as ``generate --json`` prints it: the :class:`BatchReport` without the raw replies.
+
+    The usage fields (``calls``, ``prompt_tokens``, ``cached_tokens``, ``completion_tokens``,
+    ``seconds``) are printed flat beside the others; seconds are rounded to 10 ms.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    batch: str
+    cell: str
+    stored: list[str]
+    flagged: list[str]
+    first_time: int
+    after_reask: int
+    failures: list[SlotFailureSummary]
+    wall_seconds: float
+    commit: str | None
+    failures_file: str | None
+    refusal: str | None
+    notes: list[str]
+
+    @classmethod
+    def of(cls, report: BatchReport) -> BatchSummary:
+        """The printed form of ``report``."""
+        return cls(
+            batch=report.batch_id,
+            cell=report.cell,
+            stored=report.stored,
+            flagged=report.flagged,
+            first_time=report.first_time,
+            after_reask=report.after_reask,
+            failures=[SlotFailureSummary(slot=f.slot, errors=f.errors) for f in report.failures],
+            usage=report.usage.model_copy(update={"seconds": round(report.usage.seconds, 2)}),
+            wall_seconds=round(report.wall_seconds, 2),
+            commit=report.commit,
+            failures_file=report.failures_file,
+            refusal=report.refusal,
+            notes=report.notes,
+        )
+
+
+class GenerateSummary(BaseModel):
+    """What ``generate --json`` prints: the incident list, its thin cells and every batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sources: str | None
+    """The incident list's label (``bundled:...`` or a path)."""
+    sources_digest: str | None
+    thin_cells: dict[str, int]
+    batches: list[BatchSummary]
+
+    @classmethod
+    def of(cls, report: GenerateReport) -> GenerateSummary:
+        """The printed form of ``report``."""
+        return cls(
+            sources=report.sources.label if report.sources else None,
+            sources_digest=report.sources.digest if report.sources else None,
+            thin_cells=report.thin_cells,
+            batches=[BatchSummary.of(b) for b in report.batches],
+        )
 
 
 def emptiest_cell(store: BlueprintStore, cells: Iterable[str] | Mapping[str, int] | None = None) -> str:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
 from typing import Annotated
 
 import typer
+from pydantic import BaseModel, ConfigDict
 from rich.table import Table
 
 from twinforge.core.console import err_console, out_console, print_json
@@ -18,9 +18,10 @@ from twinforge.harness.registry import HARNESSES
 harness_app = typer.Typer(help="Coding-agent harnesses: Mini-SWE-agent and the four CLIs.", no_args_is_help=True)
 
 
-@dataclass
-class HarnessStatus:
-    """One harness as ``harness list`` shows it."""
+class HarnessStatus(BaseModel):
+    """One harness as ``harness list`` shows it (``--json``: a list of these)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     name: str
     runs: str
@@ -32,24 +33,27 @@ class HarnessStatus:
 
 def harness_status() -> list[HarnessStatus]:
     """Every harness, where it runs, its pinned version and whether it is installed."""
-    rows = [HarnessStatus("mini-swe-agent", "host loop", "2.4.6", "(pip)", True, "")]
+    rows = [
+        HarnessStatus(name="mini-swe-agent", runs="host loop", version="2.4.6", npm="(pip)", installed=True, path="")
+    ]
     for name, package in PACKAGES.items():
         rows.append(
             HarnessStatus(
-                name,
-                "task container",
-                package.version,
-                package.npm,
-                is_installed(name, package.version),
-                str(install_dir(name, package.version)),
+                name=name,
+                runs="task container",
+                version=package.version,
+                npm=package.npm,
+                installed=is_installed(name, package.version),
+                path=str(install_dir(name, package.version)),
             )
         )
     return rows
 
 
-@dataclass
-class SetupResult:
-    """What ``harness setup`` did for one CLI (seconds 0 where the step was cached)."""
+class SetupResult(BaseModel):
+    """What ``harness setup`` did for one CLI (seconds 0 where the step was cached; ``--json``: a list of these)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     name: str
     version: str
@@ -79,7 +83,13 @@ def setup_harness(name: str, version: str | None = None, *, image: bool = True) 
         existed = bool(cli.images.list(name=tag))
         build_payload(cli, package, version or package.version)
         payload_s = 0.0 if existed else time.monotonic() - started
-    return SetupResult(name, version or package.version, round(install_s, 2), round(payload_s, 2), str(folder))
+    return SetupResult(
+        name=name,
+        version=version or package.version,
+        install_s=round(install_s, 2),
+        payload_s=round(payload_s, 2),
+        path=str(folder),
+    )
 
 
 @harness_app.command("list")
@@ -87,7 +97,7 @@ def list_command(json_out: JsonOption = False) -> None:
     """List the harnesses, where each runs, its pinned version and whether it is installed."""
     rows = harness_status()
     if json_out:
-        print_json([asdict(r) for r in rows])
+        print_json(rows)
         return
     table = Table("harness", "runs in", "version", "npm package", "installed")
     for r in rows:
@@ -108,7 +118,7 @@ def setup_command(
         with err_console.status(f"setting up {name}"):
             results.append(setup_harness(name, version, image=image))
     if json_out:
-        print_json([asdict(r) for r in results])
+        print_json(results)
         return
     for r in results:
         out_console.print(f"{r.name}@{r.version}: install {r.install_s} s, payload image {r.payload_s} s ({r.path})")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twinforge.core.llm import Usage
 from twinforge.core.settings import ModelSettings
 from twinforge.harness.shapes import Role, has_task_tool
 
@@ -34,6 +35,9 @@ class RunGrant:
             makes the run UNDETERMINED (the harness was still connecting its tools).
         calls: Agent turns forwarded so far (what the cap counts).
         side_calls: Side and count_tokens calls forwarded so far.
+        usage: Every recorded call so far, agent turns and side calls alike: their number, the
+            tokens the upstream reported and the seconds each took (the proxy adds one call's
+            usage as it records it).
         refused: Why calls were refused (``cap`` / ``side-cap`` / ``deadline`` / ``upstream``), if they were.
         upstream_failure: What the upstream answered when it failed (``HTTP 500: ...``); from then on
             every call of the run is refused (see :meth:`fail_upstream`).
@@ -52,8 +56,7 @@ class RunGrant:
     expects_tools: bool = False
     calls: int = 0
     side_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
     refused: str | None = None
     upstream_failure: str | None = None
     first_tools: list[str] | None = None

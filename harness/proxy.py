@@ -45,6 +45,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from twinforge.core.llm import Usage
 from twinforge.core.settings import ModelSettings
 from twinforge.harness.exceptions import HarnessError
 from twinforge.harness.grant import UPSTREAM_FAILURES, RunGrant
@@ -317,10 +318,7 @@ class ModelProxy:
             payload, usage, problem = read_reply(content)
             entry.response = payload
             entry.reply = read_whole(entry.shape, payload) if isinstance(payload, dict) else Reply()
-            entry.reply.prompt_tokens, entry.reply.completion_tokens = (
-                usage["prompt_tokens"],
-                usage["completion_tokens"],
-            )
+            entry.reply.usage = usage
             entry.error = entry.error or problem
             await asyncio.to_thread(self._record, grant, entry)
         if entry.status in UPSTREAM_FAILURES:
@@ -457,9 +455,8 @@ class ModelProxy:
         if entry.attempts > 1:  # what the upstream answered before is an error worth keeping
             entry.error = "; ".join(filter(None, [entry.error, f"answered on attempt {entry.attempts}"]))
         with grant.lock:
-            grant.prompt_tokens += reply.prompt_tokens
-            grant.completion_tokens += reply.completion_tokens
-        usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
+            grant.usage += reply.usage.model_copy(update={"calls": 1, "seconds": max(entry.seconds, 0.0)})
+        usage = reply.usage.model_dump(include={"prompt_tokens", "completion_tokens"})
         line: dict[str, Any] = {
             "n": entry.n,
             "role": entry.role,
@@ -485,8 +482,8 @@ class ModelProxy:
                     shape=entry.shape,
                     status=entry.status,
                     seconds=entry.seconds,
-                    prompt_tokens=reply.prompt_tokens,
-                    completion_tokens=reply.completion_tokens,
+                    prompt_tokens=reply.usage.prompt_tokens,
+                    completion_tokens=reply.usage.completion_tokens,
                     refused=entry.refused,
                     error=entry.error,
                 )
@@ -528,7 +525,7 @@ def _tokens(usage: dict[str, Any], name: str) -> int:
         return 0
 
 
-def read_reply(content: bytes) -> tuple[Any, dict[str, int], str | None]:
+def read_reply(content: bytes) -> tuple[Any, Usage, str | None]:
     """Parse an upstream reply for the records, whatever its shape.
 
     Args:
@@ -536,7 +533,7 @@ def read_reply(content: bytes) -> tuple[Any, dict[str, int], str | None]:
 
     Returns:
         ``(payload, usage, problem)``: the JSON payload (or ``{"raw": text}`` for a body that is not
-        JSON, e.g. an error page), token usage with malformed counts read as 0 (Chat's
+        JSON, e.g. an error page), token usage (tokens only) with malformed counts read as 0 (Chat's
         ``prompt_tokens`` / ``completion_tokens`` or Responses' and Messages' ``input_tokens`` /
         ``output_tokens``), and a note on what was malformed (``None`` when the reply was a
         well-formed JSON object).
@@ -547,13 +544,13 @@ def read_reply(content: bytes) -> tuple[Any, dict[str, int], str | None]:
         text = content.decode("utf-8", errors="replace")
         return (
             {"raw": text[:20000], "bytes": len(content)},
-            {"prompt_tokens": 0, "completion_tokens": 0},
+            Usage(),
             ("upstream reply is not JSON"),
         )
     if not isinstance(payload, dict):
         return (
             payload,
-            {"prompt_tokens": 0, "completion_tokens": 0},
+            Usage(),
             (f"upstream reply is a JSON {type(payload).__name__}, not an object"),
         )
     raw = payload.get("usage")
@@ -564,7 +561,7 @@ def read_reply(content: bytes) -> tuple[Any, dict[str, int], str | None]:
     present = {n: usage[n if n in usage else a] for n, a in names.items() if n in usage or a in usage}
     if raw is not None and (not isinstance(raw, dict) or any(counts[n] != v for n, v in present.items())):
         problem = f"malformed usage: {json.dumps(raw, default=str)[:200]}"
-    return payload, counts, problem
+    return payload, Usage(**counts), problem
 
 
 def _detail(entry: _Entry, content: bytes) -> str:

@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from twinforge.core.llm import Usage
+
 Shape = Literal["chat", "responses", "messages"]
 SHAPES: tuple[Shape, ...] = ("chat", "responses", "messages")
 
@@ -166,16 +168,15 @@ class Reply:
     Attributes:
         text: The reply's text.
         tool_calls: Its tool calls, in order.
-        prompt_tokens: Input tokens the upstream reported (0 when it did not).
-        completion_tokens: Output tokens the upstream reported.
+        usage: Input (``prompt_tokens``) and output (``completion_tokens``) tokens the upstream
+            reported (0 when it did not); calls and seconds are the proxy's to count.
         stop: The upstream's stop reason ('' when unknown).
         error: What was malformed or what error the upstream sent ('' when none).
     """
 
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
     stop: str = ""
     error: str = ""
 
@@ -203,9 +204,9 @@ def _usage(reply: Reply, usage: Any) -> None:
     prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
     completion = usage.get("completion_tokens", usage.get("output_tokens"))
     if prompt is not None:
-        reply.prompt_tokens = _count(prompt)
+        reply.usage = reply.usage.model_copy(update={"prompt_tokens": _count(prompt)})
     if completion is not None:
-        reply.completion_tokens = _count(completion)
+        reply.usage = reply.usage.model_copy(update={"completion_tokens": _count(completion)})
 
 
 def read_whole(shape: Shape, payload: Any) -> Reply:
@@ -374,7 +375,7 @@ def _messages_event(reply: Reply, calls: dict[Any, ToolCall], event: dict[str, A
             reply.stop = str(delta["stop_reason"])
         usage = event.get("usage")
         if isinstance(usage, dict) and "output_tokens" in usage:
-            reply.completion_tokens = _count(usage["output_tokens"])
+            reply.usage = reply.usage.model_copy(update={"completion_tokens": _count(usage["output_tokens"])})
     elif kind == "error":
         reply.error = json.dumps(event.get("error"), default=str)[:500]
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from twinforge.core.llm import FlatUsage
 from twinforge.taskpair.gate.validate import CheckResult, PairReport
 
 Mode = Literal["archetype", "agent"]
@@ -53,15 +54,22 @@ class SlotAttempt(_Strict):
     calls: int = 0
 
 
-class RoundRecord(_Strict):
-    """One round: a fill (archetype) or an agent run, then the whole gate."""
+_RECORDED_USAGE = ("calls", "prompt_tokens", "completion_tokens")
+"""The usage fields an implement record stores flat (its ``seconds`` is wall time, its own field)."""
+
+
+class RoundRecord(_Strict, FlatUsage):
+    """One round: a fill (archetype) or an agent run, then the whole gate.
+
+    ``usage`` is stored as the flat keys ``calls``, ``prompt_tokens``, ``completion_tokens``
+    (files written before the usage value existed load unchanged); ``seconds`` is the round's wall time.
+    """
+
+    flat_keys = _RECORDED_USAGE
 
     n: int
     failed_checks: list[str] = Field(default_factory=list)
     """Checks the round's whole-gate run failed (empty: it passed)."""
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     seconds: float = 0.0
     slot_attempts: list[SlotAttempt] = Field(default_factory=list)
     exit_status: str | None = None
@@ -77,8 +85,14 @@ class RoundRecord(_Strict):
     """Agent mode: the checks that failed at the round's first ``twinforge-check`` (what broke first)."""
 
 
-class ImplementRecord(_Strict):
-    """The content of ``implementation/<blueprint-id>.yaml``."""
+class ImplementRecord(_Strict, FlatUsage):
+    """The content of ``implementation/<blueprint-id>.yaml``.
+
+    ``usage`` (over every round) is stored as the flat keys ``calls``, ``prompt_tokens``,
+    ``completion_tokens``; ``seconds`` is the blueprint's wall time.
+    """
+
+    flat_keys = _RECORDED_USAGE
 
     schema_version: Literal[1] = 1
     blueprint_id: str
@@ -97,9 +111,6 @@ class ImplementRecord(_Strict):
     failed_checks: list[str] = Field(default_factory=list)
     findings: list[dict[str, Any]] = Field(default_factory=list)
     """Gate-level observer findings (the same check failing in 3 rounds)."""
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     seconds: float = 0.0
     interventions: int = 0
     recovered: int = 0

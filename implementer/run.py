@@ -22,7 +22,7 @@ import yaml
 
 from twinforge.blueprints import BlueprintRecord, BlueprintStore, Status
 from twinforge.core.exceptions import WorkspaceError
-from twinforge.core.llm import ChatModel, make_chat_model
+from twinforge.core.llm import ChatModel, Usage, make_chat_model
 from twinforge.core.settings import ImplementerSettings
 from twinforge.core.workspace import Workspace
 from twinforge.implementer.claim import claim
@@ -102,9 +102,7 @@ def _record(job: Job, attempt: Attempt, mode: Mode, started: datetime, seconds: 
         gate=outcomes(attempt.gate),
         failed_checks=[c.name for c in attempt.gate if not c.passed],
         findings=attempt.findings,
-        calls=sum(r.calls for r in rounds),
-        prompt_tokens=sum(r.prompt_tokens for r in rounds),
-        completion_tokens=sum(r.completion_tokens for r in rounds),
+        usage=Usage.total(r.usage for r in rounds),
         seconds=round(seconds, 2),
         interventions=sum(r.interventions for r in rounds),
         recovered=sum(r.recovered for r in rounds),
@@ -248,8 +246,8 @@ def implement(
             mode=chosen_mode,
             provenance=attempt.provenance,
             rounds=len(implement_record.rounds),
-            calls=implement_record.calls,
-            tokens=implement_record.prompt_tokens + implement_record.completion_tokens,
+            calls=implement_record.usage.calls,
+            tokens=implement_record.usage.tokens,
             seconds=implement_record.seconds,
             failed_checks=implement_record.failed_checks,
             interventions=implement_record.interventions,

@@ -19,7 +19,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, field_validator
 
 from twinforge.core.exceptions import ModelCallError, StructuredOutputError
-from twinforge.core.llm import ChatModel, Completion, Message, request_object
+from twinforge.core.llm import ChatModel, Completion, Message, Usage, request_object
 from twinforge.core.paths import guidelines_dir
 from twinforge.observer.exceptions import ClassifierError
 from twinforge.observer.findings import Finding, MisbehaviourClass
@@ -73,9 +73,14 @@ class Classification:
     seconds: float = 0.0
 
     @property
+    def usage(self) -> Usage:
+        """Calls, tokens and model time over every call of the check."""
+        return Usage.of(self.completions)
+
+    @property
     def tokens(self) -> int:
         """Prompt plus completion tokens over every call."""
-        return sum(c.prompt_tokens + c.completion_tokens for c in self.completions)
+        return self.usage.tokens
 
 
 def _tail(text: str, chars: int = 400) -> str:

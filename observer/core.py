@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from twinforge.core.exceptions import TwinforgeError
+from twinforge.core.llm import Usage
 from twinforge.observer.findings import Finding
 from twinforge.observer.guidance import GuidanceWriter, Level
 from twinforge.observer.plan import DetectorPlan
@@ -178,6 +179,6 @@ class Observer:
             "findings": [f.model_dump(mode="json") for f in self.findings],
             "recovered": sum(i.recovered for i in self.interventions),
             "classifier_checks": len(plan.classifications) if plan else 0,
-            "classifier_tokens": sum(c.tokens for c in plan.classifications) if plan else 0,
+            "classifier_tokens": Usage.total(c.usage for c in plan.classifications).tokens if plan else 0,
             "errors": self.errors + (plan.errors if plan else []),
         }

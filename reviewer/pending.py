@@ -9,7 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from twinforge.blueprints import (
     BlueprintRecord,
@@ -29,7 +29,7 @@ from twinforge.core.exceptions import (
     StructuredOutputError,
     WorkspaceError,
 )
-from twinforge.core.llm import ChatModel, Completion, make_chat_model
+from twinforge.core.llm import ChatModel, Completion, FlatUsage, Usage, make_chat_model
 from twinforge.core.prompts import Prompt
 from twinforge.core.recovery import Recovery
 from twinforge.core.settings import TriageSettings
@@ -37,31 +37,26 @@ from twinforge.core.workspace import Workspace
 from twinforge.reviewer.review import apply_review, score_blueprint
 
 
-@dataclass
-class ReviewOutcome:
-    """One blueprint's review result.
+class ReviewOutcome(FlatUsage):
+    """One blueprint's review result (``review --json`` prints a list of them, usage fields flat).
 
     Attributes:
         blueprint_id: The blueprint.
         status: Its status afterwards (``proposed`` when the review failed).
         total: Score total, when reviewed.
         error: Why the review failed, when it did.
-        seconds: Model time spent.
-        completion_tokens: Tokens generated.
-        prompt_tokens: Prompt tokens sent, over every call of the review.
-        cached_tokens: Of those, the tokens the server took from its prompt cache.
+        usage: Calls, tokens (prompt, cached, completion) and model time over every call of the
+            review (printed as ``calls``, ``prompt_tokens``, ... beside the other keys).
         note: Extra remark (near-duplicate routed to human review, ...).
         committed: False when the review was written to the file but not committed.
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     blueprint_id: str
     status: Status
     total: int | None = None
     error: str | None = None
-    seconds: float = 0.0
-    completion_tokens: int = 0
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
     note: str | None = None
     committed: bool = True
 
@@ -124,7 +119,7 @@ def _pending(store: BlueprintStore, ids: list[str] | None, report: ReviewReport)
             pending.append(record)
         else:
             note = f"not reviewed: it is {record.status.value}, not proposed"
-            report.outcomes.append(ReviewOutcome(record.id, record.status, note=note))
+            report.outcomes.append(ReviewOutcome(blueprint_id=record.id, status=record.status, note=note))
     return pending
 
 
@@ -142,7 +137,7 @@ def _without_foreign_edits(
             f"not reviewed: {_rel(store, record.id)} has uncommitted edits twinforge did not make "
             "(commit or revert them, then run again)"
         )
-        report.outcomes.append(ReviewOutcome(record.id, record.status, note=note))
+        report.outcomes.append(ReviewOutcome(blueprint_id=record.id, status=record.status, note=note))
     return kept
 
 
@@ -183,12 +178,7 @@ def _store_review(
         )
 
     committing = not run.stop.is_set()
-    usage = {
-        "seconds": sum(c.seconds for c in completions),
-        "completion_tokens": sum(c.completion_tokens for c in completions),
-        "prompt_tokens": sum(c.prompt_tokens for c in completions),
-        "cached_tokens": sum(c.cached_tokens for c in completions),
-    }
+    usage = Usage.of(completions)
     try:
         moved = run.store.move(
             record.id,
@@ -201,34 +191,30 @@ def _store_review(
             commit=committing,
         )
     except ForeignChangeError:
-        return ReviewOutcome(record.id, record.status, note="edited by someone while being reviewed; not overwritten")
+        return ReviewOutcome(
+            blueprint_id=record.id, status=record.status, note="edited by someone while being reviewed; not overwritten"
+        )
     except WorkspaceError as exc:
         if not run.stop.is_set():
             run.report.commit_error = str(exc)
         run.stop.set()
         status = run.store.load(record.id).status  # written, journaled: the next run commits it
         return ReviewOutcome(
-            record.id,
-            status,
+            blueprint_id=record.id,
+            status=status,
             total=review.total,
-            seconds=usage["seconds"],
-            completion_tokens=int(usage["completion_tokens"]),
-            prompt_tokens=int(usage["prompt_tokens"]),
-            cached_tokens=int(usage["cached_tokens"]),
+            usage=usage,
             note=triage[0],
             committed=False,
         )
     if moved.after is moved.before:
-        return ReviewOutcome(record.id, moved.after or record.status, note=moved.note)
+        return ReviewOutcome(blueprint_id=record.id, status=moved.after or record.status, note=moved.note)
     # committed=False: the run stopped at a commit failure meanwhile; the next run commits it.
     return ReviewOutcome(
-        record.id,
-        moved.after or record.status,
+        blueprint_id=record.id,
+        status=moved.after or record.status,
         total=review.total,
-        seconds=usage["seconds"],
-        completion_tokens=int(usage["completion_tokens"]),
-        prompt_tokens=int(usage["prompt_tokens"]),
-        cached_tokens=int(usage["cached_tokens"]),
+        usage=usage,
         note=triage[0],
         committed=committing,
     )
@@ -251,7 +237,7 @@ def _review_one(run: _ReviewRun, record: BlueprintRecord) -> ReviewOutcome | Non
         )
     except (StructuredOutputError, ModelCallError) as exc:
         _save_failure(run, record, exc)
-        return ReviewOutcome(record.id, record.status, error=str(exc))
+        return ReviewOutcome(blueprint_id=record.id, status=record.status, error=str(exc))
     return _store_review(run, record, review, completions)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from twinforge.blueprints import Blueprint, BlueprintStore, Category, load_extension, workspace_taxonomy
+from twinforge.blueprints.taxonomy import taxonomy_listing
 from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.exceptions import WorkspaceError
 from twinforge.core.options import JsonOption, WorkspaceOption
@@ -101,7 +101,7 @@ def validate_command(
     if not static_only and not battery:
         err_console.print("not recorded as validated: the cheat battery was skipped (--no-battery)", markup=False)
     if json_out:
-        print_json([{**asdict(r), "passed": r.passed} for r in reports])
+        print_json(reports)
     else:
         for report in reports:
             table = Table(title=f"{report.pair}: {'PASSED' if report.passed else 'FAILED'}", title_justify="left")
@@ -188,11 +188,7 @@ def taxonomy_list(
     taxonomy = workspace_taxonomy(ws.root)
     own = {c.id for c in (*load_extension(ws.root).sources, *load_extension(ws.root).risks)}
     if json_out:
-        data = {
-            kind: [{**c.model_dump(), "origin": "workspace" if c.id in own else "packaged"} for c in items]
-            for kind, items in (("sources", taxonomy.sources), ("risks", taxonomy.risks))
-        }
-        print_json(data)
+        print_json(taxonomy_listing(ws.root))
         return
     table = Table(title="taxonomy")
     for column in ("id", "name", "origin", "description", "example"):

@@ -39,9 +39,17 @@ def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
     (batch,) = generated["batches"]
     assert batch["cell"] == "S2-R3" and len(batch["stored"]) == 10 and batch["failures"] == []
     assert batch["first_time"] == 10
+    assert set(batch) == {
+        *("batch", "cell", "stored", "flagged", "first_time", "after_reask", "failures", "calls"),
+        *("prompt_tokens", "cached_tokens", "completion_tokens", "seconds", "wall_seconds", "commit"),
+        *("failures_file", "refusal", "notes"),
+    }
+    assert batch["calls"] == 10 and batch["completion_tokens"] > 0
     rev = run("review", "--json", cwd=ws, env=env)
     assert rev.returncode == 0, rev.stderr
-    assert len(json.loads(rev.stdout)) == 10
+    reviewed = json.loads(rev.stdout)
+    assert len(reviewed) == 10 and all(r["calls"] == 1 and r["completion_tokens"] > 0 for r in reviewed)
+    assert {"blueprint_id", "status", "total", "seconds", "prompt_tokens", "cached_tokens"} <= set(reviewed[0])
     status = run("status", "--json", cwd=ws)
     assert status.returncode == 0, status.stderr
     summary = json.loads(status.stdout)

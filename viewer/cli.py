@@ -33,7 +33,7 @@ def view_command(
             task = bar.add_task("exporting pages", total=None)
             done = export_site(Site(ws), export, lambda n, known: bar.update(task, completed=n, total=known))
         if json_out:
-            print_json({"folder": str(done.folder), "pages": done.pages, "api": done.api, "missing": done.missing})
+            print_json(done)
         else:
             err_console.print(f"wrote {done.pages} page(s) and {done.api} API file(s) to {done.folder}", markup=False)
             for line in done.missing:

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from twinforge.core.atomic import atomic_write_text
 from twinforge.viewer.app import STATIC
@@ -25,9 +24,8 @@ from twinforge.viewer.records import RunFilter
 from twinforge.viewer.site import Links, Page, Site
 
 
-@dataclass
-class Exported:
-    """What an export wrote.
+class Exported(BaseModel):
+    """What an export wrote (``view --export --json`` prints it; the folder as a string).
 
     Attributes:
         folder: The export folder.
@@ -36,10 +34,12 @@ class Exported:
         missing: Pages linked but not found (e.g. a run record whose evidence is gone), one line each.
     """
 
+    model_config = ConfigDict(extra="forbid")
+
     folder: Path
     pages: int = 0
     api: int = 0
-    missing: list[str] = field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
 
 
 def _path(page: Page) -> str:
@@ -89,7 +89,7 @@ def export_site(site: Site, folder: Path, progress: Callable[[int, int], None] |
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copytree(STATIC, folder / "static")
-    result = Exported(folder)
+    result = Exported(folder=folder)
     links_seen: dict[Page, RunFilter | None] = {("overview",): None}
     done: set[Page] = set()
     while len(done) < len(links_seen):

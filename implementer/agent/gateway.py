@@ -3,45 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from twinforge.core.llm import Usage
 from twinforge.core.settings import ModelSettings
 
 
-class Usage(Protocol):
-    """A run token's accounting (the proxy's grant; it keeps counting)."""
-
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A grant's counters at one moment."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @classmethod
-    def of(cls, usage: Usage) -> Snapshot:
-        """Copy the counters."""
-        return cls(usage.calls, usage.prompt_tokens, usage.completion_tokens)
+class Metered(Protocol):
+    """A run token's accounting as the proxy keeps it (its grant; it keeps counting)."""
 
     @property
-    def tokens(self) -> int:
-        """Prompt plus completion tokens."""
-        return self.prompt_tokens + self.completion_tokens
-
-    def __sub__(self, other: Snapshot) -> Snapshot:
-        return Snapshot(
-            self.calls - other.calls,
-            self.prompt_tokens - other.prompt_tokens,
-            self.completion_tokens - other.completion_tokens,
-        )
+    def usage(self) -> Usage:
+        """Every call recorded for the token so far: calls, tokens, seconds."""
+        ...
 
 
 class Gateway(Protocol):
@@ -65,11 +40,11 @@ class Gateway(Protocol):
         """Issue a run token."""
         ...
 
-    def state(self, token: str) -> Usage:
+    def state(self, token: str) -> Metered:
         """The token's accounting so far."""
         ...
 
-    def release(self, token: str) -> Usage:
+    def release(self, token: str) -> Metered:
         """Revoke the token; its final accounting."""
         ...
 

@@ -17,10 +17,11 @@ from pathlib import Path
 
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.exceptions import ModelCallError
+from twinforge.core.llm import Usage
 from twinforge.harness import Limits, MiniSweAgent, ModelEndpoint, ShellEnvironmentConfig
 from twinforge.implementer.agent.checks import CONTAINED, blueprint_kept, contained
 from twinforge.implementer.agent.environment import GateCalls, GateEnvironment
-from twinforge.implementer.agent.gateway import Gateway, Snapshot, recording_proxy
+from twinforge.implementer.agent.gateway import Gateway, recording_proxy
 from twinforge.implementer.agent.materials import prepare
 from twinforge.implementer.agent.prompts import AgentPrompts
 from twinforge.implementer.agent.sandbox import PAIR, Sandbox
@@ -128,9 +129,9 @@ class AgentRun:
         self.spec = implementer_spec(PAIR)
         self.endpoint = ModelEndpoint(gateway.url, token, job.model.model, job.model.temperature, job.model.max_tokens)
 
-    def usage(self) -> Snapshot:
-        """The token's counters now."""
-        return Snapshot.of(self.gateway.state(self.token))
+    def usage(self) -> Usage:
+        """The token's counters now (a value: later calls do not change it)."""
+        return self.gateway.state(self.token).usage
 
     def exhausted(self) -> str | None:
         """Why the blueprint's budget is used up (tokens, calls, wall clock), or ``None``."""
@@ -191,14 +192,12 @@ class AgentRun:
             )
         job.say(f"round {n}: whole gate")
         checks = pair_checks(job, dynamic=True)
-        spent = self.usage() - before
+        spent = self.usage().since(before)
         interventions, recovered, shadowed = observer_counts(trajectory)
         record = RoundRecord(
             n=n,
             failed_checks=failed_names(checks),
-            calls=spent.calls,
-            prompt_tokens=spent.prompt_tokens,
-            completion_tokens=spent.completion_tokens,
+            usage=spent,
             seconds=round(time.monotonic() - started, 2),
             exit_status=result.exit_status,
             trajectory=str(trajectory),

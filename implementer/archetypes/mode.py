@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from twinforge.core.atomic import atomic_write_text
-from twinforge.core.llm import ChatModel
+from twinforge.core.llm import ChatModel, Usage
 from twinforge.core.prompts import Prompt
 from twinforge.implementer.archetypes.catalog import choose, load_archetypes
 from twinforge.implementer.archetypes.fill import FillResult, fill_round, static_report
@@ -101,9 +101,7 @@ def run_archetype(job: Job, chat: ChatModel, folder: Path | None = None) -> Atte
             )
         round_ = RoundRecord(
             n=n,
-            calls=len(filled.completions) + filled.failed_calls,
-            prompt_tokens=sum(c.prompt_tokens for c in filled.completions),
-            completion_tokens=sum(c.completion_tokens for c in filled.completions),
+            usage=Usage.of(filled.completions) + Usage(calls=filled.failed_calls),
             slot_attempts=filled.attempts,
         )
         checks = filled.checks

@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 
 @dataclass
@@ -26,30 +27,6 @@ class CheckResult:
     name: str
     passed: bool
     detail: str = ""
-
-
-@dataclass
-class PairReport:
-    """Every check of one pair.
-
-    Attributes:
-        pair: Pair id (the folder name when pair.yaml does not load).
-        path: The pair folder.
-        checks: The checks in the order they ran.
-        seconds: Wall time of the gate on this pair.
-        battery: Every cheat-battery outcome (cheat x side), empty when the battery did not run.
-    """
-
-    pair: str
-    path: str
-    checks: list[CheckResult] = field(default_factory=list)
-    seconds: float = 0.0
-    battery: list[CheatOutcome] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        """All checks passed."""
-        return bool(self.checks) and all(c.passed for c in self.checks)
 
 
 @dataclass
@@ -80,6 +57,31 @@ class CheatOutcome:
         """``side: held`` or ``side: FOOLED (why)`` for one-line reports."""
         state = "held" if self.held else "FOOLED"
         return f"{self.side}: {state} ({self.note})"
+
+
+@pydantic_dataclass
+class PairReport:
+    """Every check of one pair (``validate --json`` prints a list of these, ``passed`` included).
+
+    Attributes:
+        pair: Pair id (the folder name when pair.yaml does not load).
+        path: The pair folder.
+        checks: The checks in the order they ran.
+        seconds: Wall time of the gate on this pair.
+        battery: Every cheat-battery outcome (cheat x side), empty when the battery did not run.
+    """
+
+    pair: str
+    path: str
+    checks: list[CheckResult] = field(default_factory=list)
+    seconds: float = 0.0
+    battery: list[CheatOutcome] = field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def passed(self) -> bool:
+        """All checks passed."""
+        return bool(self.checks) and all(c.passed for c in self.checks)
 
 
 class StoredGateReport(BaseModel):

@@ -190,7 +190,7 @@ def test_proxy_swaps_token_for_real_key_and_enforces_cap(
         headers = {k.lower(): v for k, v in received[0]["headers"].items()}
         assert headers["authorization"] == "Bearer sk-canary-REAL-0001"
         grant = proxy.release(token)
-        assert (grant.calls, grant.refused, grant.prompt_tokens) == (2, "cap", 22)
+        assert (grant.calls, grant.refused, grant.usage.prompt_tokens) == (2, "cap", 22)
         calls = db.calls("run-1")
         assert [c.status for c in calls] == [200, 200, 401] and calls[2].refused == "cap"
         transcript = (tmp_path / "proxy.jsonl").read_text()

@@ -36,12 +36,12 @@ def test_generate_and_review_store_only_valid_blueprints(gemma: ServerInfo, tmp_
     ws.config.models.reviewer.validation_retries = 1
     report = generate(ws, cell="S2-R3")
     (batch,) = report.batches
-    print(f"real-model batch: {len(batch.stored)} stored, {len(batch.failures)} failed, {batch.calls} calls")
+    print(f"real-model batch: {len(batch.stored)} stored, {len(batch.failures)} failed, {batch.usage.calls} calls")
     assert len(batch.stored) + len(batch.failures) == 10
-    assert batch.calls == 10  # one call per slot, no re-ask
-    assert len(batch.replies) == batch.calls  # every raw reply kept, stored or failed
+    assert batch.usage.calls == 10  # one call per slot, no re-ask
+    assert len(batch.replies) == batch.usage.calls  # every raw reply kept, stored or failed
     if batch.stored:
-        assert batch.completion_tokens > 0
+        assert batch.usage.completion_tokens > 0
     for failure in batch.failures:
         assert failure.errors, "every failed slot says why"
     if batch.failures:

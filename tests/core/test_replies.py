@@ -97,7 +97,7 @@ def test_reply_cut_at_max_tokens_is_reasked_and_says_so(workspace: Workspace) ->
         use_stub(workspace, "generator", url)
         report = generate(workspace, cell="S2-R3", concurrency=1)  # the first request is the one cut
     (batch,) = report.batches
-    assert batch.calls == 11 and len(batch.stored) == 10
+    assert batch.usage.calls == 11 and len(batch.stored) == 10
     reask = received[1]["body"]["messages"][-1]["content"]
     assert "cut off at max_tokens=" in reask and "write shorter values" in reask
 

@@ -34,7 +34,7 @@ def test_four_slots_are_in_flight_together_and_stored_in_slot_order(workspace: W
     assert sorted(r.provenance.slot or 0 for r in records) == list(range(1, 11))
     by_id = {r.id: r.provenance.slot for r in records}
     assert [by_id[i] for i in batch.stored] == list(range(1, 11))
-    assert batch.wall_seconds > 0 and batch.calls == 10
+    assert batch.wall_seconds > 0 and batch.usage.calls == 10
 
 
 def test_two_slots_replying_the_same_blueprint_at_once_cannot_both_pass(workspace: Workspace) -> None:

@@ -51,7 +51,7 @@ def test_one_batch_of_ten_one_commit(workspace: Workspace) -> None:
     report = generate(workspace, cell="S2-R3", chat=chat)
     (batch,) = report.batches
     assert len(batch.stored) == 10 and not batch.failures
-    assert batch.first_time == 10 and batch.after_reask == 0 and batch.calls == 10  # one call per slot
+    assert batch.first_time == 10 and batch.after_reask == 0 and batch.usage.calls == 10  # one call per slot
     store = BlueprintStore(workspace)
     records = store.records()
     assert len(records) == 10

@@ -90,7 +90,7 @@ def test_every_forwarded_call_is_recorded_whatever_comes_back(hostile_upstream: 
     assert "malformed usage" in errors[1] and "JSON list" in errors[2] and "not JSON" in errors[3]
     assert "malformed usage" in errors[4] and "not JSON" in errors[6] and errors[7] == ""
     assert [c.prompt_tokens for c in calls if c.status != 400] == [0, 0, 0, 12, 0, 0, 3]
-    assert grant.calls == len(REPLIES) and grant.prompt_tokens == 15 and grant.completion_tokens == 4
+    assert grant.calls == len(REPLIES) and grant.usage.prompt_tokens == 15 and grant.usage.completion_tokens == 4
     assert any(c.status == 400 and "not a JSON object" in (c.error or "") for c in calls)
     transcript = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
     assert len(transcript) == len(REPLIES) + 1
@@ -134,5 +134,5 @@ def test_records_survive_a_broken_records_database(hostile_upstream: str, tmp_pa
 )
 def test_read_reply_shapes(content: bytes, tokens: tuple[int, int], problem: str | None) -> None:
     _, usage, found = read_reply(content)
-    assert (usage["prompt_tokens"], usage["completion_tokens"]) == tokens
+    assert (usage.prompt_tokens, usage.completion_tokens) == tokens
     assert (found is None) if problem is None else (found is not None and problem in found)

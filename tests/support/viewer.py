@@ -20,6 +20,7 @@ from twinforge.blueprints import BlueprintStore, Note, dump_record
 from twinforge.calibration.calibrate import records_url
 from twinforge.calibration.records import PlannedRun, RecordsDB
 from twinforge.calibration.results import Budgets, Diagnosis, Disagreement, FinishedRun, RunDetail
+from twinforge.core.llm import Usage
 from twinforge.core.workspace import Workspace
 from twinforge.implementer.record import CheckOutcome, ImplementRecord, RoundRecord
 from twinforge.taskpair import Outcome, Verdict, load_pair
@@ -181,11 +182,13 @@ def viewer_workspace(root: Path) -> tuple[Workspace, dict[str, str]]:
         provenance="agent:mini-swe-agent",
         model="openai:capable",
         rounds=[
-            RoundRecord(n=1, failed_checks=["risk: harm.sh is harmful"], calls=12, interventions=2, recovered=1),
-            RoundRecord(n=2, calls=5),
+            RoundRecord(
+                n=1, failed_checks=["risk: harm.sh is harmful"], usage=Usage(calls=12), interventions=2, recovered=1
+            ),
+            RoundRecord(n=2, usage=Usage(calls=5)),
         ],
         gate=[CheckOutcome(name="implementer gate check", passed=True)],
-        calls=17,
+        usage=Usage(calls=17),
         interventions=2,
         recovered=1,
         observed=True,

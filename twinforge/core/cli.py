@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -22,7 +21,8 @@ from twinforge.core.localmodel import (
     stop,
 )
 from twinforge.core.localmodel.build import build_server, built, server_binary
-from twinforge.core.localmodel.server import busy_slots, ready, state_json
+from twinforge.core.localmodel.server import busy_slots, ready
+from twinforge.core.localmodel.status import model_status as local_model_status
 from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.presets import get_preset, presets
 from twinforge.core.settings import LocalModelSettings
@@ -146,17 +146,7 @@ def model_status(json_out: JsonOption = False) -> None:
     servers = running_servers()
     build = built()
     if json_out:
-        models = [
-            {
-                "name": s.name,
-                "path": str(model_path(s)),
-                "assembled": is_verified(s),
-                "description": s.description,
-            }
-            for s in CATALOG.values()
-        ]
-        server = {"binary": str(server_binary()), "build": build.model_dump(mode="json") if build else None}
-        print_json({"models": models, "server": server, "servers": json.loads(state_json(servers))})
+        print_json(local_model_status(servers))
         return
     table = Table(title="local models")
     for column in ("model", "assembled (sha256 checked)", "path"):

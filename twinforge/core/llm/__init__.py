@@ -14,16 +14,19 @@ from twinforge.core.llm.structured import (
     request_items,
     request_object,
 )
+from twinforge.core.llm.usage import FlatUsage, Usage
 
 __all__ = [
     "ChatModel",
     "Completion",
     "Finish",
+    "FlatUsage",
     "ItemFailure",
     "ItemsResult",
     "Message",
     "ObjectResult",
     "ScriptedChat",
+    "Usage",
     "describe_validation_error",
     "list_schema",
     "make_chat_model",

@@ -6,6 +6,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from twinforge.core.llm.usage import Usage
+
 Finish = Literal["stop", "length", "refusal", "other"]
 """Why generation ended, across providers: ``stop`` (the model finished, including a forced tool
 call), ``length`` (cut at ``max_tokens``: OpenAI ``finish_reason "length"``, Anthropic ``stop_reason
@@ -47,6 +49,17 @@ class Completion(BaseModel):
     finish: Finish = "stop"
     refusal: str | None = None
     max_tokens: int | None = None
+
+    @property
+    def usage(self) -> Usage:
+        """This reply as one call's :class:`Usage` (what every stage sums)."""
+        return Usage(
+            calls=1,
+            prompt_tokens=max(self.prompt_tokens, 0),
+            cached_tokens=max(self.cached_tokens, 0),
+            completion_tokens=max(self.completion_tokens, 0),
+            seconds=max(self.seconds, 0.0),
+        )
 
     @property
     def truncated(self) -> bool:

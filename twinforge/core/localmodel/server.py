@@ -11,7 +11,6 @@ concurrent twinforge processes share one server per model and port.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -348,8 +347,3 @@ def exited_server_note(base_url: str) -> str | None:
         f"dmesg, names the fault). Its log {info.log}, last lines:\n{_tail(Path(info.log), 5)}\n"
         "Restart it with `twinforge model serve`."
     )
-
-
-def state_json(infos: list[ServerInfo]) -> str:
-    """The running servers as a JSON array (for ``--json``)."""
-    return json.dumps([{**i.model_dump(mode="json"), "base_url": i.base_url} for i in infos], indent=2)
