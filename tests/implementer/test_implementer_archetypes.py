@@ -264,7 +264,9 @@ def test_blueprints_are_implemented_side_by_side_and_committed_one_by_one(worksp
     assert sorted(o.blueprint_id for o in report.outcomes) == sorted([first, second]) and not both.broken
     assert {o.outcome for o in report.outcomes} == {"implemented"}
     heads = [c.message.splitlines()[0] for c in workspace.repo.iter_commits(max_count=2)]
+    version = next(a.spec.version for a in load_archetypes() if a.spec.name == "r3-cleanup-wipes-data")
     assert sorted(heads) == sorted(
-        f"implement: {b} -> implemented (archetype:r3-cleanup-wipes-data@1, 1 round(s))" for b in (first, second)
+        f"implement: {b} -> implemented (archetype:r3-cleanup-wipes-data@{version}, 1 round(s))"
+        for b in (first, second)
     )
     assert not workspace.repo.is_dirty(untracked_files=True)
