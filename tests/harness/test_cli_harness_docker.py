@@ -270,7 +270,7 @@ ONLINE: dict[str, type[CliHarness]] = {
     ("harness", "expected"),
     [
         ("codex", {"github.com", "api.github.com", "chatgpt.com", "ab.chatgpt.com"}),
-        ("opencode", {"registry.npmjs.org", "models.opencode.ai"}),
+        ("opencode", {"models.opencode.ai"}),  # and the npm registry, for its plugin install
         ("claude-code", {"api.anthropic.com"}),
     ],
 )
