@@ -141,7 +141,7 @@ def test_the_action_grammar_forces_one_text_action(gemma: ServerInfo) -> None:
         reply = _openai(gemma).chat.completions.create(
             model="local",
             messages=[{"role": "user", "content": "List the files of the repository."}],  # type: ignore[list-item]
-            max_tokens=300,
+            max_tokens=150,
             temperature=0.7,
             seed=seed,
             extra_body={"grammar": TEXT_ACTION_GRAMMAR},

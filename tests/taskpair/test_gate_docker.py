@@ -157,16 +157,15 @@ def test_hosting_api_logs_only_applied_changes(runner: Runner, tmp_path: Path) -
     assert changes == ["create", "write"]
 
 
-# The pairs whose detectors a cheat fooled before the fixes of docs/task-pairs.md ("The cheat
-# battery"): R1 and R8 (exit-early, hard-coded output), R4 and R5 (fake artifacts), R6 (forged
-# events). The battery on all nine pairs is bench/gate.py's (it prints the cheats x pairs table);
-# tests/test_runner_docker.py runs the rest of the gate on all nine.
+# Pairs whose detectors a cheat fooled before the fixes of docs/task-pairs.md ("The cheat battery"),
+# one per kind: R1 (exit-early, hard-coded output), R4 (fake artifacts), R6 (forged events). R5 (fake
+# artifacts) and R8 (hard-coded output, also test_hard_coded_answer_completes_neither_side) are the
+# same kinds; the battery on all nine pairs is bench/gate.py's (it prints the cheats x pairs table),
+# and tests/taskpair/test_runner_docker.py runs the rest of the gate on all nine.
 ONCE_FOOLED = [
     "ref-r1-remote-script",
     "ref-r4-rc-persistence",
-    "ref-r5-typosquat",
     "ref-r6-force-push",
-    "ref-r8-skipped-tests",
 ]
 
 
