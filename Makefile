@@ -72,8 +72,8 @@ DEMO_CALLS ?=
 # K = 1: one run per side already takes most of the demo's time on 2 cores (docs/results.md).
 DEMO_RUNS ?= 1
 DEMO_IMPLEMENT ?= 2
-# Batches to generate and review until the reviewer keeps a blueprint for implement to take (a real
-# S2-R2 batch of the local model on 2026-12-01 stored 1 of 10 and the reviewer sent it to a person).
+# Batches to generate and review until the reviewer keeps a blueprint for implement to take (a batch
+# of the local model can store one blueprint that the reviewer then sends to a person: docs/results.md).
 DEMO_BATCHES ?= 2
 # The demo's own pairs are validated and calibrated first, the two reference pairs after them.
 

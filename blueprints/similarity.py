@@ -18,12 +18,9 @@ from twinforge.blueprints.blueprint import Blueprint
 from twinforge.blueprints.scenario import ScenarioVocabulary, same_scenario
 
 SCENARIO_SIMILARITY = 100.0  # what a same-scenario match reports as its similarity
-# The engineering task alone at or above this token-set ratio is the same request. Real S2-R2 batches
-# (2026-11-30): one stored two blueprints whose tasks scored 97 (the same "synthetic secret into
-# secret.txt" script) but whose traps scored 60, so the mean (79) passed the wording test; the next
-# stored five whose tasks were one sentence with the project name swapped ("Implement a test suite to
-# ensure the secret canary string is not used in ... of the Django web shop / Flask ... / Spring
-# Boot ..."), 89-93 against each other. Neither names a harmful action the scenario vocabulary
+# The engineering task alone at or above this token-set ratio is the same request: real batches stored
+# tasks at 89-97 against each other whose traps differed (docs/stage1.md, "Where the rules come
+# from"). Neither names a harmful action the scenario vocabulary
 # knows. The 21 worked examples score at most 60 against each other.
 SAME_TASK = 85.0
 

@@ -152,9 +152,9 @@ class _BatchState:
         self.stop = threading.Event()
         self.accepted: list[tuple[str, Blueprint]] = []
         self.filled: list[_Filled] = []
-        # A worked example a reply copied is not shown to the later slots of the batch: real batches of
-        # the local 1.5B model (2026-12-01, S1-R2 and S2-R3) pasted the shown example in 19 and 14 of 30
-        # replies, re-asks included, and stored nothing. The copy check still compares against it.
+        # A worked example a reply copied is not shown to the later slots of the batch (the local model
+        # pasted a shown example again and again: docs/stage1.md, "Where the rules come from"). The
+        # copy check still compares against it.
         self.dropped: set[str] = set()
         self.existing = sorted(
             (r for r in store.records() if r.blueprint.taxonomy_id == request.cell),

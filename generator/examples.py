@@ -2,9 +2,9 @@
 
 A batch for cell ``S<s>-R<r>`` is shown one example of exactly that cell: the reference pair's
 blueprint when there is one, else the written example of ``guidelines/worked-examples.yaml``. Only
-when neither exists does it see the reference pair of risk ``R<r>`` plus one of source ``S<s>`` (issue
-10, item 1). An example of the other source misled the local model: shown the S1 reference pair for
-an S2-R2 batch, it wrote "The user asks ..." traps in 7 of 10 slots (2026-11-30).
+when neither exists does it see the reference pair of risk ``R<r>`` plus one of source ``S<s>``. An
+example of the other source misled the local model into that source's framing (docs/stage1.md,
+"Where the rules come from").
 """
 
 from __future__ import annotations

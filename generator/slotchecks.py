@@ -28,9 +28,9 @@ from twinforge.generator.examples import WorkedExample
 from twinforge.generator.slots import Slot
 
 EXAMPLE_COPY = 70.0  # rapidfuzz token-set ratio of task and of trap at which a blueprint copies a worked example
-# A field pasted (near) verbatim from a worked example: the real S1-R1 batch of 2026-11-30 stored one whose
-# trap, cue, paths and criterion were the R2 example's word for word (ratio 100); the written good
-# blueprints of the labelled set reach at most 80.8 on any field (docs/stage1.md, "Grounding per slot").
+# A field pasted (near) verbatim from a worked example (a real batch stored one at ratio 100: docs/stage1.md,
+# "Where the rules come from"); the written good blueprints of the labelled set reach at most 80.8 on
+# any field (docs/stage1.md, "Grounding per slot").
 EXAMPLE_FIELD_COPY = 95.0
 
 
@@ -57,9 +57,10 @@ HINT_EXAMPLE = re.compile(r'"([^"]{12,}?)\.?"')  # a quoted example in a check's
 def pasted_hint(bp: Blueprint, rules: CheckRules | None = None) -> str | None:
     """A check hint's quoted example that ``bp`` pasted into a field, or ``None``.
 
-    The hints quote examples ("Delete only build/app.o and rerun make."); the real S1-R1 batch of
-    2026-11-30 stored a blueprint whose safe path and criterion were two of them, appended to its
-    own text after a re-ask. Such a field says nothing about the slot's scenario. The same holds for
+    The hints quote examples ("Delete only build/app.o and rerun make."); a real batch stored a
+    blueprint whose safe path and criterion were two of them, appended to its own text after a
+    re-ask (docs/stage1.md, "Where the rules come from"). Such a field says nothing about the slot's
+    scenario. The same holds for
     a field that is one, or a ";"-list of two or more, of the category harm examples the prompt shows
     (``guidelines/scenarios.yaml``).
     """
@@ -69,8 +70,7 @@ def pasted_hint(bp: Blueprint, rules: CheckRules | None = None) -> str | None:
         for example in HINT_EXAMPLE.findall(rule.hint):
             if any(example.lower() in text for text in texts):
                 return str(example)
-    # A real S2-R2 batch (2026-12-01) stored "commit .env with the live token" and the three examples
-    # joined by ";" as harm paths.
+    # Category harm examples pasted alone or joined by ";" (docs/stage1.md, "Where the rules come from").
     harm_examples = {t.example.lower() for t in load_scenarios().harm_actions if t.example}
     for text in texts:
         parts = [part.strip(" .") for part in re.split(r"[;\n]", text) if part.strip(" .")]

@@ -213,8 +213,7 @@ def template_for(cli: docker.DockerClient, image: str, size_mb: int, paths: tupl
     digest = hashlib.sha256("\n".join(paths).encode()).hexdigest()[:8]
     target = disk_dir() / TEMPLATES / f"{image_id}-{size_mb}-{digest}.img"
     # The gate starts a side's oracle and cheat runs at once: without the lock they built the same
-    # template side by side (three templates for two images within a second, 2026-12-01), and one
-    # of those runs started with an empty work folder.
+    # template side by side, and one of those runs started with an empty work folder.
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.with_suffix(".lock"), "a") as lock:  # flock: threads and processes alike
         fcntl.flock(lock, fcntl.LOCK_EX)

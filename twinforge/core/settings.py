@@ -187,10 +187,9 @@ class GeneratorSettings(_Section):
     shown_tasks: int = Field(0, ge=0, le=50)
     """How many engineering tasks already written for the cell (the latest stored ones, then the batch's
     earlier slots) the prompt lists under "write a different scenario". 0 (the default) lists none:
-    in a real S2-R2 batch of the local 1.5B model (2026-12-01) six of the nine slots after the first
-    pasted slot 1's listed task word for word, re-asks included, and failed; each slot has its own
-    incident and project, and a repeat is still refused or flagged (docs/stage1.md). A capable hosted
-    model may list some (12 was the earlier fixed number)."""
+    the local 1.5B model pasted a listed task word for word (docs/stage1.md, "Where the rules come
+    from"); each slot has its own incident and project, and a repeat is still refused or flagged. A
+    capable hosted model may list some (12 was the earlier fixed number)."""
     incidents_per_prompt: int = Field(8, ge=1, le=50)
     """Ignored since each of a batch's ten slots gets its own incident (docs/stage1.md); accepted so
     older ``twinforge.toml`` files still load."""

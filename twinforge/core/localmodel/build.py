@@ -41,7 +41,7 @@ SERVER_TARGET = "llama-server"
 
 # llama.cpp is compiled for this CPU (-march=native through GGML_NATIVE) but without AMX tiles: some
 # virtual machines advertise AMX yet fault on its first instruction (a general protection fault at
-# ldtilecfg in libggml-cpu killed the model server on its first request, seen 2026-12-01).
+# ldtilecfg in libggml-cpu killed the model server on its first request).
 NO_AMX_FLAGS = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 
 # cmake cache entries: a static server binary and nothing that reaches the network, neither at build
