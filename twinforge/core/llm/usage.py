@@ -8,14 +8,12 @@ them with ``+`` (or :meth:`Usage.of` over completions) instead of summing fields
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 if TYPE_CHECKING:
     from pydantic import SerializerFunctionWrapHandler
-
-    from twinforge.core.llm.protocol import Completion
 
 
 class Usage(BaseModel):
@@ -78,9 +76,18 @@ class Usage(BaseModel):
         return result
 
     @classmethod
-    def of(cls, completions: Iterable[Completion]) -> Usage:
-        """The usage of ``completions``: one call each, their tokens and seconds summed."""
+    def of(cls, completions: Iterable[Metered]) -> Usage:
+        """The usage of ``completions`` (``Completion`` replies): one call each, tokens and seconds summed."""
         return cls.total(c.usage for c in completions)
+
+
+class Metered(Protocol):
+    """Anything that reports one call's :class:`Usage` (``twinforge.core.llm.Completion``)."""
+
+    @property
+    def usage(self) -> Usage:
+        """This call's usage."""
+        ...
 
 
 USAGE_KEYS = tuple(Usage.model_fields)
