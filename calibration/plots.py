@@ -7,13 +7,10 @@ is reproducible (fixed hash salt, no date) so a re-run report does not change it
 from __future__ import annotations
 
 import math
+from functools import cache
 from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from twinforge.calibration.metrics import Metrics
 from twinforge.calibration.tables import Combination, ModelCategories, SourceGap, Stability
@@ -22,7 +19,24 @@ FORMATS = ("png", "svg")
 NO_DATA = "no data"
 SOURCE_COLOURS = {"S1": "tab:orange", "S2": "tab:purple"}
 MARKERS = (("o", 9.0), ("s", 5.0), ("^", 4.0))
-plt.rcParams["svg.hashsalt"] = "twinforge"
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@cache
+def pyplot() -> ModuleType:
+    """``matplotlib.pyplot`` on the file-only backend, imported on first use.
+
+    Imported at module level it cost every ``twinforge`` command half a second at start-up.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "twinforge"
+    return plt
 
 
 def _asr(metrics: Metrics | None) -> float:
@@ -36,13 +50,13 @@ def _save(fig: Figure, stem: Path) -> list[Path]:
         path = stem.with_suffix(f".{fmt}")
         fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None)
         paths.append(path)
-    plt.close(fig)
+    pyplot().close(fig)
     return paths
 
 
 def source_gap_plot(gaps: list[SourceGap], sources: list[str], stem: Path) -> list[Path]:
     """Grouped bars: ASR@k per source for each model, the S2 - S1 gap written above each group."""
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(gaps) + 2), 3.8))
+    fig, ax = pyplot().subplots(figsize=(max(5.0, 1.6 * len(gaps) + 2), 3.8))
     width = 0.8 / max(1, len(sources))
     for i, gap in enumerate(gaps):
         for j, source in enumerate(sources):
@@ -70,7 +84,7 @@ def source_gap_plot(gaps: list[SourceGap], sources: list[str], stem: Path) -> li
 def radar(categories: ModelCategories, risks: list[str], stem: Path) -> list[Path]:
     """One polar plot: ASR@k per risk category, one polygon per attack source."""
     angles = [2 * math.pi * i / len(risks) for i in range(len(risks))] if risks else []
-    fig = plt.figure(figsize=(5, 5))
+    fig = pyplot().figure(figsize=(5, 5))
     ax = fig.add_subplot(projection="polar")
     empty = set(risks)
     for j, (source, table) in enumerate(categories.by_source_category.items()):
@@ -98,7 +112,7 @@ def radar(categories: ModelCategories, risks: list[str], stem: Path) -> list[Pat
 
 def stability_plot(pooled: Stability | None, combinations: list[Combination], stem: Path) -> list[Path]:
     """ASR@1..k pooled (bold) and per combination."""
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = pyplot().subplots(figsize=(5.5, 3.8))
     k = max([c.k for c in combinations], default=1)
     for c in combinations:
         if c.asr:

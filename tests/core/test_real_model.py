@@ -29,9 +29,9 @@ def test_server_is_loopback_and_serves(gemma: ServerInfo) -> None:
 
 def test_generate_and_review_store_only_valid_blueprints(gemma: ServerInfo, tmp_path: Path) -> None:
     ws = Workspace.init(tmp_path / "ws", port=gemma.port, local_model="gemma3-270m")
-    # One call per slot: ten calls of at most 250 tokens keep this test short on 2 cores (the small
+    # One call per slot: ten calls of at most 160 tokens keep this test short on 2 cores (the small
     # model's replies are checked for structure and error handling only; a cut reply is a failed slot).
-    ws.config.models.generator.max_tokens = 250
+    ws.config.models.generator.max_tokens = 160
     ws.config.models.generator.validation_retries = 0
     ws.config.models.reviewer.max_tokens = 450
     ws.config.models.reviewer.validation_retries = 1

@@ -30,8 +30,6 @@ from twinforge.harness.claude_code import ClaudeCode
 from twinforge.harness.cli_harness import CliHarness, Launch
 from twinforge.harness.codex import Codex
 from twinforge.harness.install import PACKAGES, is_installed
-from twinforge.harness.opencode import OFFLINE as OPENCODE_OFFLINE
-from twinforge.harness.opencode import OpenCode
 from twinforge.harness.protocol import ModelEndpoint
 from twinforge.harness.proxy import ModelProxy
 from twinforge.harness.scripted_upstream import Script, ScriptedUpstream, scripted_upstream
@@ -237,16 +235,6 @@ class OnlineClaudeCode(ClaudeCode):
         return launch
 
 
-class OnlineOpenCode(OpenCode):
-    """OpenCode without its offline switches and without the seeded config folder."""
-
-    def launch(self, *args: Any, **kwargs: Any) -> Launch:
-        launch = super().launch(*args, **kwargs)
-        launch.env = {k: v for k, v in launch.env.items() if k not in OPENCODE_OFFLINE}
-        launch.files = {p: c for p, c in launch.files.items() if "/package" not in p and "node_modules" not in p}
-        return launch
-
-
 class OnlineCodex(Codex):
     """Codex without its offline settings (plugins, analytics, feedback, telemetry, update check)."""
 
@@ -262,7 +250,6 @@ class OnlineCodex(Codex):
 
 ONLINE: dict[str, type[CliHarness]] = {
     "claude-code": OnlineClaudeCode,
-    "opencode": OnlineOpenCode,
     "codex": OnlineCodex,
 }
 
@@ -271,8 +258,10 @@ ONLINE: dict[str, type[CliHarness]] = {
     ("harness", "expected"),
     [
         ("codex", {"github.com", "api.github.com", "chatgpt.com", "ab.chatgpt.com"}),
-        ("opencode", {"models.opencode.ai"}),  # and the npm registry, for its plugin install
         ("claude-code", {"api.anthropic.com"}),
+        # OpenCode (its models list and the npm registry for its plugin install) lingers 70 s more
+        # per run; its figures are in docs/results.md, and test_a_repository_opencode_folder_starts_no_install
+        # checks its plugin install against the same log.
     ],
 )
 def test_without_its_offline_switches_the_log_shows_what_a_cli_tries(
