@@ -89,8 +89,8 @@ REPLY_LIMITS: dict[str, tuple[str, ...]] = {
 def capped_reply(shape: Shape, body: dict[str, Any], limit: int) -> dict[str, Any]:
     """``body`` with its reply bounded by ``limit`` tokens, whatever the harness asked.
 
-    The role's ``max_tokens`` is the reply budget of every harness alike (docs/runtime.md, "Budgets
-    per harness"): the CLIs ask for up to 32,000 output tokens, and a small model rambles to whatever
+    The role's ``max_tokens`` is the reply budget of every harness alike (docs/runtime.md,
+    "Harnesses", Budgets): the CLIs ask for up to 32,000 output tokens, and a small model rambles to whatever
     limit it is given. A Messages ``thinking`` budget that no longer fits under the cap is dropped
     (the API wants it below ``max_tokens``).
 

@@ -413,7 +413,9 @@ class WorkspaceConfig(BaseSettings):
         """
         if settings.api_shapes is not None:
             return settings
-        shapes: list[ApiShape] = ["chat", "responses", "messages"] if self.serves_embedded(settings) else ["chat"]
+        shapes: list[ApiShape] = (
+            ["chat", "responses", "messages"] if self.serves_embedded(settings) else settings.served_shapes()
+        )
         return settings.model_copy(update={"api_shapes": shapes})
 
     def calibration_workers(self) -> int:
