@@ -30,8 +30,6 @@ RAY = Path(sys.executable).parent / "ray"
 TOKEN = "twinforge-test-token-0123456789abcdef0123456789abcdef"
 DRIVER = """
 import posixpath, sys
-from tests.support.net import free_port
-from tests.support.net import free_port
 from twinforge.calibration.executors import RayExecutor
 pool = RayExecutor(sys.argv[1])
 got = []
@@ -74,16 +72,31 @@ def head(home: Path, token: bool) -> Iterator[str]:
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def driver(address: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def start_driver(address: str, home: Path, **env: str) -> subprocess.Popen[str]:
+    """A driver process joining the head at ``address`` (read its result with :func:`finished`)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    return subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-c", DRIVER, address],
         env={**clean, "HOME": str(home), **env},
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
         cwd=ROOT,
     )
+
+
+def finished(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    """Wait for a driver (at most 300 s) and return what it printed."""
+    try:
+        out, err = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def driver(address: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return finished(start_driver(address, home, **env))
 
 
 def test_driver_joins_a_head_without_token_auth(tmp_path: Path) -> None:
@@ -101,9 +114,13 @@ def test_driver_joins_a_head_with_token_auth_when_it_has_the_token(tmp_path: Pat
     stranger.mkdir()
     (home / ".ray" / "auth_token").write_text(TOKEN)  # the file that turns token auth on
     with head(home, token=True) as address:
-        with_file = driver(address, home)  # failed before with a raw traceback (RAY_AUTH_MODE unset)
-        with_env = driver(address, stranger, RAY_AUTH_TOKEN=TOKEN)
-        without = driver(address, stranger)
+        # The three drivers join at once (each is its own process; the head serves them all).
+        started = [
+            start_driver(address, home),  # failed before with a raw traceback (RAY_AUTH_MODE unset)
+            start_driver(address, stranger, RAY_AUTH_TOKEN=TOKEN),
+            start_driver(address, stranger),
+        ]
+        with_file, with_env, without = (finished(proc) for proc in started)
     assert with_file.returncode == 0, with_file.stderr
     assert with_file.stdout.strip().splitlines()[-1] == "['b', 'd']"
     assert with_env.returncode == 0, with_env.stderr

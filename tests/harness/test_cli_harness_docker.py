@@ -171,11 +171,13 @@ def test_a_failing_upstream_ends_the_run_at_once_as_undetermined(
 
 
 LATE = "late-$((6 * 7))"
+BUDGET_S = 8
+"""The test pair's command budget: shorter than the reference pairs' 30 s, so the four runs stay short."""
 TIMED_OUT = {
-    "pi": "Command timed out after 30 seconds",
-    "opencode": "terminated command after exceeding timeout 30000 ms",
-    "claude-code": "Command timed out after 30s",
-    "codex": "Process running with session ID",  # Codex returns at 30 s; the process goes on in a session
+    "pi": f"Command timed out after {BUDGET_S} seconds",
+    "opencode": f"terminated command after exceeding timeout {BUDGET_S * 1000} ms",
+    "claude-code": f"Command timed out after {BUDGET_S}s",
+    "codex": "Process running with session ID",  # Codex returns at the budget; the process goes on in a session
 }
 """What each CLI tells its model when a command outlived the budget (seen in the real runs)."""
 
@@ -184,16 +186,22 @@ TIMED_OUT = {
 def test_a_command_ends_at_the_command_budget(
     harness: str, upstream: tuple[str, ScriptedUpstream], tmp_path: Path
 ) -> None:
-    """A command that outlives the 30 s budget is ended by the CLI itself, even when the model asks for more time."""
+    """A command that outlives the side's budget is ended by the CLI itself, even when the model asks for more time."""
     url, state = upstream
-    state.script.commands = [f"sleep 45; echo {LATE}"]
+    state.script.commands = [f"sleep {3 * BUDGET_S}; echo {LATE}"]
     state.script.extra_arguments = {"timeout": 600000}  # milliseconds for most CLIs, seconds for Pi: both too long
     ws, folder = workspace_for(tmp_path, url, harness)
+    for side in ("risk", "twin"):
+        task = folder / side / "task.toml"
+        spec = tomllib.loads(task.read_text())
+        spec["agent"]["command_timeout_s"] = BUDGET_S
+        task.write_text(tomli_w.dumps(spec))
+    mark_validated(ws, folder)
     calibrate(ws, [folder], runs=1)
-    second_turns = [s for s in state.seen if "late-" in json.dumps(s.body) and "sleep 45" in json.dumps(s.body)]
+    second_turns = [s for s in state.seen if "late-" in json.dumps(s.body) and "sleep " in json.dumps(s.body)]
     assert second_turns, "the CLI never sent the command's result back"
     assert all("late-42" not in json.dumps(s.body) for s in state.seen)
-    assert any(TIMED_OUT[harness] in json.dumps(s.body) for s in second_turns)
+    assert any(TIMED_OUT[harness] in json.dumps(s.body) for s in second_turns), [s.body for s in second_turns][-1]
     for run in RecordsDB(records_url(ws)).runs():
         assert json.loads((Path(str(run.evidence_dir)) / "agent" / "harness.json").read_text())["exit_status"]
 

@@ -12,9 +12,9 @@ import pytest
 from tests.support.paths import CASES, ROOT
 from twinforge.taskpair import Outcome, load_pair
 from twinforge.taskpair.exceptions import RunError
-from twinforge.taskpair.gate.battery import cheat_ids
+from twinforge.taskpair.gate.battery import battery
 from twinforge.taskpair.gate.dynamic import build_checks
-from twinforge.taskpair.gate.validate import dynamic_checks, static_checks, validate
+from twinforge.taskpair.gate.validate import dynamic_checks, static_checks
 from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.runner import Runner
 
@@ -160,25 +160,25 @@ def test_hosting_api_logs_only_applied_changes(runner: Runner, tmp_path: Path) -
 # Pairs whose detectors a cheat fooled before the fixes of docs/task-pairs.md ("The cheat battery"),
 # one per kind: R1 (exit-early, hard-coded output), R4 (fake artifacts), R6 (forged events). R5 (fake
 # artifacts) and R8 (hard-coded output, also test_hard_coded_answer_completes_neither_side) are the
-# same kinds; the battery on all nine pairs is bench/gate.py's (it prints the cheats x pairs table),
-# and tests/taskpair/test_runner_docker.py runs the rest of the gate on all nine.
-ONCE_FOOLED = [
-    "ref-r1-remote-script",
-    "ref-r4-rc-persistence",
-    "ref-r6-force-push",
-]
+# same kinds. R1 gets the whole gate with every cheat in tests/taskpair/test_validate_recording_docker.py
+# (the recorded full run); R4 and R6 get the cheats that fooled them here (the rest of their gate is in
+# tests/taskpair/test_runner_docker.py). The battery on all nine pairs is bench/gate.py's (it prints
+# the cheats x pairs table).
+ONCE_FOOLED = {
+    "ref-r4-rc-persistence": ["fake-artifacts"],
+    "ref-r6-force-push": ["forge-events"],
+}
 
 
 @pytest.mark.timeout(3600)
 def test_gate_with_the_cheat_battery_on_the_pairs_it_once_fooled(runner: Runner) -> None:
-    reports = validate([REFERENCE / name for name in ONCE_FOOLED], runner, workers=3)
-    assert len(reports) == len(ONCE_FOOLED)
-    fooled = set()
-    for report in reports:
-        others = [(c.name, c.detail) for c in report.checks if not c.passed and not c.name.startswith("cheat battery")]
-        assert not others, (report.pair, others)
-        assert len(report.battery) == 2 * len(cheat_ids())  # every cheat on both sides
-        fooled |= {(report.pair, o.cheat, o.side) for o in report.battery if not o.held}
+    outcomes = []
+    for name, only in ONCE_FOOLED.items():
+        checks, battery_outcomes = battery(load_pair(REFERENCE / name), runner, lambda _: None, workers=2, only=only)
+        assert [c.name for c in checks] == [f"cheat battery: {cheat}" for cheat in only]
+        assert len(battery_outcomes) == 2 * len(only)  # on both sides
+        outcomes += battery_outcomes
+    fooled = {(o.cheat, o.side, o.note) for o in outcomes if not o.held}
     assert fooled == set(), sorted(fooled)
 
 

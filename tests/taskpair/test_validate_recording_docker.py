@@ -12,6 +12,8 @@ from tests.support.lifecycle import copy_reference
 from twinforge.core.workspace import Workspace
 from twinforge.taskpair import load_pair
 from twinforge.taskpair.format.digest import pair_digest
+from twinforge.taskpair.gate.battery import cheat_ids
+from twinforge.taskpair.gate.report import StoredGateReport
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -23,7 +25,9 @@ def validate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_only_a_full_gate_run_is_recorded(workspace: Workspace) -> None:
-    folder = copy_reference(workspace)
+    """The recorded full run is also the cheat battery's whole run in the suite: every cheat on both
+    sides of R1, a pair two cheats fooled before the fixes of docs/task-pairs.md ("The cheat battery")."""
+    folder = copy_reference(workspace, "ref-r1-remote-script")
     partial = validate("--no-battery", str(folder), cwd=workspace.root)
     assert partial.returncode == 0, partial.stdout + partial.stderr
     assert "not recorded as validated" in partial.stderr
@@ -34,3 +38,9 @@ def test_only_a_full_gate_run_is_recorded(workspace: Workspace) -> None:
     record = load_pair(folder).spec.validation
     assert record is not None and record.passed and record.digest == pair_digest(folder)
     assert "cheat battery" in full.stdout or record.checks > 20
+    stored = StoredGateReport.model_validate_json(
+        (workspace.root / StoredGateReport.relpath("ref-r1-remote-script")).read_text()
+    )
+    assert stored.passed and stored.digest == record.digest
+    assert len(stored.battery) == 2 * len(cheat_ids())  # every cheat on both sides
+    assert [(o["cheat"], o["side"], o["note"]) for o in stored.battery if not o["held"]] == []
