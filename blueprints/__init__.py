@@ -1,64 +1,73 @@
-"""The blueprint domain: Blueprint (8 fields), Review (6 scores), decisions, taxonomy, store."""
+"""The blueprint domain: Blueprint (8 fields), Review (6 scores), decisions, taxonomy, store.
 
-from twinforge.blueprints.actions import (
-    OVERRIDABLE,
-    OVERRIDE_TARGETS,
-    add_note,
-    approve,
-    edit_field,
-    override,
-    override_targets,
-    reject,
-)
-from twinforge.blueprints.blueprint import FIELDS, Blueprint
-from twinforge.blueprints.built import (
-    BY_HAND,
-    BuiltPair,
-    PairDuplicate,
-    built_pair_index,
-    built_pairs,
-    near_duplicate_pairs,
-    slot_similarity,
-)
-from twinforge.blueprints.checks import CheckRules, Finding, check_blueprint, combined_caps, load_check_rules
-from twinforge.blueprints.dimensions import Anchor, Dimension, Dimensions, load_dimensions
-from twinforge.blueprints.exceptions import (
-    BlueprintFileError,
-    ChecksError,
-    ConflictError,
-    InvalidTransition,
-    ReviewActionError,
-    TaxonomyError,
-)
-from twinforge.blueprints.index import BlueprintIndex, Entry, entry_for
-from twinforge.blueprints.record import BlueprintRecord, Decision, FieldEdit, Flag, Note, Provenance, utcnow
-from twinforge.blueprints.review import DimensionScore, ReplyScore, Review, ScoreCap, reply_model, triage
-from twinforge.blueprints.scenario import (
-    Scenario,
-    ScenarioVocabulary,
-    actions_in,
-    actions_of_risk,
-    blueprint_actions,
-    load_scenarios,
-    same_scenario,
-    scenario_of,
-    trap_placement,
-)
-from twinforge.blueprints.similarity import Match, closest, similarity
-from twinforge.blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
-from twinforge.blueprints.store import BlueprintStore, Loaded, Moved, dump_record
-from twinforge.blueprints.summary import Attention, StatusSummary, add_attention, duplicate_pairs, summarize
-from twinforge.blueprints.taxonomy import (
-    Category,
-    Taxonomy,
-    TaxonomyExtension,
-    add_category,
-    cell_order,
-    load_extension,
-    load_taxonomy,
-    taxonomy_for,
-    workspace_taxonomy,
-)
+Its names load on first use (docs/design.md, "Command-line start-up"): ``twinforge.core.lazy``.
+"""
+
+from typing import TYPE_CHECKING
+
+from twinforge.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from twinforge.blueprints.actions import (
+        OVERRIDABLE,
+        OVERRIDE_TARGETS,
+        add_note,
+        approve,
+        edit_field,
+        override,
+        override_targets,
+        reject,
+    )
+    from twinforge.blueprints.attention import Attention, add_attention
+    from twinforge.blueprints.blueprint import FIELDS, Blueprint
+    from twinforge.blueprints.built import (
+        BY_HAND,
+        BuiltPair,
+        PairDuplicate,
+        built_pair_index,
+        built_pairs,
+        near_duplicate_pairs,
+        slot_similarity,
+    )
+    from twinforge.blueprints.checks import CheckRules, Finding, check_blueprint, combined_caps, load_check_rules
+    from twinforge.blueprints.dimensions import Anchor, Dimension, Dimensions, load_dimensions
+    from twinforge.blueprints.exceptions import (
+        BlueprintFileError,
+        ChecksError,
+        ConflictError,
+        InvalidTransition,
+        ReviewActionError,
+        TaxonomyError,
+    )
+    from twinforge.blueprints.index import BlueprintIndex, Entry, entry_for
+    from twinforge.blueprints.record import BlueprintRecord, Decision, FieldEdit, Flag, Note, Provenance, utcnow
+    from twinforge.blueprints.review import DimensionScore, ReplyScore, Review, ScoreCap, reply_model, triage
+    from twinforge.blueprints.scenario import (
+        Scenario,
+        ScenarioVocabulary,
+        actions_in,
+        actions_of_risk,
+        blueprint_actions,
+        load_scenarios,
+        same_scenario,
+        scenario_of,
+        trap_placement,
+    )
+    from twinforge.blueprints.similarity import Match, closest, similarity
+    from twinforge.blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
+    from twinforge.blueprints.store import BlueprintStore, Loaded, Moved, dump_record
+    from twinforge.blueprints.summary import StatusSummary, duplicate_pairs, summarize
+    from twinforge.blueprints.taxonomy import (
+        Category,
+        Taxonomy,
+        TaxonomyExtension,
+        add_category,
+        cell_order,
+        load_extension,
+        load_taxonomy,
+        taxonomy_for,
+        workspace_taxonomy,
+    )
 
 __all__ = [
     "BY_HAND",
@@ -145,3 +154,69 @@ __all__ = [
     "utcnow",
     "workspace_taxonomy",
 ]
+
+lazy_exports(
+    __name__,
+    {
+        "actions": (
+            "OVERRIDABLE",
+            "OVERRIDE_TARGETS",
+            "add_note",
+            "approve",
+            "edit_field",
+            "override",
+            "override_targets",
+            "reject",
+        ),
+        "attention": ("Attention", "add_attention"),
+        "blueprint": ("FIELDS", "Blueprint"),
+        "built": (
+            "BY_HAND",
+            "BuiltPair",
+            "PairDuplicate",
+            "built_pair_index",
+            "built_pairs",
+            "near_duplicate_pairs",
+            "slot_similarity",
+        ),
+        "checks": ("CheckRules", "Finding", "check_blueprint", "combined_caps", "load_check_rules"),
+        "dimensions": ("Anchor", "Dimension", "Dimensions", "load_dimensions"),
+        "exceptions": (
+            "BlueprintFileError",
+            "ChecksError",
+            "ConflictError",
+            "InvalidTransition",
+            "ReviewActionError",
+            "TaxonomyError",
+        ),
+        "index": ("BlueprintIndex", "Entry", "entry_for"),
+        "record": ("BlueprintRecord", "Decision", "FieldEdit", "Flag", "Note", "Provenance", "utcnow"),
+        "review": ("DimensionScore", "ReplyScore", "Review", "ScoreCap", "reply_model", "triage"),
+        "scenario": (
+            "Scenario",
+            "ScenarioVocabulary",
+            "actions_in",
+            "actions_of_risk",
+            "blueprint_actions",
+            "load_scenarios",
+            "same_scenario",
+            "scenario_of",
+            "trap_placement",
+        ),
+        "similarity": ("Match", "closest", "similarity"),
+        "status": ("PAST_REVIEW", "TRANSITIONS", "TRIAGE_STATUSES", "Status", "check_transition"),
+        "store": ("BlueprintStore", "Loaded", "Moved", "dump_record"),
+        "summary": ("StatusSummary", "duplicate_pairs", "summarize"),
+        "taxonomy": (
+            "Category",
+            "Taxonomy",
+            "TaxonomyExtension",
+            "add_category",
+            "cell_order",
+            "load_extension",
+            "load_taxonomy",
+            "taxonomy_for",
+            "workspace_taxonomy",
+        ),
+    },
+)

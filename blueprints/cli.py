@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from twinforge.blueprints.intake import CheckResult, add_entries, check_entries, read_entries
-from twinforge.blueprints.store import BlueprintStore
-from twinforge.blueprints.summary import summarize
-from twinforge.blueprints.taxonomy import workspace_taxonomy
 from twinforge.core.console import out_console, print_json
 from twinforge.core.options import JsonOption, WorkspaceOption
-from twinforge.core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from twinforge.blueprints.intake import CheckResult
+
+# Each command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 
 def status_command(
@@ -22,6 +22,10 @@ def status_command(
     json_out: JsonOption = False,
 ) -> None:
     """Counts of blueprints per status and the source x risk coverage matrix."""
+    from twinforge.blueprints.store import BlueprintStore
+    from twinforge.blueprints.summary import summarize
+    from twinforge.core.workspace import Workspace
+
     store = BlueprintStore(Workspace.open(workspace))
     summary = summarize(store)
     if json_out:
@@ -87,6 +91,10 @@ def check_command(
     json_out: JsonOption = False,
 ) -> None:
     """Run the Stage I checks on hand-written blueprints; exit 1 if any is refused."""
+    from twinforge.blueprints.intake import check_entries, read_entries
+    from twinforge.blueprints.taxonomy import workspace_taxonomy
+    from twinforge.core.workspace import Workspace
+
     taxonomy = None
     if workspace is not None:
         taxonomy = workspace_taxonomy(Workspace.open(workspace).root)
@@ -105,6 +113,10 @@ def add_command(
     json_out: JsonOption = False,
 ) -> None:
     """Add hand-written blueprints to the workspace as proposed (one commit); refused ones are not added."""
+    from twinforge.blueprints.intake import add_entries, read_entries
+    from twinforge.blueprints.store import BlueprintStore
+    from twinforge.core.workspace import Workspace
+
     ws = Workspace.open(workspace)
     store = BlueprintStore(ws)
     entries = read_entries(files, store.taxonomy)

@@ -2,39 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pydantic import BaseModel, Field
 
+from twinforge.blueprints.attention import Attention, attention_sources
 from twinforge.blueprints.built import built_pairs, near_duplicate_pairs
 from twinforge.blueprints.status import Status
 from twinforge.blueprints.store import BlueprintStore
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.workspace import Workspace
-
-
-class Attention(BaseModel):
-    """A pair that needs a person's look, reported by a later stage (e.g. calibration).
-
-    Attributes:
-        pair: Pair id.
-        kind: What kind of problem (``stand-in``, ``disagreement``, ``unreadable`` ...).
-        detail: One line saying what was found.
-    """
-
-    pair: str
-    kind: str
-    detail: str
-
-
-AttentionSource = Callable[[Workspace], list[Attention]]
-_SOURCES: list[AttentionSource] = []
-
-
-def add_attention(source: AttentionSource) -> None:
-    """Let a later stage add pairs needing a look to ``twinforge status`` (the domain never imports stages)."""
-    if source not in _SOURCES:
-        _SOURCES.append(source)
 
 
 def duplicate_pairs(workspace: Workspace) -> list[Attention]:
@@ -53,7 +28,7 @@ def duplicate_pairs(workspace: Workspace) -> list[Attention]:
 def attention(workspace: Workspace) -> list[Attention]:
     """Near-duplicate pairs, then every registered source's findings (a failing source is one ``unreadable`` line)."""
     found: list[Attention] = duplicate_pairs(workspace)
-    for source in _SOURCES:
+    for source in attention_sources():
         try:
             found += source(workspace)
         except TwinforgeError as exc:

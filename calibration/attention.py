@@ -6,13 +6,22 @@ preset) is flagged, and so is a pair whose detector disagreed with a trajectory 
 
 from __future__ import annotations
 
-from twinforge.blueprints import Attention
-from twinforge.calibration.results import CalibrationRecord
-from twinforge.core.workspace import Workspace
+from typing import TYPE_CHECKING
+
+from twinforge.blueprints.attention import Attention
+
+if TYPE_CHECKING:
+    from twinforge.core.workspace import Workspace
 
 
 def attention(workspace: Workspace) -> list[Attention]:
-    """Findings from the workspace's calibration records (``calibration/<pair>.yaml``)."""
+    """Findings from the workspace's calibration records (``calibration/<pair>.yaml``).
+
+    Every ``twinforge`` process registers this source while building its command tree, so the
+    records' module is imported only when it runs (docs/design.md, "Command-line start-up").
+    """
+    from twinforge.calibration.results import CalibrationRecord
+
     found = []
     for record in CalibrationRecord.all(workspace):
         if record.model.stand_in:

@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from twinforge.blueprints import add_attention, built_pairs, duplicate_pairs, workspace_taxonomy
-from twinforge.calibration.admission import admit, spread_warnings
+from twinforge.blueprints.attention import add_attention
 from twinforge.calibration.attention import attention
-from twinforge.calibration.calibrate import calibrate, records_url
-from twinforge.calibration.evaluate import admitted_cells, evaluate
-from twinforge.calibration.exceptions import AdmissionError
-from twinforge.calibration.records import RecordsDB
 from twinforge.calibration.records_cli import records_app
-from twinforge.calibration.redetect import redetect_pair
-from twinforge.calibration.report import Report, build_report
-from twinforge.calibration.results import CalibrationRecord, RunSummary
-from twinforge.calibration.texttables import text_tables
 from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
-from twinforge.core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from twinforge.calibration.report import Report
+    from twinforge.calibration.results import RunSummary
+
+# Each command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 Executor = Annotated[str, typer.Option(help="local (a bounded pool) or ray.")]
 Address = Annotated[str | None, typer.Option(help="Ray cluster address, e.g. head:6379 (default: a local cluster).")]
@@ -74,6 +70,9 @@ def calibrate_command(
     json_out: JsonOption = False,
 ) -> None:
     """Run validated pairs K times per side with the calibration model (resumable) and decide each."""
+    from twinforge.calibration.calibrate import calibrate
+    from twinforge.core.workspace import Workspace
+
     ws = Workspace.open(workspace)
     dirs = pairs or sorted(p for p in ws.tasks_dir.iterdir() if (p / "pair.yaml").is_file())
     if not dirs:
@@ -127,6 +126,11 @@ def admit_command(
     workspace: WorkspaceOption = None,
 ) -> None:
     """Admit calibrated pairs into benchmark.yaml with their calibration record; a failed pair needs a justification."""
+    from twinforge.calibration.admission import admit, spread_warnings
+    from twinforge.calibration.exceptions import AdmissionError
+    from twinforge.calibration.results import CalibrationRecord
+    from twinforge.core.workspace import Workspace
+
     ws = Workspace.open(workspace)
     if passed:
         records = CalibrationRecord.all(ws)
@@ -172,6 +176,9 @@ def evaluate_command(
     json_out: JsonOption = False,
 ) -> None:
     """Run admitted pairs with a named model and harness for benchmark results (kept apart from calibration)."""
+    from twinforge.calibration.evaluate import evaluate
+    from twinforge.core.workspace import Workspace
+
     ws = Workspace.open(workspace)
     with progress(quiet=json_out) as bar:
         k = runs or ws.config.evaluation.runs
@@ -226,6 +233,13 @@ def report_command(
 
     Written as Markdown, HTML, JSON and one CSV per table; figures as PNG and SVG.
     """
+    from twinforge.blueprints import built_pairs, duplicate_pairs, workspace_taxonomy
+    from twinforge.calibration.calibrate import records_url
+    from twinforge.calibration.evaluate import admitted_cells
+    from twinforge.calibration.records import RecordsDB
+    from twinforge.calibration.report import build_report
+    from twinforge.core.workspace import Workspace
+
     ws = Workspace.open(workspace)
     try:
         report = build_report(
@@ -248,6 +262,8 @@ def report_command(
 
 def render_report(report: Report) -> None:
     """The report's headline tables on the terminal (the files hold all of them)."""
+    from twinforge.calibration.texttables import text_tables
+
     if not report.combinations and not report.calibration:
         out_console.print("no finished runs yet")
     tables = {t.name: t for t in text_tables(report)}
@@ -282,6 +298,9 @@ def redetect_command(
     json_out: JsonOption = False,
 ) -> None:
     """Judge the stored evidence of past runs with the pair's current detector; keep the old verdicts beside."""
+    from twinforge.calibration.redetect import redetect_pair
+    from twinforge.core.workspace import Workspace
+
     ws = Workspace.open(workspace)
     with progress(quiet=json_out) as bar:
         task = bar.add_task(f"judging stored runs of {pair} again", total=None)

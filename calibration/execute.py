@@ -17,11 +17,12 @@ from pathlib import Path
 
 from docker.errors import DockerException
 
+from twinforge.calibration.choices import Purpose
 from twinforge.calibration.executors import make_executor
 from twinforge.calibration.jobs import Job, discard_partial, run_job
 from twinforge.calibration.records import PlannedRun, RecordsDB, RunRow
 from twinforge.calibration.redetect import rejudge_stale
-from twinforge.calibration.results import Budgets, HarnessChoice, Purpose, RunSummary
+from twinforge.calibration.results import Budgets, HarnessChoice, RunSummary
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.settings import ModelSettings
 from twinforge.taskpair import TaskPair

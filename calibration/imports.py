@@ -8,17 +8,15 @@ and whether a safe completion exists come from there).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from twinforge.calibration.calibrate import records_url
+from twinforge.calibration.choices import Format
 from twinforge.calibration.exceptions import CalibrationError
 from twinforge.calibration.harbor_results import harbor_runs, stored_repetitions
 from twinforge.calibration.records import RecordsDB
 from twinforge.calibration.transfer import Imported, import_records, read_file
 from twinforge.core.workspace import Workspace
 from twinforge.taskpair import PairFormatError, load_pair
-
-Format = Literal["jsonl", "harbor"]
 
 
 def workspace_lookup(workspace: Workspace) -> dict[tuple[str, str], tuple[str, bool]]:

@@ -8,15 +8,11 @@ from typing import Annotated
 
 import typer
 
-from twinforge.calibration.calibrate import records_url
-from twinforge.calibration.imports import Format, import_runs
-from twinforge.calibration.records import RecordsDB
-from twinforge.calibration.results import Purpose
-from twinforge.calibration.transfer import dump_lines, export_records
-from twinforge.core.atomic import atomic_write_text
+from twinforge.calibration.choices import Format, Purpose
 from twinforge.core.console import err_console, print_json
 from twinforge.core.options import JsonOption, WorkspaceOption
-from twinforge.core.workspace import Workspace
+
+# Each command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 records_app = typer.Typer(help="Move run records between hosts, databases and tools (JSON Lines, Harbor).")
 
@@ -28,6 +24,12 @@ def export_command(
     workspace: WorkspaceOption = None,
 ) -> None:
     """Every finished run as one JSON object per line (pandas: read_json(path, lines=True))."""
+    from twinforge.calibration.calibrate import records_url
+    from twinforge.calibration.records import RecordsDB
+    from twinforge.calibration.transfer import dump_lines, export_records
+    from twinforge.core.atomic import atomic_write_text
+    from twinforge.core.workspace import Workspace
+
     ws = Workspace.open(workspace)
     lines = dump_lines(export_records(RecordsDB(records_url(ws)), purpose=purpose))
     if out is None:
@@ -48,6 +50,9 @@ def import_command(
     json_out: JsonOption = False,
 ) -> None:
     """Store runs from elsewhere: idempotent; a run that contradicts a stored one refuses the whole import."""
+    from twinforge.calibration.imports import import_runs
+    from twinforge.core.workspace import Workspace
+
     ws = Workspace.open(workspace)
     done = import_runs(ws, source, fmt=fmt, model=model, harness=harness)
     if json_out:

@@ -24,7 +24,6 @@ from twinforge.taskpair import Outcome
 from twinforge.taskpair.format.spec import AgentBudget
 
 Side = Literal["risk", "twin"]
-Purpose = Literal["calibration", "evaluation"]
 
 
 class _Model(BaseModel):

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from twinforge.calibration.choices import Purpose
 from twinforge.calibration.metrics import Metrics, PairRuns, compute, per_repetition
-from twinforge.calibration.results import Purpose
 from twinforge.calibration.rules import is_observed
 
 

@@ -23,9 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from twinforge.calibration.choices import Purpose
 from twinforge.calibration.exceptions import CalibrationError
 from twinforge.calibration.records import RecordsDB, RunRow, VerdictRow
-from twinforge.calibration.results import Purpose, RunDetail, Side
+from twinforge.calibration.results import RunDetail, Side
 from twinforge.core.llm import describe_validation_error
 from twinforge.taskpair import Outcome
 

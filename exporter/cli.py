@@ -11,8 +11,8 @@ import typer
 from twinforge.core.console import err_console, print_json, progress
 from twinforge.core.exceptions import WorkspaceError
 from twinforge.core.options import JsonOption, WorkspaceOption
-from twinforge.core.workspace import Workspace
-from twinforge.exporter.harbor import export_harbor, resolve_pairs
+
+# The command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 
 class Format(StrEnum):
@@ -43,6 +43,9 @@ def export_command(
     json_out: JsonOption = False,
 ) -> None:
     """Export task pairs: each side becomes a Harbor task (separate verifier, named rewards), plus dataset.toml."""
+    from twinforge.core.workspace import Workspace
+    from twinforge.exporter.harbor import export_harbor, resolve_pairs
+
     try:
         ws: Workspace | None = Workspace.open(workspace)
     except WorkspaceError:

@@ -1,20 +1,28 @@
-"""Stage I proposer: prompts -> batches of 10 validated blueprints, each slot grounded in its own incident."""
+"""Stage I proposer: prompts -> batches of 10 validated blueprints, each slot grounded in its own incident.
 
-from twinforge.generator.batch import BATCH_SIZE, BatchReport, BatchRequest, SourcesInfo, propose_batch, slot_schema
-from twinforge.generator.examples import WorkedExample, examples_for, load_examples
-from twinforge.generator.exceptions import SourcesError
-from twinforge.generator.run import THIN_CELL, GenerateReport, emptiest_cell, generate
-from twinforge.generator.slotchecks import copies_example, pasted_hint
-from twinforge.generator.slots import Slot, SlotPlan, order_incidents, plan_slots
-from twinforge.generator.sources import (
-    Incident,
-    cell_counts,
-    default_sources,
-    load_sources,
-    sources_digest,
-    sources_label,
-    thin_cells,
-)
+Its names load on first use (docs/design.md, "Command-line start-up"): ``twinforge.core.lazy``.
+"""
+
+from typing import TYPE_CHECKING
+
+from twinforge.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from twinforge.generator.batch import BATCH_SIZE, BatchReport, BatchRequest, SourcesInfo, propose_batch, slot_schema
+    from twinforge.generator.examples import WorkedExample, examples_for, load_examples
+    from twinforge.generator.exceptions import SourcesError
+    from twinforge.generator.run import THIN_CELL, GenerateReport, emptiest_cell, generate
+    from twinforge.generator.slotchecks import copies_example, pasted_hint
+    from twinforge.generator.slots import Slot, SlotPlan, order_incidents, plan_slots
+    from twinforge.generator.sources import (
+        Incident,
+        cell_counts,
+        default_sources,
+        load_sources,
+        sources_digest,
+        sources_label,
+        thin_cells,
+    )
 
 __all__ = [
     "BATCH_SIZE",
@@ -45,3 +53,24 @@ __all__ = [
     "sources_label",
     "thin_cells",
 ]
+
+lazy_exports(
+    __name__,
+    {
+        "batch": ("BATCH_SIZE", "BatchReport", "BatchRequest", "SourcesInfo", "propose_batch", "slot_schema"),
+        "examples": ("WorkedExample", "examples_for", "load_examples"),
+        "exceptions": ("SourcesError",),
+        "run": ("THIN_CELL", "GenerateReport", "emptiest_cell", "generate"),
+        "slotchecks": ("copies_example", "pasted_hint"),
+        "slots": ("Slot", "SlotPlan", "order_incidents", "plan_slots"),
+        "sources": (
+            "Incident",
+            "cell_counts",
+            "default_sources",
+            "load_sources",
+            "sources_digest",
+            "sources_label",
+            "thin_cells",
+        ),
+    },
+)

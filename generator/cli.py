@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from twinforge.core.console import err_console, print_json, progress
-from twinforge.core.llm import refusal_message
 from twinforge.core.options import JsonOption, WorkspaceOption
-from twinforge.core.recovery import recovery_lines
-from twinforge.core.workspace import Workspace
-from twinforge.generator.batch import BatchReport
-from twinforge.generator.run import THIN_CELL, GenerateReport, GenerateSummary, generate
+
+if TYPE_CHECKING:
+    from twinforge.generator.batch import BatchReport
+    from twinforge.generator.run import GenerateReport
+
+# The command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 
 def generate_command(
@@ -31,6 +32,11 @@ def generate_command(
     json_out: JsonOption = False,
 ) -> None:
     """Propose blueprints in batches of 10 with the generator model; one commit per batch."""
+    from twinforge.core.llm import refusal_message
+    from twinforge.core.recovery import recovery_lines
+    from twinforge.core.workspace import Workspace
+    from twinforge.generator.run import THIN_CELL, GenerateSummary, generate
+
     ws = Workspace.open(workspace)
     with progress(quiet=json_out) as bar:
         task = bar.add_task("generating", total=batches)

@@ -8,15 +8,27 @@ stays on the host) and its commands at our shell.
 
 ``ObservedAgent`` (``twinforge.harness.agent``) is not re-exported: importing it imports Mini-SWE-agent,
 which this package otherwise does only when a run starts.
+
+Its names load on first use (docs/design.md, "Command-line start-up"): ``twinforge.core.lazy``.
 """
 
-from twinforge.harness.environment import SUBMIT_SIGNAL, ShellEnvironment, ShellEnvironmentConfig, raise_if_submitted
-from twinforge.harness.exceptions import HarnessError
-from twinforge.harness.grant import RunGrant
-from twinforge.harness.mini_swe_agent import TEXT_ACTION_GRAMMAR, MiniSweAgent
-from twinforge.harness.protocol import Harness, HarnessResult, Limits, ModelEndpoint, Shell
-from twinforge.harness.proxy import CallLog, ModelProxy
-from twinforge.harness.registry import HARNESSES, make_harness
+from typing import TYPE_CHECKING
+
+from twinforge.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from twinforge.harness.environment import (
+        SUBMIT_SIGNAL,
+        ShellEnvironment,
+        ShellEnvironmentConfig,
+        raise_if_submitted,
+    )
+    from twinforge.harness.exceptions import HarnessError
+    from twinforge.harness.grant import RunGrant
+    from twinforge.harness.mini_swe_agent import TEXT_ACTION_GRAMMAR, MiniSweAgent
+    from twinforge.harness.protocol import Harness, HarnessResult, Limits, ModelEndpoint, Shell
+    from twinforge.harness.proxy import CallLog, ModelProxy
+    from twinforge.harness.registry import HARNESSES, make_harness
 
 __all__ = [
     "HARNESSES",
@@ -37,3 +49,16 @@ __all__ = [
     "make_harness",
     "raise_if_submitted",
 ]
+
+lazy_exports(
+    __name__,
+    {
+        "environment": ("SUBMIT_SIGNAL", "ShellEnvironment", "ShellEnvironmentConfig", "raise_if_submitted"),
+        "exceptions": ("HarnessError",),
+        "grant": ("RunGrant",),
+        "mini_swe_agent": ("TEXT_ACTION_GRAMMAR", "MiniSweAgent"),
+        "protocol": ("Harness", "HarnessResult", "Limits", "ModelEndpoint", "Shell"),
+        "proxy": ("CallLog", "ModelProxy"),
+        "registry": ("HARNESSES", "make_harness"),
+    },
+)

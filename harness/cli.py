@@ -13,7 +13,6 @@ from twinforge.core.console import err_console, out_console, print_json
 from twinforge.core.options import JsonOption
 from twinforge.harness.exceptions import HarnessError
 from twinforge.harness.install import PACKAGES, install, install_dir, is_installed
-from twinforge.harness.registry import HARNESSES
 
 harness_app = typer.Typer(help="Coding-agent harnesses: Mini-SWE-agent and the four CLIs.", no_args_is_help=True)
 
@@ -129,4 +128,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(harness_app, name="harness")
 
 
-__all__ = ["HARNESSES", "harness_status", "register", "setup_harness"]
+__all__ = ["harness_status", "register", "setup_harness"]

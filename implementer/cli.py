@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.table import Table
 
 from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
-from twinforge.core.workspace import Workspace
-from twinforge.implementer.run import BlueprintOutcome, implement
+
+if TYPE_CHECKING:
+    from twinforge.implementer.run import BlueprintOutcome
+
+# The command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 
 def implement_command(
@@ -43,6 +46,9 @@ def implement_command(
     Each blueprint ends implemented (its pair in tasks/<pair-id>/) or impl_failed (the last gate
     report kept in implementation/<id>.yaml); one commit per blueprint. Resumable: run it again.
     """
+    from twinforge.core.workspace import Workspace
+    from twinforge.implementer.run import implement
+
     if mode not in (None, "archetype", "agent"):
         raise typer.BadParameter("mode must be archetype or agent", param_hint="--mode")
     chosen: Literal["archetype", "agent"] | None = mode  # type: ignore[assignment]

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from twinforge.core.console import out_console, print_json
 from twinforge.core.options import JsonOption
-from twinforge.observer.diagnose import diagnose_file
-from twinforge.observer.spec import load_spec
+
+# The command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 
 def diagnose_command(
@@ -25,6 +25,9 @@ def diagnose_command(
     json_out: JsonOption = False,
 ) -> None:
     """Name the misbehaviours in saved trajectories (loops, tool failures, drift), with step numbers."""
+    from twinforge.observer.diagnose import diagnose_file
+    from twinforge.observer.spec import load_spec
+
     run_spec = load_spec(spec) if spec else None
     results = {str(path): diagnose_file(path, run_spec) for path in trajectories}
     if json_out:

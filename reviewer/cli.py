@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from twinforge.blueprints import BlueprintStore, Status
 from twinforge.core.console import err_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
-from twinforge.core.recovery import recovery_lines
-from twinforge.core.workspace import Workspace
-from twinforge.reviewer.pending import ReviewOutcome, review_pending
+
+if TYPE_CHECKING:
+    from twinforge.reviewer.pending import ReviewOutcome
+
+# The command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 
 def review_command(
@@ -24,6 +25,11 @@ def review_command(
     json_out: JsonOption = False,
 ) -> None:
     """Score proposed blueprints on the six dimensions and triage them (>= 24 keep, 18-23 review, < 18 discard)."""
+    from twinforge.blueprints import BlueprintStore, Status
+    from twinforge.core.recovery import recovery_lines
+    from twinforge.core.workspace import Workspace
+    from twinforge.reviewer.pending import review_pending
+
     ws = Workspace.open(workspace)
     total = len(ids) if ids else len(BlueprintStore(ws).records(Status.PROPOSED))
     with progress(quiet=json_out) as bar:

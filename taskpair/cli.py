@@ -9,21 +9,12 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from twinforge.blueprints import Blueprint, BlueprintStore, Category, load_extension, workspace_taxonomy
-from twinforge.blueprints.taxonomy import taxonomy_listing
 from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.exceptions import WorkspaceError
 from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.paths import cache_dir
-from twinforge.core.workspace import Workspace
-from twinforge.taskpair.format.category import add_risk_category
-from twinforge.taskpair.format.scaffold import new_pair
-from twinforge.taskpair.gate.recording import digests, record_reports
-from twinforge.taskpair.gate.validate import validate
-from twinforge.taskpair.runtime.engine import client, setup
-from twinforge.taskpair.runtime.isolation import reap
-from twinforge.taskpair.runtime.runner import Runner
-from twinforge.taskpair.runtime.scripted import read_commands, run_scripted
+
+# Each command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 env_app = typer.Typer(help="The local Docker engine and base image task pairs run on.", no_args_is_help=True)
 
@@ -31,6 +22,8 @@ env_app = typer.Typer(help="The local Docker engine and base image task pairs ru
 @env_app.command("setup")
 def env_setup() -> None:
     """Install and start the Docker engine if needed and build the local base image (idempotent, never pulls)."""
+    from twinforge.taskpair.runtime.engine import setup
+
     tag = setup(lambda line: err_console.print(line, markup=False))
     out_console.print(tag)
 
@@ -40,11 +33,16 @@ def env_reap(
     everything: Annotated[bool, typer.Option("--all", help="Also remove resources of runs still in progress.")] = False,
 ) -> None:
     """Remove containers, volumes, networks, packet-filter rules and run disks left behind by crashed runs."""
+    from twinforge.taskpair.runtime.engine import client
+    from twinforge.taskpair.runtime.isolation import reap
+
     removed = reap(client(), everything=everything)
     err_console.print("removed " + ", ".join(f"{count} {kind}" for kind, count in removed.items()))
 
 
 def _runs_dir(start: Path) -> Path:
+    from twinforge.core.workspace import Workspace
+
     try:
         return Workspace.open(start).root / "runs"
     except WorkspaceError:
@@ -58,6 +56,10 @@ def new_pair_command(
     workspace: WorkspaceOption = None,
 ) -> None:
     """Scaffold an empty task pair (both sides, Dockerfile, detector and solution stubs)."""
+    from twinforge.blueprints import Blueprint, BlueprintStore
+    from twinforge.core.workspace import Workspace
+    from twinforge.taskpair.format.scaffold import new_pair
+
     if blueprint is not None:
         record = BlueprintStore(Workspace.open(workspace)).load(blueprint)
         bp, bp_id, title = record.blueprint, record.id, record.blueprint.engineering_task[:80]
@@ -80,6 +82,10 @@ def validate_command(
     workers: Annotated[int, typer.Option(min=1, max=16, help="Oracle and cheat-battery runs at a time.")] = 3,
 ) -> None:
     """Run the validation gate: static checks, oracle runs and the cheat battery in Docker. Exit 1 on any failure."""
+    from twinforge.taskpair.gate.recording import digests, record_reports
+    from twinforge.taskpair.gate.validate import validate
+    from twinforge.taskpair.runtime.runner import Runner
+
     runner = None if static_only else Runner(_runs_dir(pairs[0].resolve().parent))
     before = digests(pairs)
     with progress(quiet=json_out) as bar:
@@ -132,6 +138,8 @@ def run_command(
 
     The run is stored under the workspace's runs/scripted/ (kept apart from calibration and evaluation).
     """
+    from twinforge.taskpair.runtime.scripted import read_commands, run_scripted
+
     script = read_commands(commands)
     runs = _runs_dir(workspace if workspace is not None else pair.resolve().parent)
     with progress(quiet=json_out) as bar:
@@ -166,6 +174,10 @@ def taxonomy_add(
     workspace: WorkspaceOption = None,
 ) -> None:
     """Add a risk category: the taxonomy entry plus guide, detector and reference-pair skeletons, in one commit."""
+    from twinforge.blueprints import Category
+    from twinforge.core.workspace import Workspace
+    from twinforge.taskpair.format.category import add_risk_category
+
     ws = Workspace.open(workspace)
     category = Category(id=category_id, name=name, description=description, example=example)
     added = add_risk_category(ws, category)
@@ -184,6 +196,9 @@ def taxonomy_list(
     json_out: JsonOption = False,
 ) -> None:
     """The merged taxonomy: every attack source and risk category, packaged or the workspace's own."""
+    from twinforge.blueprints.taxonomy import load_extension, taxonomy_listing, workspace_taxonomy
+    from twinforge.core.workspace import Workspace
+
     ws = Workspace.open(workspace)
     taxonomy = workspace_taxonomy(ws.root)
     own = {c.id for c in (*load_extension(ws.root).sources, *load_extension(ws.root).risks)}

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from twinforge.core.console import err_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
-from twinforge.core.workspace import Workspace
-from twinforge.viewer.export import export_site
-from twinforge.viewer.serve import Serving, serve
-from twinforge.viewer.site import Site
+
+if TYPE_CHECKING:
+    from twinforge.viewer.serve import Serving
+
+# The command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 
 def view_command(
@@ -27,6 +28,11 @@ def view_command(
     json_out: JsonOption = False,
 ) -> None:
     """Show the benchmark in a browser: overview, pairs, runs, blueprints, and a JSON API (read-only)."""
+    from twinforge.core.workspace import Workspace
+    from twinforge.viewer.export import export_site
+    from twinforge.viewer.serve import serve
+    from twinforge.viewer.site import Site
+
     ws = Workspace.open(workspace)
     if export is not None:
         with progress(quiet=json_out) as bar:

