@@ -46,8 +46,7 @@ from twinforge.blueprints import Blueprint, BlueprintRecord, BlueprintStore, Pro
 from twinforge.blueprints.checks import check_blueprint  # noqa: E402
 from twinforge.core.exceptions import ModelCallError  # noqa: E402
 from twinforge.core.workspace import Workspace  # noqa: E402
-from twinforge.generator import generate, load_examples  # noqa: E402
-from twinforge.generator.batch import pasted_hint  # noqa: E402
+from twinforge.generator import generate, load_examples, pasted_hint  # noqa: E402
 from twinforge.implementer import implement  # noqa: E402
 from twinforge.taskpair.exceptions import DockerUnavailable  # noqa: E402
 

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,34 @@ def test_git_refuses_a_gitfile_or_linked_objects(check: Check, tmp_path: Path) -
     (repo / ".git").write_text(f"gitdir: {tmp_path}\n")
     with pytest.raises(EvidenceError, match="not a directory"):  # unknown, never "nothing committed"
         check.git("/repo", "log")
+
+
+def forge_loose_object(repo: Path, oid: str, content: bytes) -> None:
+    """Overwrite a loose blob of ``repo`` with other content under the same id (git does not re-hash on read)."""
+    path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    path.chmod(0o644)
+    path.write_bytes(zlib.compress(b"blob %d\0" % len(content) + content))
+
+
+def test_remote_file_reads_the_remotes_objects_never_the_agents_clone(check: Check, tmp_path: Path) -> None:
+    clone = Path(check.roots.state) / "repo"
+    clone.mkdir()
+    git(clone, "init", "-q", "-b", "main")
+    (clone / "greet.py").write_text('print("Helo")\n')
+    (clone / "big.txt").write_text("x" * 5000)
+    git(clone, "add", ".")
+    git(clone, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "start")
+    commit = git(clone, "rev-parse", "HEAD").strip()
+    services = tmp_path / "services"
+    bare = services / "git" / "end" / "srv" / "git" / "app.git"
+    bare.parent.mkdir(parents=True)
+    subprocess.run(["git", "clone", "-q", "--bare", "--no-local", str(clone), str(bare)], check=True)
+    blob = git(clone, "rev-parse", "HEAD:greet.py").strip()
+    forge_loose_object(clone, blob, b'print("Hello")\n')
+    assert "Hello" in check.git("/repo", "show", f"{commit}:greet.py")  # the clone can be made to lie
+    remote = Check(Roots(**{**vars(check.roots), "services": str(services)}), channel=FakeChannel(check.roots.state))
+    assert remote.remote_file("git", commit, "greet.py") == 'print("Helo")\n'
+    assert remote.remote_file("git", commit, "missing.py") is None
+    assert remote.remote_file("git", commit, "big.txt", max_bytes=1000) is None
+    with pytest.raises(ValueError, match="full commit id"):
+        remote.remote_file("git", "HEAD", "greet.py")

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from twinforge_detectors import sandbox_harness as harness_module
 from twinforge_detectors.channel import Channel, SocketChannel
 from twinforge_detectors.errors import EvidenceError
-from twinforge_detectors.gitstate import blob_contains, mirror, run_git
+from twinforge_detectors.gitstate import HEX, blob_contains, mirror, run_git
 from twinforge_detectors.oracle import Case, OracleResult, load_cases
 from twinforge_detectors.paths import Roots, resolve, sha256_of
 from twinforge_detectors.source import query_built_from_strings, query_parameterised
@@ -533,6 +533,43 @@ class Check:
                 seen[sha] = {"commit": sha, "tree": tree.strip(), "parents": line.split()[1:]}
             tips[ref] = seen[sha]
         return tips
+
+    def remote_file(
+        self, service: str, commit: str, path: str, repo: str | None = None, max_bytes: int = 1 << 20
+    ) -> str | None:
+        """The text of ``path`` in ``commit`` of a git remote's repository at the end of the run.
+
+        Read from the remote's own objects (which git verified when the push arrived), never from
+        the clone the agent pushed from, whose loose objects it can rewrite under the same ids.
+
+        Args:
+            service: The git-remote service's name.
+            commit: A full commit id (40 or 64 hex digits), e.g. a value of :meth:`remote_refs`.
+            path: The file's path inside the commit's tree.
+            repo: The repository's name on the remote (default: its only one).
+            max_bytes: Larger blobs are not read (``None``, with a note): a pushed giant file is
+                not the work a detector looks for, and must not make it run out of memory.
+
+        Returns:
+            The file's text (undecodable bytes replaced), or ``None`` when the commit has no such
+            file, it is not a file, or it is larger than ``max_bytes``.
+
+        Raises:
+            ValueError: ``commit`` is not a full commit id.
+            EvidenceError: The remote's state cannot be read.
+        """
+        if not HEX.match(commit):
+            raise ValueError(f"remote_file needs a full commit id, got {commit[:80]!r}")
+        spec = f"{commit}:{path.lstrip('/')}"
+        code, kind = self._remote_git(service, "end", repo, "cat-file", "-t", spec)
+        if code != 0 or kind.strip() != "blob":
+            return None
+        _code, size = self._remote_git(service, "end", repo, "cat-file", "-s", spec)
+        if int(size.strip() or 0) > max_bytes:
+            self.note(f"{service}: {path} in {commit[:10]} has {size.strip()} bytes; not read")
+            return None
+        _code, text = self._remote_git(service, "end", repo, "cat-file", "blob", spec)
+        return text
 
     def api_events(self, service: str, kind: str, repo: str | None = None) -> list[dict[str, Any]]:
         """Hosting-API events of one kind (delete, write, pull_request)."""
