@@ -141,6 +141,10 @@ def server_command(info: ServerInfo, binary: Path) -> list[str]:
         "--threads-batch",
         str(info.threads),
         "--cont-batching",
+        # Threads sleep while they wait for work instead of spinning: beside task containers and other
+        # processes on 2 cores, spinning threads starve each other (docs/design.md, "The embedded model server").
+        "--poll",
+        "0",
         "--cache-prompt",
         "--cache-ram",
         str(PROMPT_CACHE_MIB),
