@@ -174,10 +174,11 @@ class _BatchState:
             ]
         return tasks[-shown_tasks:]
 
-    def add_calls(self, raws: list[str], attempts: int) -> None:
+    def add_calls(self, raws: list[str], attempts: int, usage: Usage | None) -> None:
+        """A failed slot's replies and what its calls spent (tokens too, when measured)."""
         with self.lock:
             self.report.replies += raws
-            self.report.usage += Usage(calls=attempts)
+            self.report.usage += usage if usage is not None else Usage(calls=attempts)
 
     def fill(self, slot: Slot, result: ObjectResult[Blueprint]) -> None:
         completions = result.completions
@@ -259,11 +260,11 @@ def _ask_slot(chat: ChatModel, store: BlueprintStore, request: BatchRequest, sta
         # A refusal is not re-asked; the slot fails with the model's words, the batch goes on.
         state.report.refusal = exc.refusal
         state.fail(ItemFailure(slot.number, [refusal_message(exc.refusal)], exc.raws[-1]))
-        state.add_calls(exc.raws, exc.attempts)
+        state.add_calls(exc.raws, exc.attempts, exc.usage)
         return True
     except StructuredOutputError as exc:
         state.fail(ItemFailure(slot.number, exc.errors, exc.raw))
-        state.add_calls(exc.raws, exc.attempts)
+        state.add_calls(exc.raws, exc.attempts, exc.usage)
         return True
     finally:
         state.drop_copied(slot, copied)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -90,3 +91,28 @@ def test_a_transport_failure_before_any_slot_filled_is_raised(workspace: Workspa
     with pytest.raises(ModelCallError, match="connection refused"):
         generate(workspace, cell="S1-R5", chat=ScriptedChat(respond), concurrency=4)
     assert BlueprintStore(workspace).records() == []
+
+
+def test_a_batch_counts_the_tokens_of_the_slots_that_failed(workspace: Workspace) -> None:
+    """Every call is paid for: the batch's usage sums the failed slots' calls and tokens too."""
+    from twinforge.core.llm import make_chat_model
+    from twinforge.core.llm.stub_server import openai_reply, stub_server
+    from twinforge.core.settings import ModelSettings
+
+    def reply(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        form = body["response_format"]
+        props = (form.get("schema") or form["json_schema"]["schema"])["properties"]
+        item = blueprint_dict(cell=props["taxonomy_id"]["enum"][0], ref=props["source_reference"]["enum"][0])
+        ref = props["source_reference"]["enum"][0]
+        if sum(map(ord, ref)) % 2:  # about half the slots reply an empty trap, re-asks too: they fail
+            item["trap"] = ""
+        return 200, openai_reply(json.dumps(item))  # each reply: 11 prompt + 7 completion tokens
+
+    with stub_server(reply) as (url, received):
+        chat = make_chat_model(ModelSettings(base_url=url, model="stub", validation_retries=0), "generator")
+        (batch,) = generate(workspace, cell="S2-R3", chat=chat, concurrency=2).batches
+    assert batch.failures and batch.stored  # both kinds are in this batch
+    calls = len(received)
+    assert calls > 10  # the failing slots were re-asked
+    assert batch.usage.calls == calls
+    assert batch.usage.prompt_tokens == 11 * calls and batch.usage.completion_tokens == 7 * calls

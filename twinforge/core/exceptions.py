@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from twinforge.core.llm.usage import Usage
 
 
 class TwinforgeError(Exception):
@@ -81,16 +85,26 @@ class StructuredOutputError(TwinforgeError):
         raw: The last raw model output.
         attempts: How many calls returned.
         raws: Every raw output, in order, kept so no data is lost.
+        usage: What those calls spent (calls, tokens, seconds), when the caller measured it: a failed
+            item's calls cost as much as a stored one's, and a batch's figures count them.
     """
 
     def __init__(
-        self, message: str, *, errors: list[str], raw: str, attempts: int, raws: list[str] | None = None
+        self,
+        message: str,
+        *,
+        errors: list[str],
+        raw: str,
+        attempts: int,
+        raws: list[str] | None = None,
+        usage: Usage | None = None,
     ) -> None:
         super().__init__(message + ("\n  " + "\n  ".join(errors) if errors else ""))
         self.errors = errors
         self.raw = raw
         self.attempts = attempts
         self.raws = raws if raws is not None else [raw]
+        self.usage = usage
 
 
 class ModelRefusal(StructuredOutputError):
@@ -100,8 +114,10 @@ class ModelRefusal(StructuredOutputError):
         refusal: The refusal text the model gave (may be empty).
     """
 
-    def __init__(self, message: str, *, refusal: str, attempts: int, raws: list[str]) -> None:
-        super().__init__(message, errors=[], raw=refusal, attempts=attempts, raws=raws)
+    def __init__(
+        self, message: str, *, refusal: str, attempts: int, raws: list[str], usage: Usage | None = None
+    ) -> None:
+        super().__init__(message, errors=[], raw=refusal, attempts=attempts, raws=raws, usage=usage)
         self.refusal = refusal
 
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from twinforge.core.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
 from twinforge.core.llm.protocol import ChatModel, Completion, Message
 from twinforge.core.llm.replies import Parsed, ends_mid_number, normalise, parse_reply
+from twinforge.core.llm.usage import Usage
 
 T = TypeVar("T", bound=BaseModel)
 _RAW_ECHO_CHARS = 6000  # how much of a failed reply is echoed back (small context windows)
@@ -192,6 +193,7 @@ def request_object(
                 refusal=completion.refusal or "",
                 attempts=len(completions),
                 raws=[c.raw for c in completions],
+                usage=Usage.of(completions),
             )
         parsed = _read(completion)
         if parsed.error is not None:
@@ -219,6 +221,7 @@ def request_object(
         raw=completions[-1].raw,
         attempts=len(completions),
         raws=[c.raw for c in completions],
+        usage=Usage.of(completions),
     )
 
 

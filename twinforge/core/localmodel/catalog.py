@@ -45,7 +45,7 @@ CATALOG: dict[str, LocalModelSpec] = {
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             size=1_117_320_768,
             extra="qwen",
-            description="Qwen2.5-Coder-1.5B-Instruct GGUF, the embedded default (about 8-9 tokens/s per sequence on 2 cores)",
+            description="Qwen2.5-Coder-1.5B-Instruct GGUF, the embedded default (about 8-9 tokens/s on 2 cores)",
         ),
         LocalModelSpec(
             name="gemma3-270m",
