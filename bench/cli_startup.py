@@ -32,6 +32,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout: the start-up rule's package list is the suite's
+
+from tests.support.cli import HEAVY_AT_START, heavy_packages, importtime_rows  # noqa: E402
 
 BASELINE = ("import typer, rich", ["-c", "import typer, rich"])
 CASES: tuple[tuple[str, list[str]], ...] = (
@@ -44,28 +47,9 @@ CASES: tuple[tuple[str, list[str]], ...] = (
 )
 """(label, python arguments): the commands a user and the test suite start most."""
 
-HEAVY = (
-    "sqlalchemy",
-    "bashlex",
-    "lemminflect",
-    "docker",
-    "ray",
-    "matplotlib",
-    "openai",
-    "anthropic",
-    "httpx",
-    "minisweagent",
-    "litellm",
-    "starlette",
-    "uvicorn",
-    "textual",
-    "git",
-    "jinja2",
-    "yaml",
-    "pydantic_settings",
-    "rapidfuzz",
-)
-"""Top-level packages the command line should not need to build its command tree."""
+HEAVY = (*HEAVY_AT_START, "yaml")
+"""Top-level packages the command line should not need to build its command tree (the suite's list,
+tests/support/cli.py), and PyYAML, which ``init --help`` still imports for its preset list."""
 
 
 @dataclass
@@ -84,16 +68,9 @@ def importtime(args: list[str], cwd: Path) -> tuple[float, int, list[str]]:
     done = subprocess.run(
         [sys.executable, "-X", "importtime", *args], cwd=cwd, capture_output=True, text=True, check=True
     )
-    total_us = 0
-    names: list[str] = []
-    for line in done.stderr.splitlines():
-        if not line.startswith("import time:") or "self [us]" in line:
-            continue
-        self_us, _cumulative, name = line.removeprefix("import time:").split("|", 2)
-        total_us += int(self_us)
-        names.append(name.strip())
-    heavy = sorted({name.split(".")[0] for name in names} & set(HEAVY))
-    return total_us / 1000, len(names), heavy
+    rows = importtime_rows(done.stderr)
+    names = [name for _, name in rows]
+    return sum(us for us, _ in rows) / 1000, len(names), heavy_packages(names, HEAVY)
 
 
 def plain_run(args: list[str], cwd: Path) -> tuple[float, float]:

@@ -14,30 +14,7 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = (
-    "sqlalchemy",
-    "bashlex",
-    "lemminflect",
-    "docker",
-    "ray",
-    "matplotlib",
-    "openai",
-    "anthropic",
-    "httpx",
-    "minisweagent",
-    "litellm",
-    "tenacity",
-    "starlette",
-    "uvicorn",
-    "textual",
-    "git",
-    "gitdb",
-    "jinja2",
-    "pydantic_settings",
-    "rapidfuzz",
-    "tomli_w",
-)
-"""Top-level packages a command's implementation needs, which building the command tree must not import."""
+from tests.support.cli import heavy_packages, importtime_rows
 
 IMPLEMENTATION = {
     "twinforge.core.workspace",
@@ -91,12 +68,7 @@ def imported_modules(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess
         env={**os.environ, "COLUMNS": "200"},
         timeout=120,
     )
-    names = {
-        line.rsplit("|", 1)[1].strip()
-        for line in done.stderr.splitlines()
-        if line.startswith("import time:") and "self [us]" not in line
-    }
-    return done, names
+    return done, {name for _, name in importtime_rows(done.stderr)}
 
 
 @pytest.mark.parametrize("command", INVOCATIONS, ids=lambda c: " ".join(c) or "twinforge")
@@ -105,7 +77,7 @@ def test_help_imports_no_implementation(command: tuple[str, ...], tmp_path: Path
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Usage:" in done.stdout
     assert "twinforge.cli" in names  # the report is read: an empty one would pass the check below
-    heavy = sorted({name.split(".")[0] for name in names} & set(HEAVY))
+    heavy = heavy_packages(names)
     assert heavy == [], f"`twinforge {' '.join(command)} --help` imported {heavy}"
     assert sorted(names & IMPLEMENTATION) == []
 
