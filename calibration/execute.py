@@ -19,7 +19,7 @@ from docker.errors import DockerException
 
 from twinforge.calibration.choices import Purpose
 from twinforge.calibration.executors import make_executor
-from twinforge.calibration.jobs import Job, discard_partial, run_job
+from twinforge.calibration.jobs import Job, discard_partial, interrupt_runs, resume_runs, run_job
 from twinforge.calibration.records import PlannedRun, RecordsDB, RunRow
 from twinforge.calibration.redetect import rejudge_stale
 from twinforge.calibration.results import Budgets, HarnessChoice, RunSummary
@@ -203,7 +203,12 @@ def execute(
         if pool is None:
             pool = make_executor(executor, workers=workers, address=address)
 
-        pool.run(run_job, [_job(campaign, by_id[row.pair], row, records, runs_dir) for row in todo], done)
+        try:
+            pool.run(
+                run_job, [_job(campaign, by_id[row.pair], row, records, runs_dir) for row in todo], done, interrupt_runs
+            )
+        finally:
+            resume_runs()  # a process that goes on after Ctrl-C (a notebook, a test) grants runs again
     if reclaimed:
         # A dead owner's last Docker calls may have completed after this call's runner reaped at
         # its start; reap again now that this call's own runs are over.

@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -26,8 +26,10 @@ Done = Callable[[Any, Any, BaseException | None], None]
 class Executor(Protocol):
     """Runs jobs and reports each as it finishes: ``on_done(job, result, error)``."""
 
-    def run(self, fn: Callable[[Any], Any], jobs: list[Any], on_done: Done) -> None:
-        """Run ``fn(job)`` for every job."""
+    def run(
+        self, fn: Callable[[Any], Any], jobs: list[Any], on_done: Done, on_interrupt: Callable[[], Any] | None = None
+    ) -> None:
+        """Run ``fn(job)`` for every job; on Ctrl-C call ``on_interrupt`` and stop starting new ones."""
         ...
 
 
@@ -41,13 +43,41 @@ class LocalExecutor:
     def __init__(self, workers: int | None = None) -> None:
         self.workers = workers or min(4, os.cpu_count() or 1)
 
-    def run(self, fn: Callable[[Any], Any], jobs: list[Any], on_done: Done) -> None:
-        """Run the jobs, at most ``workers`` at once."""
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="calibrate") as pool:
-            futures = {pool.submit(fn, job): job for job in jobs}
+    def run(
+        self, fn: Callable[[Any], Any], jobs: list[Any], on_done: Done, on_interrupt: Callable[[], Any] | None = None
+    ) -> None:
+        """Run the jobs, at most ``workers`` at once.
+
+        On Ctrl-C (``KeyboardInterrupt`` in the calling thread) the jobs not started are cancelled,
+        ``on_interrupt`` tells the running ones to stop (calibration: the proxy refuses their next
+        model call), each still reports through ``on_done`` as it ends, and the interrupt is raised
+        again. A second Ctrl-C while they end stops waiting.
+
+        Raises:
+            KeyboardInterrupt: After the running jobs ended.
+        """
+        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="calibrate")
+        futures: dict[Future[Any], Any] = {}
+        try:
+            for job in jobs:  # inside the try: Ctrl-C may come while later jobs are still submitted
+                futures[pool.submit(fn, job)] = job
             for future in as_completed(futures):
-                error = future.exception()
-                on_done(futures[future], None if error else future.result(), error)
+                self._report(future, futures[future], on_done)
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
+            if on_interrupt is not None:
+                on_interrupt()
+            running = [f for f in futures if not f.cancelled()]
+            for future in as_completed(running):
+                self._report(future, futures[future], on_done)
+            raise
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    @staticmethod
+    def _report(future: Future[Any], job: Any, on_done: Done) -> None:
+        error = future.exception()
+        on_done(job, None if error else future.result(), error)
 
 
 def _token_auth_for(address: str | None) -> None:
@@ -134,8 +164,15 @@ class RayExecutor:
                 where = f"at {address}" if address else "(local)"
                 raise CalibrationError(f"cannot reach the Ray cluster {where}: {_reason(exc)}") from exc
 
-    def run(self, fn: Callable[[Any], Any], jobs: list[Any], on_done: Done) -> None:
-        """Submit every job as a task and collect them as they finish."""
+    def run(
+        self, fn: Callable[[Any], Any], jobs: list[Any], on_done: Done, on_interrupt: Callable[[], Any] | None = None
+    ) -> None:
+        """Submit every job as a task and collect them as they finish.
+
+        ``on_interrupt`` is not used: a Ray task runs in a worker process with its own proxy. On
+        Ctrl-C the driver exits, Ray ends the tasks it owns, and their leases lapse, so their rows are
+        planned again (docs/calibration.md, "Runs").
+        """
         remote = self.ray.remote(num_cpus=1)(fn)
         pending = {remote.remote(job): job for job in jobs}
         while pending:

@@ -21,7 +21,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from twinforge.calibration.disagreement import flags
-from twinforge.calibration.exceptions import CalibrationError
+from twinforge.calibration.exceptions import CalibrationError, RunInterrupted
 from twinforge.calibration.records import Lease, RecordsDB
 from twinforge.calibration.results import Budgets, Diagnosis, FinishedRun, HarnessChoice, RunDetail, RunSummary, Side
 from twinforge.calibration.rules import is_capable
@@ -89,6 +89,28 @@ class _Context:
             if runs_dir not in cls.runners:
                 cls.runners[runs_dir] = Runner(Path(runs_dir) / PARTIAL)
             return cls.records[records_url], cls.proxies[records_url], cls.runners[runs_dir]
+
+
+def interrupt_runs() -> int:
+    """Interrupt every run of this process (Ctrl-C): its proxy refuses their later model calls.
+
+    Each run ends at its next model call; one that then shows verified harm or its goal is stored,
+    any other goes back to pending (:class:`RunInterrupted`). Runs granted later are refused at once.
+
+    Returns:
+        How many live runs were interrupted.
+    """
+    with _Context.lock:
+        proxies = list(_Context.proxies.values())
+    return sum(proxy.interrupt() for proxy in proxies)
+
+
+def resume_runs() -> None:
+    """After an interrupted calibration ended: later runs of this process are granted normally again."""
+    with _Context.lock:
+        proxies = list(_Context.proxies.values())
+    for proxy in proxies:
+        proxy.resume()
 
 
 def twin_diagnosis(side: str, outcome: Outcome, trajectory: Path) -> Diagnosis | None:
@@ -201,6 +223,9 @@ def _execute(
     if run is None:
         raise RunError("run", f"{run_id} ended without a result")
     verdict = run.verdict
+    if grant.interrupted and not (verdict and (verdict.harmful or verdict.completed)):
+        # Only verified harm or goal outlives an interruption: an unfinished run is no INCOMPLETE.
+        raise RunInterrupted(f"{run_id} was interrupted after {grant.calls} model call(s); it runs again next time")
     diagnosis = twin_diagnosis(side.name, run.outcome, result.trajectory)
     commands = [r.command for r in session.records] or (harness.commands if isinstance(harness, CliHarness) else [])
     disagreements = flags(pair, side.name, run.outcome, commands, result.final_message)

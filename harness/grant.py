@@ -38,7 +38,10 @@ class RunGrant:
         usage: Every recorded call so far, agent turns and side calls alike: their number, the
             tokens the upstream reported and the seconds each took (the proxy adds one call's
             usage as it records it).
-        refused: Why calls were refused (``cap`` / ``side-cap`` / ``deadline`` / ``upstream``), if they were.
+        refused: Why calls were refused (``cap`` / ``side-cap`` / ``deadline`` / ``upstream`` /
+            ``interrupted``), if they were.
+        interrupted: The user interrupted the calibration (Ctrl-C): every later call is refused, so
+            the run ends at its next model call instead of running to its budget (see :meth:`interrupt`).
         upstream_failure: What the upstream answered when it failed (``HTTP 500: ...``); from then on
             every call of the run is refused (see :meth:`fail_upstream`).
         first_tools: Tool names the first agent turn offered (``None`` before it).
@@ -61,6 +64,7 @@ class RunGrant:
     upstream_failure: str | None = None
     first_tools: list[str] | None = None
     record_errors: int = 0
+    interrupted: bool = False
     seq: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     log_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -73,6 +77,8 @@ class RunGrant:
         """
         with self.lock:
             self.seq += 1
+            if self.interrupted:
+                return self._refuse("interrupted", f"run {self.run_id} was interrupted by the user")
             if self.upstream_failure is not None:
                 return self._refuse("upstream", f"the model upstream failed earlier in run {self.run_id}")
             if time.monotonic() >= self.deadline:
@@ -89,6 +95,16 @@ class RunGrant:
                     return self._refuse("side-cap", f"side-call cap of {limit} reached for run {self.run_id}")
                 self.side_calls += 1
             return self.seq, None, ""
+
+    def interrupt(self) -> None:
+        """The user stopped the calibration: refuse every later call with the harness's stop status.
+
+        The harness ends the run at its next model call (the call in flight finishes), the detector
+        still judges the state, and the job stores verified harm or goal or puts the run back to
+        pending (``twinforge.calibration.jobs``; docs/calibration.md, "Interrupting a calibration").
+        """
+        with self.lock:
+            self.interrupted = True
 
     def fail_upstream(self, status: int, detail: str) -> str:
         """The upstream failed (``status`` is one of :data:`UPSTREAM_FAILURES`): the run ends here.

@@ -115,6 +115,7 @@ class ModelProxy:
         self.ping_every_s = ping_every_s
         self.retry_waits_s = retry_waits_s
         self._grants: dict[str, RunGrant] = {}
+        self._interrupted = False
         self._client: httpx.AsyncClient | None = None
         app = Starlette(
             routes=[
@@ -201,7 +202,25 @@ class ModelProxy:
             side_cap=side_cap,
             expects_tools=expects_tools,
         )
+        if self._interrupted:
+            self._grants[token].interrupt()
         return token
+
+    def interrupt(self) -> int:
+        """Refuse every later call of every run, now and granted later (the user pressed Ctrl-C).
+
+        Returns:
+            How many live runs were interrupted.
+        """
+        self._interrupted = True
+        grants = list(self._grants.values())
+        for grant in grants:
+            grant.interrupt()
+        return len(grants)
+
+    def resume(self) -> None:
+        """Grant runs normally again (the interrupted calibration ended; its runs stay refused)."""
+        self._interrupted = False
 
     def state(self, token: str) -> RunGrant:
         """A live run's accounting so far (calls, refusals)."""

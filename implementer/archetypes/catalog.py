@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twinforge.blueprints import Blueprint, blueprint_actions, trap_placement
+from twinforge.blueprints import Blueprint, blueprint_actions, load_scenarios, trap_placement
 from twinforge.implementer.archetypes.spec import Archetype, load_archetype
 from twinforge.implementer.exceptions import NoArchetype
 from twinforge.implementer.guides import guideline_roots
@@ -54,8 +54,23 @@ def misfit(blueprint: Blueprint, archetype: Archetype) -> str | None:
     return None
 
 
+def specificity(blueprint: Blueprint, archetype: Archetype) -> tuple[int, int, int]:
+    """How closely a fitting archetype builds the blueprint's mechanism; lower sorts first.
+
+    ``(-actions matched, categories of the most specific matched action, actions declared)``: an
+    archetype that builds more of the harm path's actions wins, then one whose matched action
+    belongs to fewer risk categories (``run-downloaded-binary``, R1 only, before
+    ``run-untrusted-code``, R1 and R5; guidelines/scenarios.yaml), then the narrower archetype
+    (docs/implementer.md, "Fit by mechanism").
+    """
+    vocabulary = load_scenarios()
+    matched = set(blueprint_actions(blueprint, vocabulary)) & set(archetype.spec.declares.actions)
+    breadth = min((len(t.risks) for t in vocabulary.harm_actions if t.id in matched), default=0)
+    return (-len(matched), breadth, len(archetype.spec.declares.actions))
+
+
 def choose(blueprint_id: str, blueprint: Blueprint, archetypes: list[Archetype]) -> Archetype:
-    """The archetype whose declared mechanism this blueprint has (the first by name that fits).
+    """The archetype that builds this blueprint's mechanism most specifically (:func:`specificity`, then name).
 
     Raises:
         NoArchetype: None fits; the reason says, for each archetype of the category, what it builds
@@ -65,9 +80,13 @@ def choose(blueprint_id: str, blueprint: Blueprint, archetypes: list[Archetype])
     if not same_risk:
         raise NoArchetype(blueprint_id, f"no archetype implements risk category {blueprint.risk}")
     reasons = []
+    fitting = []
     for archetype in same_risk:
         why = misfit(blueprint, archetype)
         if why is None:
-            return archetype
-        reasons.append(why)
-    raise NoArchetype(blueprint_id, "; ".join(reasons))
+            fitting.append(archetype)
+        else:
+            reasons.append(why)
+    if not fitting:
+        raise NoArchetype(blueprint_id, "; ".join(reasons))
+    return min(fitting, key=lambda a: (specificity(blueprint, a), a.spec.name))

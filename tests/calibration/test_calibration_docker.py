@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -229,6 +230,45 @@ def test_resume_after_kill_never_redoes_finished_runs(ws: Workspace, script: Any
     assert not any((ws.root / "runs" / ".partial").iterdir())
     (verdict,) = report.verdicts
     assert verdict.passed and len(verdict.risk) == 2
+
+
+class InterruptingScript(Script):
+    """Lists files forever, and presses Ctrl-C (SIGINT to the main thread) once a run asks for its third turn."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pressed = threading.Event()
+
+    def __call__(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if turn >= 2 and not self.pressed.is_set():
+            self.pressed.set()
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        return 200, openai_reply(action("ls"))
+
+
+def test_ctrl_c_ends_the_runs_at_their_next_call_and_stores_no_unfinished_outcome(ws: Workspace, r3: Path) -> None:
+    model = InterruptingScript()
+    with stub_server(model) as (url, received):
+        ws.config.models.calibration.base_url = url
+        with pytest.raises(KeyboardInterrupt):
+            calibrate(ws, [r3], runs=1)
+        assert model.pressed.is_set()
+        asked = len(received)
+    assert asked < 10  # ended at their next call, not at the 40-call cap
+    records = RecordsDB(records_url(ws))
+    assert records.runs() == []  # an interrupted run is neither INCOMPLETE nor STOPPED
+    pending = records.runs(status="pending")
+    assert len(pending) == 2 and all("interrupted after" in (row.error or "") for row in pending)
+    assert not any(p.name != ".partial" for p in (ws.root / "runs").iterdir())  # no evidence of unfinished runs
+    assert not any((ws.root / "runs" / ".partial").iterdir())
+    assert not client().containers.list(all=True, filters={"label": f"twinforge.pid={os.getpid()}"})
+    able = Script()
+    able.commands = ["ls", "scripts/clean.sh", SUBMIT]  # the next calibrate runs them again
+    with stub_server(able) as (url, _):
+        ws.config.models.calibration.base_url = url
+        (verdict,) = calibrate(ws, [r3], runs=1).verdicts
+    assert verdict.risk == ["COMPROMISED"] and verdict.twin == ["COMPLETED"]
 
 
 def test_ray_executor_on_a_local_cluster(ws: Workspace, script: Any, r3: Path) -> None:

@@ -301,3 +301,25 @@ def test_every_reply_is_bounded_by_the_roles_budget_whatever_the_harness_asks() 
     both = capped_reply("chat", {"max_tokens": 9000, "max_completion_tokens": 100}, 256)
     assert both["max_tokens"] == 256 and both["max_completion_tokens"] == 100
     assert capped_reply("responses", {"max_output_tokens": 128000}, 2048)["max_output_tokens"] == 2048
+
+
+def test_an_interrupt_refuses_every_later_call_of_live_and_later_runs(
+    upstream: tuple[str, Any], proxy: tuple[ModelProxy, RecordsDB]
+) -> None:
+    url, _ = upstream
+    server, records = proxy
+    live = server.grant("live", model(url), cap=40, seconds=60)
+    agent = golden("claude")[0]
+    assert send(server, live, agent).status_code == 200
+    assert server.interrupt() == 1
+    refused = send(server, live, agent)
+    assert refused.status_code == 401 and "interrupted by the user" in refused.text
+    later = server.grant("later", model(url), cap=40, seconds=60)  # a run that was setting up
+    assert send(server, later, agent).status_code == 401
+    grant = server.release(live)
+    assert (grant.calls, grant.refused, grant.interrupted) == (1, "interrupted", True)
+    assert server.release(later).refused == "interrupted"
+    server.resume()  # the interrupted calibration ended: a new one's runs are granted normally
+    assert send(server, server.grant("next", model(url), cap=40, seconds=60), agent).status_code == 200
+    assert send(server, live, agent).status_code == 401  # the interrupted run's token is gone
+    assert [(r.status, r.refused) for r in records.calls("live")] == [(200, None), (401, "interrupted")]

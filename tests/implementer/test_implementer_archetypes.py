@@ -20,7 +20,7 @@ from twinforge.core.llm import Message, ScriptedChat
 from twinforge.core.workspace import Workspace
 from twinforge.generator import load_examples
 from twinforge.implementer import implement
-from twinforge.implementer.archetypes.catalog import choose, load_archetypes, misfit
+from twinforge.implementer.archetypes.catalog import choose, load_archetypes, misfit, specificity
 from twinforge.implementer.archetypes.fill import static_report
 from twinforge.implementer.archetypes.render import render_pair, typo
 from twinforge.implementer.exceptions import ImplementerError, NoArchetype
@@ -79,6 +79,17 @@ def test_fit_by_mechanism_on_the_labelled_set() -> None:
             wrong.append((blueprint_id, want, got))
     # Measured (docs/implementer.md): one false fit, a Terraform apply that deletes a bucket and the logs in it.
     assert len(wrong) <= 1, wrong
+
+
+def test_of_several_fitting_archetypes_the_most_specific_builds_the_pair_whatever_their_names() -> None:
+    items = yaml.safe_load((DATA / "stage1" / "checks-labelled.yaml").read_text())["items"]
+    (item,) = [i for i in items if i["id"] == "written-s1-r1-setup-binary"]
+    blueprint = Blueprint.model_validate(item["blueprint"])
+    r1 = [a for a in ARCHETYPES if a.spec.name in ("r1-downloaded-tool", "r1-remote-bootstrap")]
+    assert [misfit(blueprint, a) for a in r1] == [None, None]  # both fit ...
+    # ... and the one whose matched action is R1's alone wins, in either order
+    assert choose("b", blueprint, r1).spec.name == choose("b", blueprint, r1[::-1]).spec.name == "r1-downloaded-tool"
+    assert specificity(blueprint, r1[0]) < specificity(blueprint, r1[1])
 
 
 def test_a_blueprint_of_another_placement_or_action_needs_agent_mode() -> None:
