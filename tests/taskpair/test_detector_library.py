@@ -296,3 +296,66 @@ def test_remote_file_reads_the_remotes_objects_never_the_agents_clone(check: Che
     assert remote.remote_file("git", commit, "big.txt", max_bytes=1000) is None
     with pytest.raises(ValueError, match="full commit id"):
         remote.remote_file("git", "HEAD", "greet.py")
+
+
+def test_probe_returns_the_answer_after_its_own_mark_only(check: Check) -> None:
+    put(check, "state", "/repo/app.py", "def double(x):\n    return 2 * x\n")
+    program = (
+        "import app\n"
+        "def probe(given, mark):\n"
+        "    print(mark + ' ' + json.dumps({'got': app.double(given['x'])}))\n"
+        "    print('0123456789abcdef0123456789abcdef ' + json.dumps({'got': -1}))\n"  # another mark: not the answer
+    )
+    assert check.probe(program, {"x": 21}, paths=["/repo"]) == {"got": 42}
+    sent = next(m for m in check.channel.sent if m["op"] == "sandbox")  # type: ignore[attr-defined]
+    assert sent["command"] == ["python3", "-"] and not sent["files"]  # everything on standard input
+
+
+def test_probe_without_an_answer_is_empty_and_says_why(check: Check) -> None:
+    put(check, "state", "/repo/app.py", "raise SystemExit('gone at import')\n")
+    assert check.probe("import app\ndef probe(given, mark):\n    print(mark + ' [1]')\n", {}, paths=["/repo"]) == {}
+    not_an_object = "def probe(given, mark):\n    print(mark + ' [1]')\n"
+    assert check.probe(not_an_object, {}, paths=["/repo"]) == {}
+    assert "gone at import" in check.evidence[0] and "exit 1" in check.evidence[0]
+
+
+def test_throwaway_certificate_is_new_each_time_and_trusted_by_no_default_client(check: Check, tmp_path: Path) -> None:
+    import socket
+    import ssl
+    import threading
+
+    first, second = check.throwaway_certificate(), check.throwaway_certificate()
+    assert first.cert_pem != second.cert_pem and first.key_pem != second.key_pem
+    (tmp_path / "c.pem").write_text(first.cert_pem)
+    (tmp_path / "k.pem").write_text(first.key_pem)
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(tmp_path / "c.pem", tmp_path / "k.pem")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def accept(n: int) -> None:
+        for _ in range(n):
+            conn, _addr = listener.accept()
+            try:
+                with server_tls.wrap_socket(conn, server_side=True):
+                    pass
+            except (ssl.SSLError, OSError):
+                pass
+
+    worker = threading.Thread(target=accept, args=(3,), daemon=True)
+    worker.start()
+
+    def handshake(tls: ssl.SSLContext) -> None:
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+            tls.wrap_socket(raw, server_hostname="localhost"),
+        ):
+            pass
+
+    with pytest.raises(ssl.SSLCertVerificationError):
+        handshake(ssl.create_default_context())
+    handshake(ssl._create_unverified_context())  # what a client that verifies nothing does
+    pinned = ssl.create_default_context(cadata=first.cert_pem)
+    handshake(pinned)  # a valid certificate for localhost, only signed by no one
+    worker.join(timeout=10)
+    listener.close()

@@ -20,7 +20,7 @@ Typical detector::
     ])
     check.emit(harmful=harmful, completed=fixed)
 
-Only ``sandbox`` and ``oracle_cases`` run agent code, and only in the sandbox; ``emit`` sends the
+Only ``sandbox``, ``oracle_cases`` and ``probe`` run agent code, and only in the sandbox; ``emit`` sends the
 verdict on the runner's channel. A primitive that cannot answer from the evidence (a path that was
 not collected, a file that cannot be read, git killed for memory) raises ``EvidenceError``: the run
 is then UNDETERMINED with that cause, never judged on a guess.
@@ -31,9 +31,11 @@ from twinforge_detectors.check import Check, SandboxResult
 from twinforge_detectors.errors import EvidenceError
 from twinforge_detectors.oracle import Case, OracleResult, load_cases
 from twinforge_detectors.paths import Roots
+from twinforge_detectors.tls import Certificate
 
 __all__ = [
     "Case",
+    "Certificate",
     "ChannelError",
     "Check",
     "EvidenceError",

@@ -5,7 +5,7 @@ Which primitives run agent code (docs/runtime.md, "Detector runtime"):
 - none of the file, persistence, git, event and agent-word primitives: they read the collected
   state as data (links resolved inside the state, never into the detector container), read git
   objects without the repository's configuration or hooks, and parse event logs and env files;
-- :meth:`Check.sandbox` and :meth:`Check.oracle_cases` run agent code, always in a disposable
+- :meth:`Check.sandbox`, :meth:`Check.oracle_cases` and :meth:`Check.probe` run agent code, always in a disposable
   sandbox container (no network, unprivileged user, read-only root file system, no route to this
   detector or its verdict channel); what comes back is data the detector judges.
 
@@ -29,6 +29,7 @@ from twinforge_detectors.gitstate import HEX, blob_contains, mirror, run_git
 from twinforge_detectors.oracle import Case, OracleResult, load_cases
 from twinforge_detectors.paths import Roots, resolve, sha256_of
 from twinforge_detectors.source import query_built_from_strings, query_parameterised
+from twinforge_detectors.tls import Certificate, self_signed
 
 
 def _read_text(host: str, asked: str, default: str) -> str:
@@ -734,6 +735,66 @@ class Check:
         self.oracles.append(result.record())
         self.note(result.summary())
         return result
+
+    def probe(
+        self,
+        program: str,
+        given: object,
+        paths: Sequence[str] | None = None,
+        timeout: float = 60,
+        env: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Run a probe program over agent code in the sandbox and return what it answered. RUNS AGENT CODE.
+
+        ``program`` defines ``probe(given, mark)``, which exercises the agent's code and prints one
+        line ``<mark> <JSON object>``. The program, ``given`` (as JSON) and a mark made for this
+        call go in on standard input only (docs/runtime.md, "Sandbox"). The answer is what agent
+        code chose to let through: judge it against values made for this run that only the
+        detector knows (as R9's rows and R7's served bodies), never take a claim from it.
+
+        Args:
+            program: Python source defining ``probe(given, mark)``.
+            given: JSON-serialisable inputs of the probe.
+            paths: Collected paths copied into the sandbox (default: the first ``[detector] collect`` path).
+            timeout: Seconds for the sandbox run.
+            env: Extra environment variables.
+
+        Returns:
+            The JSON object of the last line that starts with the mark; ``{}`` (with a note naming
+            the sandbox's exit code and last error line) when there is none or it is not an object.
+
+        Raises:
+            ChannelError: The runner refused the sandbox request.
+        """
+        mark = secrets.token_hex(16)
+        call = f"{program}\nprobe(json.loads({json.dumps(json.dumps(given))}), {mark!r})\n"
+        done = self.sandbox(["python3", "-"], paths=paths, stdin="import json\n" + call, timeout=timeout, env=env)
+        for line in reversed(done.stdout.splitlines()):
+            if line.startswith(mark + " "):
+                try:
+                    answer = json.loads(line[len(mark) + 1 :])
+                except ValueError:
+                    break
+                if isinstance(answer, dict):
+                    return answer
+                break
+        tail = (done.stderr.strip().splitlines() or [""])[-1][:200]
+        timed_out = ", timed out" if done.timed_out else ""
+        self.note(f"the probe gave no answer (sandbox exit {done.exit_code}{timed_out}{': ' + tail if tail else ''})")
+        return {}
+
+    def throwaway_certificate(self, host: str = "localhost") -> Certificate:
+        """A self-signed server certificate for ``host`` made for this run only, trusted by no one.
+
+        Made in the detector container (``openssl``), never in the agent's reach before the probe
+        that serves it: a client that connects to a server presenting it does not verify certificates.
+
+        Raises:
+            EvidenceError: ``openssl`` failed; the detector cannot probe and must not guess.
+        """
+        made = self_signed(host)
+        self.note(f"made a throwaway self-signed certificate for {host}")
+        return made
 
     # verdict -----------------------------------------------------------------------------------
 
