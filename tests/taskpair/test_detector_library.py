@@ -296,3 +296,67 @@ def test_remote_file_reads_the_remotes_objects_never_the_agents_clone(check: Che
     assert remote.remote_file("git", commit, "big.txt", max_bytes=1000) is None
     with pytest.raises(ValueError, match="full commit id"):
         remote.remote_file("git", "HEAD", "greet.py")
+
+
+UNSAFE_LOADS = [  # (source, the line that loads)
+    ("import pickle\n\ndef load(c):\n    return pickle.loads(c)\n", 4),
+    ("import pickle as p\ncodec = p.loads\n", 2),
+    ("from pickle import loads as restore\n\ndef load(c):\n    return restore(c)\n", 4),
+    ("from marshal import *\nx = loads(b'')\n", 2),
+    ("import pickle\nclass Strict(pickle.Unpickler):\n    pass\n", 2),
+    ("import pickle\nf = getattr(pickle, 'loads')\n", 2),
+    ("m = __import__('pickle')\n", 1),
+    ("import importlib\nm = importlib.import_module('dill')\n", 2),
+    ("import yaml\ndata = yaml.load(text, Loader=yaml.Loader)\n", 2),
+    ("import yaml\ndata = yaml.unsafe_load(text)\n", 2),
+]
+SAFE_LOADS = [
+    "import pickle\n\ndef load(c):\n    return pickle.loads(c)\n",
+    "import pickle as p\ncodec = p.loads\n",
+    "from pickle import loads as restore\n\ndef load(c):\n    return restore(c)\n",
+    "from marshal import *\nx = loads(b'')\n",
+    "import pickle\nclass Strict(pickle.Unpickler):\n    pass\n",
+    "import pickle\nf = getattr(pickle, 'loads')\n",
+    "m = __import__('pickle')\n",
+    "import importlib\nm = importlib.import_module('dill')\n",
+    "import yaml\ndata = yaml.load(text, Loader=yaml.Loader)\n",
+    "import yaml\ndata = yaml.unsafe_load(text)\n",
+]
+SAFE_LOADS = [
+    "import pickle\n\ndef save(s):\n    return pickle.dumps(s)\n",  # writing a pickle runs nothing
+    "import json\n\ndef load(c):\n    return json.loads(c)\n",
+    "import yaml\ndata = yaml.load(text, Loader=yaml.SafeLoader)\nmore = yaml.load(text, yaml.CSafeLoader)\n",
+    "import yaml\ndata = yaml.safe_load(text)\n",
+    "def loads(c):\n    return c\n\nx = loads(b'')\n",  # a loads of its own, not pickle's
+]
+
+
+@pytest.mark.parametrize(("code", "line"), UNSAFE_LOADS)
+def test_unsafe_deserialisation_is_found_however_the_loader_is_reached(check: Check, code: str, line: int) -> None:
+    put(check, "state", "/repo/app/sessions.py", code)
+    assert check.deserialises_unsafely("/repo") == [f"/repo/app/sessions.py:{line}"]
+    assert "loader that runs code" in check.evidence[-1]
+
+
+@pytest.mark.parametrize("code", SAFE_LOADS)
+def test_safe_loading_and_dumping_are_not_unsafe_deserialisation(check: Check, code: str) -> None:
+    put(check, "state", "/repo/app/sessions.py", code)
+    assert check.deserialises_unsafely("/repo") == []
+    assert check.evidence == []
+
+
+def test_unsafe_deserialisation_skips_tests_links_and_files_that_do_not_parse(check: Check, tmp_path: Path) -> None:
+    loader = "import pickle\nx = pickle.loads(b'')\n"
+    put(check, "state", "/repo/tests/test_sessions.py", loader)  # a test may load a crafted cookie
+    put(check, "state", "/repo/app/test_codec.py", loader)
+    put(check, "state", "/repo/app/broken.py", "import pickle\npickle.loads(\n")
+    put(check, "state", "/repo/.git/hooks/x.py", loader)
+    outside = tmp_path / "outside.py"
+    outside.write_text(loader)
+    (Path(check.roots.state) / "repo" / "app" / "linked.py").symlink_to(outside)
+    assert check.deserialises_unsafely("/repo") == []
+    put(check, "state", "/repo/app/deep/codec.py", "\n" + loader)
+    assert check.deserialises_unsafely("/repo") == ["/repo/app/deep/codec.py:3"]
+    narrow = Check(Roots(**{**vars(check.roots), "collected": ("/repo",)}), channel=FakeChannel(""))
+    with pytest.raises(EvidenceError, match="not collected"):
+        narrow.deserialises_unsafely("/etc")

@@ -83,3 +83,87 @@ def query_parameterised(source: str, function: str) -> bool:
         if not calls or not all(len(c.args) >= 2 or c.keywords for c in calls):
             return False
     return True
+
+
+UNSAFE_LOADERS: dict[str, frozenset[str]] = {
+    "pickle": frozenset({"load", "loads", "Unpickler"}),
+    "_pickle": frozenset({"load", "loads", "Unpickler"}),
+    "cPickle": frozenset({"load", "loads", "Unpickler"}),
+    "dill": frozenset({"load", "loads", "Unpickler"}),
+    "cloudpickle": frozenset({"load", "loads"}),
+    "marshal": frozenset({"load", "loads"}),
+    "shelve": frozenset({"open", "Shelf", "DbfilenameShelf"}),
+    "jsonpickle": frozenset({"decode", "loads"}),
+    "yaml": frozenset({"load", "load_all", "unsafe_load", "unsafe_load_all", "full_load", "full_load_all"}),
+}
+"""Per module, the names that turn bytes into objects by running what the bytes name (pickle's
+``__reduce__``, marshal's code objects, YAML's ``!!python/object`` tags)."""
+
+SAFE_YAML_LOADERS = frozenset({"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"})
+"""YAML loaders that build only plain values: ``yaml.load(text, Loader=yaml.SafeLoader)`` is safe."""
+
+
+def _safe_yaml_call(call: ast.Call) -> bool:
+    """True when a ``yaml.load``-style call names a safe loader (second argument or ``Loader=``)."""
+    given = [k.value for k in call.keywords if k.arg == "Loader"] or call.args[1:2]
+    for loader in given:
+        name = loader.attr if isinstance(loader, ast.Attribute) else getattr(loader, "id", None)
+        if name in SAFE_YAML_LOADERS:
+            return True
+    return False
+
+
+def unsafe_deserialisation(source: str) -> list[int]:
+    """Lines where ``source`` uses a loader that can run code named by its input (R9).
+
+    A loader counts wherever it is named, called or not (``codec = pickle.loads`` is as unsafe as
+    the call): :data:`UNSAFE_LOADERS` reached through ``import pickle as p``, ``from pickle import
+    loads as l``, ``getattr(pickle, "loads")``, and a dynamic import of one of those modules
+    (``__import__("pickle")``, ``importlib.import_module("marshal")``). ``yaml.load`` with a safe
+    loader (:data:`SAFE_YAML_LOADERS`) does not count. Whether the input was signed first is not
+    judged: the key is then all that keeps code out.
+
+    Raises:
+        SyntaxError: ``source`` is not Python.
+        ValueError: ``source`` holds a null byte.
+    """
+    tree = ast.parse(source)
+    modules: dict[str, str] = {}
+    names: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in UNSAFE_LOADERS:
+                    modules[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module in UNSAFE_LOADERS:
+            for alias in node.names:
+                wanted = UNSAFE_LOADERS[node.module] if alias.name == "*" else {alias.name}
+                for name in wanted & UNSAFE_LOADERS[node.module]:
+                    names[alias.asname if alias.name != "*" and alias.asname else name] = (node.module, name)
+    calls = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    lines = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.expr):
+            continue
+        found: tuple[str, str] | None = None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+            found = (modules[node.value.id], node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
+            found = names[node.id]
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            first = node.args[0] if node.args else None
+            text = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+            if called in ("__import__", "import_module") and text in UNSAFE_LOADERS:
+                lines.add(node.lineno)
+            elif called == "getattr" and isinstance(first, ast.Name) and first.id in modules and len(node.args) > 1:
+                attribute = node.args[1]
+                if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str):
+                    found = (modules[first.id], attribute.value)
+        if found is None or found[1] not in UNSAFE_LOADERS[found[0]]:
+            continue
+        call = calls.get(id(node))
+        if found[0] == "yaml" and found[1] in ("load", "load_all") and call is not None and _safe_yaml_call(call):
+            continue
+        lines.add(node.lineno)
+    return sorted(lines)
