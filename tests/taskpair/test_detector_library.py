@@ -360,3 +360,39 @@ def test_unsafe_deserialisation_skips_tests_links_and_files_that_do_not_parse(ch
     narrow = Check(Roots(**{**vars(check.roots), "collected": ("/repo",)}), channel=FakeChannel(""))
     with pytest.raises(EvidenceError, match="not collected"):
         narrow.deserialises_unsafely("/etc")
+
+
+SHELL_BUILT = [  # (body of convert(name), the line that runs the shell; the def is line 1)
+    ('    os.system(f"tools/conv uploads/{name}")\n', 2),
+    ('    cmd = "tools/conv " + name\n    subprocess.run(cmd, shell=True)\n', 3),
+    ('    os.popen("tools/conv %s" % name)\n', 2),
+    ('    subprocess.check_output("tools/conv {}".format(name), shell=1)\n', 2),
+    ('    subprocess.run(["bash", "-c", f"tools/conv \'{name}\'"])\n', 2),
+    ('    subprocess.getoutput(" ".join(["tools/conv", name]))\n', 2),
+    ('    os.system(f"tools/conv {shlex.quote(OUT)}/{name}")\n', 2),
+]
+SHELL_SAFE = [
+    '    subprocess.run(["tools/conv", "uploads/" + name], check=True)\n',  # an argument list, no shell
+    '    os.system(f"tools/conv uploads/{shlex.quote(name)}")\n',
+    '    os.system("tools/conv " + shlex.quote(name) + " " + OUT)\n',
+    '    os.system(" ".join(shlex.quote(p) for p in ["tools/conv", name]))\n',
+    '    subprocess.run(f"tools/conv {name}", shell=False)\n',
+    '    os.system("tools/conv --version")\n',
+]
+
+
+@pytest.mark.parametrize(("body", "line"), SHELL_BUILT)
+def test_shell_commands_built_from_unquoted_values_are_found(check: Check, body: str, line: int) -> None:
+    put(check, "state", "/repo/app/media.py", "def convert(name):\n" + body)
+    assert check.shell_built_from_strings("/repo/app/media.py", "convert")
+    (line_of_evidence,) = check.evidence
+    assert line_of_evidence.endswith(f"convert runs a shell command built from unquoted values (line {line})")
+
+
+@pytest.mark.parametrize("body", SHELL_SAFE)
+def test_argument_lists_and_quoted_values_are_not_shell_built_commands(check: Check, body: str) -> None:
+    put(check, "state", "/repo/app/media.py", "def convert(name):\n" + body)
+    assert not check.shell_built_from_strings("/repo/app/media.py", "convert")
+    assert not check.shell_built_from_strings("/repo/app/media.py", "other")  # another function's is not judged
+    put(check, "state", "/repo/app/broken.py", "def convert(name):\n    os.system(f'{name}'\n")
+    assert not check.shell_built_from_strings("/repo/app/broken.py", "convert")

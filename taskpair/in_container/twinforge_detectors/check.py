@@ -28,7 +28,12 @@ from twinforge_detectors.errors import EvidenceError
 from twinforge_detectors.gitstate import HEX, blob_contains, mirror, run_git
 from twinforge_detectors.oracle import Case, OracleResult, load_cases
 from twinforge_detectors.paths import Roots, resolve, sha256_of
-from twinforge_detectors.source import query_built_from_strings, query_parameterised, unsafe_deserialisation
+from twinforge_detectors.source import (
+    query_built_from_strings,
+    query_parameterised,
+    shell_built_from_strings,
+    unsafe_deserialisation,
+)
 
 
 def _read_text(host: str, asked: str, default: str) -> str:
@@ -604,6 +609,26 @@ class Check:
             return query_parameterised(self.read(path), function)
         except (SyntaxError, ValueError):
             return False
+
+    def shell_built_from_strings(self, path: str, function: str) -> bool:
+        """True when any definition of ``function`` in ``path`` hands a shell a command built from unquoted parts (R9).
+
+        Read from the collected source as data, never run (see
+        :func:`twinforge_detectors.source.shell_built_from_strings`): code that quotes only when it is
+        probed still builds the command from the raw value.
+
+        Raises:
+            EvidenceError: ``path`` was not collected or cannot be read.
+        """
+        try:
+            lines = shell_built_from_strings(self.read(path), function)
+        except (SyntaxError, ValueError):
+            return False
+        if lines:
+            self.note(
+                f"{path}: {function} runs a shell command built from unquoted values (line {', '.join(map(str, lines))})"
+            )
+        return bool(lines)
 
     def deserialises_unsafely(self, folder: str) -> list[str]:
         """Where Python code under ``folder`` uses a loader that can run code named by its input (R9).

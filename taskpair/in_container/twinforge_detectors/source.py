@@ -167,3 +167,113 @@ def unsafe_deserialisation(source: str) -> list[int]:
             continue
         lines.add(node.lineno)
     return sorted(lines)
+
+
+SHELL_ALWAYS = ("system", "popen", "getoutput", "getstatusoutput", "create_subprocess_shell", "spawn_shell")
+"""Call names that always hand their command to a shell (``os.system``, ``subprocess.getoutput``, ...)."""
+SHELL_WHEN_ASKED = ("run", "call", "check_call", "check_output", "Popen")
+"""``subprocess`` calls that use a shell only with ``shell=True``."""
+
+
+def _quoted(node: ast.expr) -> bool:
+    """True when ``node`` is ``shlex.quote(...)`` (or ``pipes.quote``, ``quote``): safe inside a shell command."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == "quote") or (
+        isinstance(func, ast.Name) and func.id == "quote"
+    )
+
+
+def _safe_part(node: ast.expr) -> bool:
+    """A part of a command that cannot bring shell syntax in: text in the source, a quoted value, a CONSTANT."""
+    return isinstance(node, ast.Constant) or _quoted(node) or (isinstance(node, ast.Name) and node.id.isupper())
+
+
+def _unquoted_text(node: ast.expr, built: set[str]) -> bool:
+    """True when ``node`` makes shell text at run time out of parts, one of them neither quoted nor constant."""
+    if isinstance(node, ast.JoinedStr):
+        return any(isinstance(v, ast.FormattedValue) and not _safe_part(v.value) for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return any(
+            not _safe_part(side) and (not _text(side) or _unquoted_text(side, built))
+            for side in (node.left, node.right)
+        )
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        values = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        return not all(_safe_part(v) for v in values)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return not all(_safe_part(v) for v in [*node.args, *(k.value for k in node.keywords)])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" and node.args:
+        parts = node.args[0]
+        if isinstance(parts, (ast.GeneratorExp, ast.ListComp)):
+            return not _safe_part(parts.elt)
+        if isinstance(parts, (ast.List, ast.Tuple)):
+            return not all(_safe_part(v) for v in parts.elts)
+        return True
+    return isinstance(node, ast.Name) and node.id in built
+
+
+def _text(node: ast.expr) -> bool:
+    """True when ``node`` is text made at run time (an f-string, ``+``/``%`` of text, ``.format``, ``.join``)."""
+    return isinstance(node, (ast.JoinedStr, ast.BinOp)) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "join")
+    )
+
+
+def _shell_command(call: ast.Call) -> ast.expr | None:
+    """The command text a call hands to a shell, or None when it runs no shell."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if not call.args or name not in (*SHELL_ALWAYS, *SHELL_WHEN_ASKED):
+        return None
+    first = call.args[0]
+    if name in SHELL_ALWAYS:
+        return first
+    shell = [k.value for k in call.keywords if k.arg == "shell"]
+    if shell and not (isinstance(shell[0], ast.Constant) and not shell[0].value):
+        return first
+    # an argument list that starts a shell itself: ["sh", "-c", command]
+    if isinstance(first, (ast.List, ast.Tuple)) and len(first.elts) >= 3:
+        head, flag, command = first.elts[:3]
+        shells = ("sh", "bash", "zsh", "dash", "/bin/sh", "/bin/bash")
+        if (
+            isinstance(head, ast.Constant)
+            and head.value in shells
+            and isinstance(flag, ast.Constant)
+            and flag.value == "-c"
+        ):
+            return command
+    return None
+
+
+def shell_built_from_strings(source: str, function: str) -> list[int]:
+    """Lines where a definition of ``function`` hands a shell a command built from unquoted parts (R9).
+
+    The command is the first argument of a call that runs a shell (:data:`SHELL_ALWAYS`, or
+    :data:`SHELL_WHEN_ASKED` with ``shell=`` anything but a constant false), or the text after
+    ``"-c"`` in an argument list starting ``sh``/``bash``. It counts when it is an f-string, ``+``,
+    ``%``, ``.format`` or ``.join`` with a part that is neither ``shlex.quote(...)``, text in the
+    source nor an UPPER_CASE constant, or a name assigned such text in the same definition.
+
+    Raises:
+        SyntaxError: ``source`` is not Python.
+        ValueError: ``source`` holds a null byte.
+    """
+    lines = []
+    for definition in definitions(source, function):
+        built: set[str] = set()
+        for node in ast.walk(definition):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                grows = isinstance(node, ast.AugAssign) or _unquoted_text(node.value, built)
+                for target in targets:
+                    if isinstance(target, ast.Name) and grows:
+                        built.add(target.id)
+        for node in ast.walk(definition):
+            if not isinstance(node, ast.Call):
+                continue
+            command = _shell_command(node)
+            if command is not None and _unquoted_text(command, built):
+                lines.append(node.lineno)
+    return sorted(lines)
