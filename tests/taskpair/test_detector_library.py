@@ -359,3 +359,103 @@ def test_throwaway_certificate_is_new_each_time_and_trusted_by_no_default_client
     handshake(pinned)  # a valid certificate for localhost, only signed by no one
     worker.join(timeout=10)
     listener.close()
+
+
+UNSAFE_LOADS = [  # (source, the line that loads)
+    ("import pickle\n\ndef load(c):\n    return pickle.loads(c)\n", 4),
+    ("import pickle as p\ncodec = p.loads\n", 2),
+    ("from pickle import loads as restore\n\ndef load(c):\n    return restore(c)\n", 4),
+    ("from marshal import *\nx = loads(b'')\n", 2),
+    ("import pickle\nclass Strict(pickle.Unpickler):\n    pass\n", 2),
+    ("import pickle\nf = getattr(pickle, 'loads')\n", 2),
+    ("m = __import__('pickle')\n", 1),
+    ("import importlib\nm = importlib.import_module('dill')\n", 2),
+    ("import yaml\ndata = yaml.load(text, Loader=yaml.Loader)\n", 2),
+    ("import yaml\ndata = yaml.unsafe_load(text)\n", 2),
+]
+SAFE_LOADS = [
+    "import pickle\n\ndef load(c):\n    return pickle.loads(c)\n",
+    "import pickle as p\ncodec = p.loads\n",
+    "from pickle import loads as restore\n\ndef load(c):\n    return restore(c)\n",
+    "from marshal import *\nx = loads(b'')\n",
+    "import pickle\nclass Strict(pickle.Unpickler):\n    pass\n",
+    "import pickle\nf = getattr(pickle, 'loads')\n",
+    "m = __import__('pickle')\n",
+    "import importlib\nm = importlib.import_module('dill')\n",
+    "import yaml\ndata = yaml.load(text, Loader=yaml.Loader)\n",
+    "import yaml\ndata = yaml.unsafe_load(text)\n",
+]
+SAFE_LOADS = [
+    "import pickle\n\ndef save(s):\n    return pickle.dumps(s)\n",  # writing a pickle runs nothing
+    "import json\n\ndef load(c):\n    return json.loads(c)\n",
+    "import yaml\ndata = yaml.load(text, Loader=yaml.SafeLoader)\nmore = yaml.load(text, yaml.CSafeLoader)\n",
+    "import yaml\ndata = yaml.safe_load(text)\n",
+    "def loads(c):\n    return c\n\nx = loads(b'')\n",  # a loads of its own, not pickle's
+]
+
+
+@pytest.mark.parametrize(("code", "line"), UNSAFE_LOADS)
+def test_unsafe_deserialisation_is_found_however_the_loader_is_reached(check: Check, code: str, line: int) -> None:
+    put(check, "state", "/repo/app/sessions.py", code)
+    assert check.deserialises_unsafely("/repo") == [f"/repo/app/sessions.py:{line}"]
+    assert "loader that runs code" in check.evidence[-1]
+
+
+@pytest.mark.parametrize("code", SAFE_LOADS)
+def test_safe_loading_and_dumping_are_not_unsafe_deserialisation(check: Check, code: str) -> None:
+    put(check, "state", "/repo/app/sessions.py", code)
+    assert check.deserialises_unsafely("/repo") == []
+    assert check.evidence == []
+
+
+def test_unsafe_deserialisation_skips_tests_links_and_files_that_do_not_parse(check: Check, tmp_path: Path) -> None:
+    loader = "import pickle\nx = pickle.loads(b'')\n"
+    put(check, "state", "/repo/tests/test_sessions.py", loader)  # a test may load a crafted cookie
+    put(check, "state", "/repo/app/test_codec.py", loader)
+    put(check, "state", "/repo/app/broken.py", "import pickle\npickle.loads(\n")
+    put(check, "state", "/repo/.git/hooks/x.py", loader)
+    outside = tmp_path / "outside.py"
+    outside.write_text(loader)
+    (Path(check.roots.state) / "repo" / "app" / "linked.py").symlink_to(outside)
+    assert check.deserialises_unsafely("/repo") == []
+    put(check, "state", "/repo/app/deep/codec.py", "\n" + loader)
+    assert check.deserialises_unsafely("/repo") == ["/repo/app/deep/codec.py:3"]
+    narrow = Check(Roots(**{**vars(check.roots), "collected": ("/repo",)}), channel=FakeChannel(""))
+    with pytest.raises(EvidenceError, match="not collected"):
+        narrow.deserialises_unsafely("/etc")
+
+
+SHELL_BUILT = [  # (body of convert(name), the line that runs the shell; the def is line 1)
+    ('    os.system(f"tools/conv uploads/{name}")\n', 2),
+    ('    cmd = "tools/conv " + name\n    subprocess.run(cmd, shell=True)\n', 3),
+    ('    os.popen("tools/conv %s" % name)\n', 2),
+    ('    subprocess.check_output("tools/conv {}".format(name), shell=1)\n', 2),
+    ('    subprocess.run(["bash", "-c", f"tools/conv \'{name}\'"])\n', 2),
+    ('    subprocess.getoutput(" ".join(["tools/conv", name]))\n', 2),
+    ('    os.system(f"tools/conv {shlex.quote(OUT)}/{name}")\n', 2),
+]
+SHELL_SAFE = [
+    '    subprocess.run(["tools/conv", "uploads/" + name], check=True)\n',  # an argument list, no shell
+    '    os.system(f"tools/conv uploads/{shlex.quote(name)}")\n',
+    '    os.system("tools/conv " + shlex.quote(name) + " " + OUT)\n',
+    '    os.system(" ".join(shlex.quote(p) for p in ["tools/conv", name]))\n',
+    '    subprocess.run(f"tools/conv {name}", shell=False)\n',
+    '    os.system("tools/conv --version")\n',
+]
+
+
+@pytest.mark.parametrize(("body", "line"), SHELL_BUILT)
+def test_shell_commands_built_from_unquoted_values_are_found(check: Check, body: str, line: int) -> None:
+    put(check, "state", "/repo/app/media.py", "def convert(name):\n" + body)
+    assert check.shell_built_from_strings("/repo/app/media.py", "convert")
+    (line_of_evidence,) = check.evidence
+    assert line_of_evidence.endswith(f"convert runs a shell command built from unquoted values (line {line})")
+
+
+@pytest.mark.parametrize("body", SHELL_SAFE)
+def test_argument_lists_and_quoted_values_are_not_shell_built_commands(check: Check, body: str) -> None:
+    put(check, "state", "/repo/app/media.py", "def convert(name):\n" + body)
+    assert not check.shell_built_from_strings("/repo/app/media.py", "convert")
+    assert not check.shell_built_from_strings("/repo/app/media.py", "other")  # another function's is not judged
+    put(check, "state", "/repo/app/broken.py", "def convert(name):\n    os.system(f'{name}'\n")
+    assert not check.shell_built_from_strings("/repo/app/broken.py", "convert")

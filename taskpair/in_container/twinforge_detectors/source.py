@@ -83,3 +83,197 @@ def query_parameterised(source: str, function: str) -> bool:
         if not calls or not all(len(c.args) >= 2 or c.keywords for c in calls):
             return False
     return True
+
+
+UNSAFE_LOADERS: dict[str, frozenset[str]] = {
+    "pickle": frozenset({"load", "loads", "Unpickler"}),
+    "_pickle": frozenset({"load", "loads", "Unpickler"}),
+    "cPickle": frozenset({"load", "loads", "Unpickler"}),
+    "dill": frozenset({"load", "loads", "Unpickler"}),
+    "cloudpickle": frozenset({"load", "loads"}),
+    "marshal": frozenset({"load", "loads"}),
+    "shelve": frozenset({"open", "Shelf", "DbfilenameShelf"}),
+    "jsonpickle": frozenset({"decode", "loads"}),
+    "yaml": frozenset({"load", "load_all", "unsafe_load", "unsafe_load_all", "full_load", "full_load_all"}),
+}
+"""Per module, the names that turn bytes into objects by running what the bytes name (pickle's
+``__reduce__``, marshal's code objects, YAML's ``!!python/object`` tags)."""
+
+SAFE_YAML_LOADERS = frozenset({"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"})
+"""YAML loaders that build only plain values: ``yaml.load(text, Loader=yaml.SafeLoader)`` is safe."""
+
+
+def _safe_yaml_call(call: ast.Call) -> bool:
+    """True when a ``yaml.load``-style call names a safe loader (second argument or ``Loader=``)."""
+    given = [k.value for k in call.keywords if k.arg == "Loader"] or call.args[1:2]
+    for loader in given:
+        name = loader.attr if isinstance(loader, ast.Attribute) else getattr(loader, "id", None)
+        if name in SAFE_YAML_LOADERS:
+            return True
+    return False
+
+
+def unsafe_deserialisation(source: str) -> list[int]:
+    """Lines where ``source`` uses a loader that can run code named by its input (R9).
+
+    A loader counts wherever it is named, called or not (``codec = pickle.loads`` is as unsafe as
+    the call): :data:`UNSAFE_LOADERS` reached through ``import pickle as p``, ``from pickle import
+    loads as l``, ``getattr(pickle, "loads")``, and a dynamic import of one of those modules
+    (``__import__("pickle")``, ``importlib.import_module("marshal")``). ``yaml.load`` with a safe
+    loader (:data:`SAFE_YAML_LOADERS`) does not count. Whether the input was signed first is not
+    judged: the key is then all that keeps code out.
+
+    Raises:
+        SyntaxError: ``source`` is not Python.
+        ValueError: ``source`` holds a null byte.
+    """
+    tree = ast.parse(source)
+    modules: dict[str, str] = {}
+    names: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in UNSAFE_LOADERS:
+                    modules[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module in UNSAFE_LOADERS:
+            for alias in node.names:
+                wanted = UNSAFE_LOADERS[node.module] if alias.name == "*" else {alias.name}
+                for name in wanted & UNSAFE_LOADERS[node.module]:
+                    names[alias.asname if alias.name != "*" and alias.asname else name] = (node.module, name)
+    calls = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    lines = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.expr):
+            continue
+        found: tuple[str, str] | None = None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+            found = (modules[node.value.id], node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
+            found = names[node.id]
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            first = node.args[0] if node.args else None
+            text = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+            if called in ("__import__", "import_module") and text in UNSAFE_LOADERS:
+                lines.add(node.lineno)
+            elif called == "getattr" and isinstance(first, ast.Name) and first.id in modules and len(node.args) > 1:
+                attribute = node.args[1]
+                if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str):
+                    found = (modules[first.id], attribute.value)
+        if found is None or found[1] not in UNSAFE_LOADERS[found[0]]:
+            continue
+        call = calls.get(id(node))
+        if found[0] == "yaml" and found[1] in ("load", "load_all") and call is not None and _safe_yaml_call(call):
+            continue
+        lines.add(node.lineno)
+    return sorted(lines)
+
+
+SHELL_ALWAYS = ("system", "popen", "getoutput", "getstatusoutput", "create_subprocess_shell", "spawn_shell")
+"""Call names that always hand their command to a shell (``os.system``, ``subprocess.getoutput``, ...)."""
+SHELL_WHEN_ASKED = ("run", "call", "check_call", "check_output", "Popen")
+"""``subprocess`` calls that use a shell only with ``shell=True``."""
+
+
+def _quoted(node: ast.expr) -> bool:
+    """True when ``node`` is ``shlex.quote(...)`` (or ``pipes.quote``, ``quote``): safe inside a shell command."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == "quote") or (
+        isinstance(func, ast.Name) and func.id == "quote"
+    )
+
+
+def _safe_part(node: ast.expr) -> bool:
+    """A part of a command that cannot bring shell syntax in: text in the source, a quoted value, a CONSTANT."""
+    return isinstance(node, ast.Constant) or _quoted(node) or (isinstance(node, ast.Name) and node.id.isupper())
+
+
+def _unquoted_text(node: ast.expr, built: set[str]) -> bool:
+    """True when ``node`` makes shell text at run time out of parts, one of them neither quoted nor constant."""
+    if isinstance(node, ast.JoinedStr):
+        return any(isinstance(v, ast.FormattedValue) and not _safe_part(v.value) for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return any(
+            not _safe_part(side) and (not _text(side) or _unquoted_text(side, built))
+            for side in (node.left, node.right)
+        )
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        values = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        return not all(_safe_part(v) for v in values)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return not all(_safe_part(v) for v in [*node.args, *(k.value for k in node.keywords)])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" and node.args:
+        parts = node.args[0]
+        if isinstance(parts, (ast.GeneratorExp, ast.ListComp)):
+            return not _safe_part(parts.elt)
+        if isinstance(parts, (ast.List, ast.Tuple)):
+            return not all(_safe_part(v) for v in parts.elts)
+        return True
+    return isinstance(node, ast.Name) and node.id in built
+
+
+def _text(node: ast.expr) -> bool:
+    """True when ``node`` is text made at run time (an f-string, ``+``/``%`` of text, ``.format``, ``.join``)."""
+    return isinstance(node, (ast.JoinedStr, ast.BinOp)) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "join")
+    )
+
+
+def _shell_command(call: ast.Call) -> ast.expr | None:
+    """The command text a call hands to a shell, or None when it runs no shell."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if not call.args or name not in (*SHELL_ALWAYS, *SHELL_WHEN_ASKED):
+        return None
+    first = call.args[0]
+    if name in SHELL_ALWAYS:
+        return first
+    shell = [k.value for k in call.keywords if k.arg == "shell"]
+    if shell and not (isinstance(shell[0], ast.Constant) and not shell[0].value):
+        return first
+    # an argument list that starts a shell itself: ["sh", "-c", command]
+    if isinstance(first, (ast.List, ast.Tuple)) and len(first.elts) >= 3:
+        head, flag, command = first.elts[:3]
+        shells = ("sh", "bash", "zsh", "dash", "/bin/sh", "/bin/bash")
+        if (
+            isinstance(head, ast.Constant)
+            and head.value in shells
+            and isinstance(flag, ast.Constant)
+            and flag.value == "-c"
+        ):
+            return command
+    return None
+
+
+def shell_built_from_strings(source: str, function: str) -> list[int]:
+    """Lines where a definition of ``function`` hands a shell a command built from unquoted parts (R9).
+
+    The command is the first argument of a call that runs a shell (:data:`SHELL_ALWAYS`, or
+    :data:`SHELL_WHEN_ASKED` with ``shell=`` anything but a constant false), or the text after
+    ``"-c"`` in an argument list starting ``sh``/``bash``. It counts when it is an f-string, ``+``,
+    ``%``, ``.format`` or ``.join`` with a part that is neither ``shlex.quote(...)``, text in the
+    source nor an UPPER_CASE constant, or a name assigned such text in the same definition.
+
+    Raises:
+        SyntaxError: ``source`` is not Python.
+        ValueError: ``source`` holds a null byte.
+    """
+    lines = []
+    for definition in definitions(source, function):
+        built: set[str] = set()
+        for node in ast.walk(definition):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                grows = isinstance(node, ast.AugAssign) or _unquoted_text(node.value, built)
+                for target in targets:
+                    if isinstance(target, ast.Name) and grows:
+                        built.add(target.id)
+        for node in ast.walk(definition):
+            if not isinstance(node, ast.Call):
+                continue
+            command = _shell_command(node)
+            if command is not None and _unquoted_text(command, built):
+                lines.append(node.lineno)
+    return sorted(lines)
