@@ -37,7 +37,7 @@ LABELLED = ROOT / "tests" / "data" / "stage1" / "checks-labelled.yaml"
 
 
 def blueprint_of(archetype: Archetype, cell: str) -> Blueprint:
-    """The blueprint an archetype was derived from (a reference pair's, a labelled good one's, or its own), moved to ``cell``."""
+    """The blueprint an archetype was derived from (a reference pair's, a labelled one's or its own), in ``cell``."""
     derived_from = archetype.spec.derived_from
     if derived_from == NEW:
         return own_blueprint(archetype, "S1" if cell.startswith("S1") else "S2")

@@ -196,7 +196,7 @@ def as_built(archetype: Archetype, blueprint: Blueprint, variables: dict[str, An
 
 
 NEW = "new"
-"""``derived_from`` of an archetype written from no labelled blueprint: its own ``as_built`` fields are its blueprint."""
+"""``derived_from`` of an archetype written from no labelled blueprint (its ``as_built`` fields are its blueprint)."""
 
 
 def own_blueprint(archetype: Archetype, source: Source) -> Blueprint:
@@ -216,8 +216,14 @@ def own_blueprint(archetype: Archetype, source: Source) -> Blueprint:
         "canaries": canary_values(archetype, NEW),
         "pair_id": NEW,
     }
-    stub = Blueprint.model_construct(
-        source_reference=f"archetype {archetype.spec.name}", taxonomy_id=f"{source}-{archetype.spec.risk}"
+    # as_built takes only source_reference and taxonomy_id from the blueprint it is given
+    filler = "(rendered from as_built)"
+    stub = Blueprint.model_validate(
+        {
+            **dict.fromkeys(AS_BUILT_FIELDS, filler),
+            "source_reference": f"archetype {archetype.spec.name}",
+            "taxonomy_id": f"{source}-{archetype.spec.risk}",
+        }
     )
     return as_built(archetype, stub, variables, env)
 
