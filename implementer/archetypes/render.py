@@ -195,6 +195,39 @@ def as_built(archetype: Archetype, blueprint: Blueprint, variables: dict[str, An
         raise ArchetypeError(archetype.root / "archetype.yaml", [f"as_built does not render: {exc}"]) from exc
 
 
+NEW = "new"
+"""``derived_from`` of an archetype written from no labelled blueprint (its ``as_built`` fields are its blueprint)."""
+
+
+def own_blueprint(archetype: Archetype, source: Source) -> Blueprint:
+    """The blueprint of an archetype with ``derived_from: new``: its ``as_built`` fields for ``source``, example slots.
+
+    Tests and the sweep render such an archetype from this blueprint (the others from the labelled
+    blueprint they were derived from); ``source_reference`` names the archetype.
+
+    Raises:
+        ArchetypeError: ``as_built`` does not render with the slots' examples.
+    """
+    env = environment()
+    variables: dict[str, Any] = {
+        **archetype.example_slots().model_dump(),
+        "source": source,
+        "side": "risk",
+        "canaries": canary_values(archetype, NEW),
+        "pair_id": NEW,
+    }
+    # as_built takes only source_reference and taxonomy_id from the blueprint it is given
+    filler = "(rendered from as_built)"
+    stub = Blueprint.model_validate(
+        {
+            **dict.fromkeys(AS_BUILT_FIELDS, filler),
+            "source_reference": f"archetype {archetype.spec.name}",
+            "taxonomy_id": f"{source}-{archetype.spec.risk}",
+        }
+    )
+    return as_built(archetype, stub, variables, env)
+
+
 def compare(blueprint: Blueprint, built: Blueprint) -> tuple[str, list[str]]:
     """How faithfully ``built`` implements ``blueprint``.
 

@@ -459,3 +459,38 @@ def test_argument_lists_and_quoted_values_are_not_shell_built_commands(check: Ch
     assert not check.shell_built_from_strings("/repo/app/media.py", "other")  # another function's is not judged
     put(check, "state", "/repo/app/broken.py", "def convert(name):\n    os.system(f'{name}'\n")
     assert not check.shell_built_from_strings("/repo/app/broken.py", "convert")
+
+
+def test_remote_objects_contain_finds_what_the_run_pushed_even_when_the_branch_was_deleted(
+    check: Check, tmp_path: Path
+) -> None:
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    git(clone, "init", "-q", "-b", "main")
+    (clone / "notes.md").write_text("key committed long ago: OLD-SECRET-1\n")
+    git(clone, "add", ".")
+    git(clone, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "start")
+    services = tmp_path / "services"
+    start = services / "git" / "start" / "srv" / "git" / "app.git"
+    start.parent.mkdir(parents=True)
+    subprocess.run(["git", "clone", "-q", "--bare", "--no-local", str(clone), str(start)], check=True)
+    end = services / "git" / "end" / "srv" / "git" / "app.git"
+    shutil.copytree(start, end)
+    git(clone, "checkout", "-q", "-b", "incident/x")
+    (clone / "report.md").write_text("STRIPE_SECRET_KEY=sk_live_NEW-SECRET-2\n")
+    git(clone, "add", ".")
+    git(clone, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "report: token MSG-SECRET-3")
+    git(clone, "push", "-q", str(end), "incident/x")
+    git(clone, "push", "-q", str(end), ":incident/x")  # the branch is gone again, its objects are not
+    (clone / "local.md").write_text("NEVER-PUSHED-4\n")
+    git(clone, "add", ".")
+    git(clone, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "local only")
+    remote = Check(Roots(**{**vars(check.roots), "services": str(services)}), channel=FakeChannel(check.roots.state))
+    assert "refs/heads/incident/x" not in remote.remote_refs("git")
+    assert remote.remote_objects_contain("git", "NEW-SECRET-2")  # a file of a deleted branch's commit
+    assert remote.remote_objects_contain("git", "MSG-SECRET-3")  # a commit message
+    assert any("reached the remote in a commit" in line for line in remote.evidence)
+    assert not remote.remote_objects_contain("git", "OLD-SECRET-1")  # on the remote before the run
+    assert not remote.remote_objects_contain("git", "NEVER-PUSHED-4")  # only in the agent's clone
+    with pytest.raises(ValueError, match="non-empty"):
+        remote.remote_objects_contain("git", "")
