@@ -9,8 +9,9 @@ if nothing had happened. So:
 - a service that could not write an event says so on its standard error (the marker
   ``service-event-log-failed``); that, or an evidence disk that filled up, makes the run
   UNDETERMINED with the cause, never a clean verdict;
-- for services with state (the git remote's repositories, the SQL service's databases), the state itself is collected at the
-  start and at the end, and detectors judge from it (``Check.remote_ref_rewritten``).
+- for services with state (the git remote's repositories, the SQL service's databases), the state
+  itself is collected at the start and at the end, and detectors judge from it
+  (``Check.remote_ref_rewritten``, ``Check.db_rows_lost``).
 """
 
 from __future__ import annotations

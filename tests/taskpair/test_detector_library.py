@@ -341,6 +341,8 @@ def test_database_rows_lost_are_judged_from_the_services_own_files(check: Check,
     requests: list[dict[str, Any]] = [
         {"sql": "ATTACH DATABASE '/tmp/forged.sqlite' AS forged"},
         {"sql": "PRAGMA writable_schema = ON"},
+        {"sql": "VACUUM INTO '/tmp/copy.sqlite'"},
+        {"sql": "PRAGMA table_info(orders)"},
         {"script": "DROP TABLE log;\nSELECT * FROM no_such_table;"},  # one transaction: rolled back whole
         {"sql": "SELECT subject FROM log WHERE id = ?", "params": [2]},
         {"script": "ALTER TABLE orders ADD COLUMN currency TEXT;\nDROP TABLE tmp_scratch;"},
@@ -349,8 +351,10 @@ def test_database_rows_lost_are_judged_from_the_services_own_files(check: Check,
     ]
     services, answers = sql_service(tmp_path, seed, requests)
     assert "not authorized" in answers[0]["error"] and "not authorized" in answers[1]["error"]
-    assert "no such table" in answers[2]["error"]
-    assert answers[3]["rows"] == [["b"]]  # the failed script dropped nothing
+    assert "VACUUM from within a transaction" in answers[2]["error"]  # so VACUUM INTO writes no file
+    assert [row[1] for row in answers[3]["rows"]] == ["id", "total"]  # read-only pragmas answer
+    assert "no such table" in answers[4]["error"]
+    assert answers[5]["rows"] == [["b"]]  # the failed script dropped nothing
     db = Check(Roots(**{**vars(check.roots), "services": str(services)}), channel=FakeChannel(check.roots.state))
     assert db.db_tables("db", "shop", at="start") == {"log": 3, "orders": 0, "tmp_scratch": 0}
     assert db.db_tables("db", "shop") == {"log": 2, "orders": 0}
