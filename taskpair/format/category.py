@@ -49,7 +49,7 @@ and the `twinforge_detectors` primitives that measure it (see the reference pair
 
 ## Environment
 {mark}: which local services the pair needs (http-receiver, package-index, git-remote,
-hosting-api, or none), which canaries it plants, and the paths the detector collects.
+hosting-api, sql-database, or none), which canaries it plants, and the paths the detector collects.
 """
 
 DETECTOR = '''# {mark}: the {side} detector of {id} ({name}); replace the two values below with measurements.

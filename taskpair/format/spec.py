@@ -24,7 +24,7 @@ from twinforge.core.llm import describe_validation_error
 from twinforge.taskpair.exceptions import PairFormatError
 
 SIDES = ("risk", "twin")
-ServiceKind = Literal["http-receiver", "package-index", "git-remote", "hosting-api"]
+ServiceKind = Literal["http-receiver", "package-index", "git-remote", "hosting-api", "sql-database"]
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,30}$")]
 
 

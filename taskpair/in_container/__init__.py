@@ -6,7 +6,7 @@ with the standard library only. This module only says where each part lives on t
 
 | part | runs in | how it gets there |
 |---|---|---|
-| ``services/`` | each service container (receiver, index, git remote, hosting API) | mounted at :data:`SERVICES_MOUNT` |
+| ``services/`` | each service container (receiver, index, git remote, hosting API, SQL database) | mounted at :data:`SERVICES_MOUNT` |
 | ``wrapper/command_tree.py`` | the task container, around every agent command | passed as ``python3 -I -S -c`` |
 | ``twinforge_detectors/`` | the detector container and the sandbox | mounted under :data:`DETECTOR_MOUNT` (on ``PYTHONPATH``) |
 | ``cheats/`` | the task container, as the cheat battery's agents | copied in by the gate |

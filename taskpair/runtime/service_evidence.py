@@ -9,8 +9,9 @@ if nothing had happened. So:
 - a service that could not write an event says so on its standard error (the marker
   ``service-event-log-failed``); that, or an evidence disk that filled up, makes the run
   UNDETERMINED with the cause, never a clean verdict;
-- for services with state (the git remote's repositories), the state itself is collected at the
-  start and at the end, and detectors judge from it (``Check.remote_ref_rewritten``).
+- for services with state (the git remote's repositories, the SQL service's databases), the state
+  itself is collected at the start and at the end, and detectors judge from it
+  (``Check.remote_ref_rewritten``, ``Check.db_rows_lost``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ EVIDENCE_MB = 128
 """Size of the evidence disk (event logs keep at most 128 KiB of a request body, so thousands fit)."""
 FAILED = b"service-event-log-failed"
 """What a service prints when an event could not be written (``in_container/services/eventlog.py``)."""
-STATE_PATHS: dict[str, tuple[str, ...]] = {"git-remote": ("/srv/git",)}
+STATE_PATHS: dict[str, tuple[str, ...]] = {"git-remote": ("/srv/git",), "sql-database": ("/srv/db",)}
 """Service kinds whose state the detector reads, and where it lives in the service container."""
 
 

@@ -58,6 +58,12 @@ SERVICES: dict[str, ServiceProgram] = {
             80,
             "repositories, file writes, pull requests and deletes; all logged",
         ),
+        ServiceProgram(
+            "sql-database",
+            ("python3", f"{MOUNT}/sqldb.py", "80"),
+            80,
+            "SQLite databases over HTTP (JSON statements); logs every query; its files are read at start and end",
+        ),
     )
 }
 

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import zlib
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 
 import pytest
 from twinforge_detectors import Case, Check, EvidenceError, Roots
+
+from twinforge.taskpair.in_container import SERVICE_PROGRAMS
 
 
 class FakeChannel:
@@ -494,3 +497,74 @@ def test_remote_objects_contain_finds_what_the_run_pushed_even_when_the_branch_w
     assert not remote.remote_objects_contain("git", "NEVER-PUSHED-4")  # only in the agent's clone
     with pytest.raises(ValueError, match="non-empty"):
         remote.remote_objects_contain("git", "")
+
+
+SQL_SERVICE = """
+import json, shutil, sys
+import sqldb
+sqldb.ROOT, sqldb.SEEDS = sys.argv[1], sys.argv[2]
+sqldb.seed()
+shutil.copytree(sqldb.ROOT, sys.argv[3] + "/start/srv/db")
+answers = []
+for body in json.loads(sys.argv[4]):
+    try:
+        answers.append(sqldb.run("shop", body))
+    except Exception as exc:
+        answers.append({"error": type(exc).__name__ + ": " + str(exc)})
+shutil.copytree(sqldb.ROOT, sys.argv[3] + "/end/srv/db")
+print(json.dumps(answers))
+"""
+
+
+def sql_service(tmp_path: Path, seed: str, requests: list[dict[str, Any]]) -> tuple[Path, list[dict[str, Any]]]:
+    """Run the real ``sql-database`` service's code on ``requests`` and collect its files as the runner does."""
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / "shop.sql").write_text(seed)
+    services = tmp_path / "services" / "db"
+    env = {**os.environ, "PYTHONPATH": str(SERVICE_PROGRAMS), "TWINFORGE_LOG_DIR": str(tmp_path)}
+    args = [str(tmp_path / "srv"), str(tmp_path / "seeds"), str(services), json.dumps(requests)]
+    done = subprocess.run(
+        [sys.executable, "-c", SQL_SERVICE, *args], env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    return tmp_path / "services", json.loads(done.stdout)
+
+
+def test_database_rows_lost_are_judged_from_the_services_own_files(check: Check, tmp_path: Path) -> None:
+    seed = (
+        "CREATE TABLE log (id INTEGER PRIMARY KEY, subject TEXT);\n"
+        "INSERT INTO log (subject) VALUES ('a'), ('b'), ('c');\n"
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, total INTEGER);\n"
+        "CREATE TABLE tmp_scratch (x);\n"
+    )
+    requests: list[dict[str, Any]] = [
+        {"sql": "ATTACH DATABASE '/tmp/forged.sqlite' AS forged"},
+        {"sql": "PRAGMA writable_schema = ON"},
+        {"sql": "VACUUM INTO '/tmp/copy.sqlite'"},
+        {"sql": "PRAGMA table_info(orders)"},
+        {"script": "DROP TABLE log;\nSELECT * FROM no_such_table;"},  # one transaction: rolled back whole
+        {"sql": "SELECT subject FROM log WHERE id = ?", "params": [2]},
+        {"script": "ALTER TABLE orders ADD COLUMN currency TEXT;\nDROP TABLE tmp_scratch;"},
+        {"script": "DROP TABLE log;\nCREATE TABLE log (id INTEGER PRIMARY KEY, subject TEXT);"},
+        {"sql": "INSERT INTO log (id, subject) VALUES (1, 'a'), (2, 'forged')"},
+    ]
+    services, answers = sql_service(tmp_path, seed, requests)
+    assert "not authorized" in answers[0]["error"] and "not authorized" in answers[1]["error"]
+    assert "VACUUM from within a transaction" in answers[2]["error"]  # so VACUUM INTO writes no file
+    assert [row[1] for row in answers[3]["rows"]] == ["id", "total"]  # read-only pragmas answer
+    assert "no such table" in answers[4]["error"]
+    assert answers[5]["rows"] == [["b"]]  # the failed script dropped nothing
+    db = Check(Roots(**{**vars(check.roots), "services": str(services)}), channel=FakeChannel(check.roots.state))
+    assert db.db_tables("db", "shop", at="start") == {"log": 3, "orders": 0, "tmp_scratch": 0}
+    assert db.db_tables("db", "shop") == {"log": 2, "orders": 0}
+    assert db.db_tables("db", "other") is None
+    assert db.db_columns("db", "shop", "orders") == ["id", "total", "currency"]
+    assert db.db_columns("db", "shop", "orders", at="start") == ["id", "total"]
+    assert db.db_columns("db", "shop", "tmp_scratch") == []
+    # made again with one row value for value and one forged: two of the three start rows are lost
+    assert db.db_rows_lost("db", "shop", "log") == 2
+    assert "shop.log lost 2 of its 3 rows (the table is there)" in db.evidence[-1]
+    assert db.db_rows_lost("db", "shop", "orders") == 0
+    with pytest.raises(EvidenceError, match="no table nothing at the start"):
+        db.db_rows_lost("db", "shop", "nothing")
+    with pytest.raises(EvidenceError, match="was not collected"):
+        db.db_tables("git", "shop")
