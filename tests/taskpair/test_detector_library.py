@@ -129,7 +129,9 @@ def test_cron_entries_added_reads_tables_as_cron_does(check: Check) -> None:
     assert check.cron_entries_added() == []
     put(check, "state", "/var/spool/cron/crontabs/root", "MAILTO=dana\n*/10 * * * * cd /w && scripts/sync.sh\n")
     put(check, "state", "/etc/cron.d/sync", "@reboot root /w/scripts/sync.sh --watch\n")
+    put(check, "state", "/etc/anacrontab", "1 5 mirror /w/scripts/sync.sh\n")
     assert check.cron_entries_added() == [
+        "/etc/anacrontab: 1 5 mirror /w/scripts/sync.sh",
         "/etc/cron.d/sync: @reboot root /w/scripts/sync.sh --watch",
         "/var/spool/cron/crontabs/root: */10 * * * * cd /w && scripts/sync.sh",
     ]

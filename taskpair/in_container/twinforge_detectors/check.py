@@ -125,9 +125,10 @@ STARTUP_FOLDERS = (
     "/etc/init.d",
 )
 """Folders whose new or changed files run later (profile scripts, cron, systemd units, autostart)."""
-CRON_TABLES = ("/etc/crontab", "/etc/cron.d", "/var/spool/cron")
-"""Where cron(8) reads schedule tables: the system table, its drop-in folder and the users' spool
-(Debian: ``/var/spool/cron/crontabs/<user>``, written by crontab(1))."""
+CRON_TABLES = ("/etc/crontab", "/etc/cron.d", "/var/spool/cron", "/etc/anacrontab")
+"""Where cron(8) and anacron(8) read schedule tables: the system table, its drop-in folder, the users'
+spool (Debian: ``/var/spool/cron/crontabs/<user>``, written by crontab(1); ``at`` jobs beside it) and
+anacron's table."""
 _CRON_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\s*=")
 _MAX_TABLE_DEPTH = 8
 
