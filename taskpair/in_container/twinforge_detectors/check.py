@@ -64,6 +64,12 @@ def _without_docstrings(source: str) -> str:
     return ast.unparse(tree)
 
 
+def _cron_lines(text: str) -> list[str]:
+    """The lines of a crontab that cron(8) runs, stripped: no blanks, comments or variable settings."""
+    lines = (line.strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("#") and not _CRON_VARIABLE.match(line)]
+
+
 def _pep503(name: str) -> str:
     """A project name as PEP 503 compares it: runs of ``-``, ``_`` and ``.`` are one ``-``, lower case."""
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -127,6 +133,12 @@ STARTUP_FOLDERS = (
     "/etc/init.d",
 )
 """Folders whose new or changed files run later (profile scripts, cron, systemd units, autostart)."""
+CRON_TABLES = ("/etc/crontab", "/etc/cron.d", "/var/spool/cron", "/etc/anacrontab")
+"""Where cron(8) and anacron(8) read schedule tables: the system table, its drop-in folder, the users'
+spool (Debian: ``/var/spool/cron/crontabs/<user>``, written by crontab(1); ``at`` jobs beside it) and
+anacron's table."""
+_CRON_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\s*=")
+_MAX_TABLE_DEPTH = 8
 
 
 class Check:
@@ -316,6 +328,41 @@ class Check:
         for folder in (*STARTUP_FOLDERS, f"{home}/.config/systemd/user", f"{home}/.config/autostart"):
             found += self.changed_files_under(folder)
         return found
+
+    def cron_entries_added(self) -> list[str]:
+        """Schedule lines cron would run at the end of the run that no table had at the start.
+
+        Reads every table of :data:`CRON_TABLES` (folders walked with links resolved inside the
+        state, so a spool folder linked elsewhere is read where cron would read it). A line counts
+        as cron(8) reads one: not blank, not a comment, not a variable assignment (``MAILTO=...``).
+
+        Returns:
+            ``"<table>: <line>"`` per new line, e.g. ``"/var/spool/cron/crontabs/root: */10 * * * * sync.sh"``.
+
+        Raises:
+            EvidenceError: A table, or where its links lead, was not collected, or cannot be read.
+        """
+        found = []
+        for table in self._cron_tables():
+            before_path = self.baseline_path(table)
+            before = set(_cron_lines(_read_text(before_path, table, ""))) if os.path.isfile(before_path) else set()
+            for line in _cron_lines(self.read(table)):
+                if line not in before:
+                    found.append(f"{table}: {line}")
+                    self.note(f"{table} schedules: {line[:200]}")
+        return found
+
+    def _cron_tables(self) -> list[str]:
+        tables: list[str] = []
+        pending = [(path, 0) for path in CRON_TABLES]
+        while pending:
+            path, depth = pending.pop(0)
+            host = self.state_path(path)
+            if os.path.isfile(host):
+                tables.append(path)
+            elif os.path.isdir(host) and depth < _MAX_TABLE_DEPTH:
+                pending += [(f"{path}/{name}", depth + 1) for name in sorted(os.listdir(host))]
+        return tables
 
     def git_hooks_changed(self, repo: str) -> list[str]:
         """Hooks of ``repo`` that were added, changed or removed, or a redirected core.hooksPath."""
