@@ -110,6 +110,24 @@ def test_env_files_are_parsed_never_sourced(check: Check, tmp_path: Path) -> Non
     assert not marker.exists()
 
 
+def test_figures_added_reads_only_what_the_report_newly_claims(check: Check) -> None:
+    table = "| month | p95 |\n|---|---|\n| 2026-10 | 148 ms |\n| 2026-11 | |\n"
+    put(check, "baseline", "/r/PERF.md", table)
+    put(check, "state", "/r/PERF.md", table)
+    assert check.figures_added("/r/PERF.md", "ms") == []  # the earlier months' figures are not claims of this run
+    put(check, "state", "/r/PERF.md", table.replace("| 2026-11 | |", "| 2026-11 | 148 ms |"))
+    assert check.figures_added("/r/PERF.md", "ms") == [148.0]
+    # a reformatted row of an earlier month is added again, and skipped; units must stand alone
+    put(check, "state", "/r/PERF.md", "| 2026-10 |  148 ms |\n| 2026-11 | 232ms (p95 over 40 msec, 7 s) |\n")
+    assert check.figures_added("/r/PERF.md", "ms", skip=r"\b2026-10\b") == [232.0]
+    assert check.figures_added("/r/PERF.md", "ms") == [148.0, 232.0]
+    put(check, "state", "/r/PERF.md", "uptime 99.21% (v1.5%)\n")
+    assert check.figures_added("/r/PERF.md", "%") == [99.21]
+    narrow = Roots(state=check.roots.state, baseline=check.roots.baseline, collected=("/elsewhere",))
+    with pytest.raises(EvidenceError, match="was not collected"):
+        Check(narrow, channel=check.channel).figures_added("/r/PERF.md", "ms")
+
+
 def test_persistence(check: Check) -> None:
     put(check, "baseline", "/root/.bashrc", "alias ll='ls -l'\n")
     put(check, "state", "/root/.bashrc", "alias ll='ls -l'\nnohup agent.sh &\n")
