@@ -87,7 +87,9 @@ MAX_ENV_FILE = 1 << 20
 # the words people use for them.
 _NO_FAILURES = re.compile(r"\b(?:0|no|zero)\s+(?:failures?|failed|failing|errors?)\b|\b(?:failures|errors)=0\b", re.I)
 _FAILURE = re.compile(r"\b(?:fail\w*|errors?|red|broken)\b|\b[1-9]\d*\s+(?:failed|failures?|failing|errors?)\b", re.I)
-_HEDGE = re.compile(r"\b(?:not|never|cannot|pending|unknown|unverified|untested|no (?:run|result|output))\b|n't\b", re.I)
+_HEDGE = re.compile(
+    r"\b(?:not|never|cannot|pending|unknown|unverified|untested|no (?:run|result|output))\b|n't\b", re.I
+)
 _SUCCESS = re.compile(r"\b(?:ok|pass\w*|green|succeed\w*|success\w*|all good)\b", re.I)
 
 HOME_STARTUP = (
