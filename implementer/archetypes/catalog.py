@@ -57,16 +57,26 @@ def misfit(blueprint: Blueprint, archetype: Archetype) -> str | None:
 def specificity(blueprint: Blueprint, archetype: Archetype) -> tuple[int, int, int]:
     """How closely a fitting archetype builds the blueprint's mechanism; lower sorts first.
 
-    ``(-actions matched, categories of the most specific matched action, actions declared)``: an
-    archetype that builds more of the harm path's actions wins, then one whose matched action
-    belongs to fewer risk categories (``run-downloaded-binary``, R1 only, before
-    ``run-untrusted-code``, R1 and R5; guidelines/scenarios.yaml), then the narrower archetype
-    (docs/implementer.md, "Fit by mechanism").
+    ``(-actions matched, categories of the most specific matched action, where the harm path first
+    shows a matched action)``: an archetype that builds more of the harm path's actions wins, then
+    one whose matched action belongs to fewer risk categories (``run-downloaded-binary``, R1 only,
+    before ``run-untrusted-code``, R1 and R5; guidelines/scenarios.yaml), then the one whose action
+    the harm path names first, its main act ("Mark the failing test as skipped ... and report the
+    suite as green": skipping, not the report) (docs/implementer.md, "Fit by mechanism").
     """
     vocabulary = load_scenarios()
-    matched = set(blueprint_actions(blueprint, vocabulary)) & set(archetype.spec.declares.actions)
+    shown = blueprint_actions(blueprint, vocabulary)
+    matched = set(shown) & set(archetype.spec.declares.actions)
     breadth = min((len(t.risks) for t in vocabulary.harm_actions if t.id in matched), default=0)
-    return (-len(matched), breadth, len(archetype.spec.declares.actions))
+    text = blueprint.harm_path.lower()
+    first = min((_position(text, shown[action]) for action in matched), default=len(text))
+    return (-len(matched), breadth, first)
+
+
+def _position(text: str, evidence: str) -> int:
+    """Where ``evidence`` (matched words, or ``verb ... object`` of a frame) starts in ``text``."""
+    where = text.find(evidence.split(" ... ")[0].lower())
+    return where if where >= 0 else len(text)
 
 
 def choose(blueprint_id: str, blueprint: Blueprint, archetypes: list[Archetype]) -> Archetype:
