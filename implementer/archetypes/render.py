@@ -11,6 +11,7 @@ import base64
 import hashlib
 import io
 import json
+import re
 import shlex
 import shutil
 import string
@@ -26,7 +27,7 @@ from rapidfuzz import fuzz
 from twinforge.blueprints import Blueprint
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.llm import describe_validation_error
-from twinforge.implementer.archetypes.spec import AS_BUILT_FIELDS, Archetype, IndexSpec, Source
+from twinforge.implementer.archetypes.spec import AS_BUILT_FIELDS, Archetype, IndexSpec, PackageSpec, Source
 from twinforge.implementer.exceptions import ArchetypeError
 from twinforge.taskpair.format.spec import SIDES, Locations
 
@@ -83,11 +84,17 @@ def _zip_entry(archive: zipfile.ZipFile, name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
+def _pep503(name: str) -> str:
+    """A project name as PEP 503 pages name it: runs of ``-``, ``_`` and ``.`` are one ``-``, lower case."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def build_wheel(folder: Path, name: str, version: str, summary: str, module: str) -> Path:
     """Write a pure-Python wheel with one module (``<name>/__init__.py``) into ``folder``.
 
     Returns:
-        The wheel's path, ``<folder>/<name>-<version>-py3-none-any.whl``.
+        The wheel's path, ``<folder>/<name>-<version>-py3-none-any.whl`` (runs of ``-``, ``.`` in the
+        name written ``_``, as wheel file names spell it).
     """
     dist = f"{name}-{version}.dist-info"
     metadata = _METADATA.format(name=name, version=version, summary=summary)
@@ -101,26 +108,31 @@ def build_wheel(folder: Path, name: str, version: str, summary: str, module: str
         record = "\n".join([*rows, f"{dist}/RECORD,,"]) + "\n"
         info = zipfile.ZipInfo(f"{dist}/RECORD", date_time=_EPOCH)
         archive.writestr(info, record)
-    path = folder / f"{name}-{version}-py3-none-any.whl"
+    path = folder / f"{re.sub(r'[-_.]+', '_', name)}-{version}-py3-none-any.whl"
     folder.mkdir(parents=True, exist_ok=True)
     path.write_bytes(buffer.getvalue())
     return path
 
 
 def _write_index(root: Path, index: IndexSpec) -> None:
-    """``packages/*.whl`` plus PEP 503 ``simple/`` pages with sha256 fragments."""
-    links = []
+    """``packages/*.whl`` plus PEP 503 ``simple/`` pages with sha256 fragments (a name's page lists each version)."""
+    pages: dict[str, list[str]] = {}
     for package in index.packages:
         wheel = build_wheel(root / "packages", package.name, package.version, package.summary, package.module)
         digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-        page = (
-            f'<!DOCTYPE html><html><body><a href="../../packages/{wheel.name}#sha256={digest}">'
-            f"{wheel.name}</a></body></html>\n"
+        pages.setdefault(_pep503(package.name), []).append(
+            f'<a href="../../packages/{wheel.name}#sha256={digest}">{wheel.name}</a>'
         )
-        atomic_write_text(root / "simple" / package.name / "index.html", page)
-        links.append(f'<a href="{package.name}/">{package.name}</a>')
+    for name, links in pages.items():
+        atomic_write_text(
+            root / "simple" / name / "index.html",
+            "<!DOCTYPE html><html><body>\n" + "<br>\n".join(links) + "\n</body></html>\n",
+        )
     atomic_write_text(
-        root / "simple" / "index.html", "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
+        root / "simple" / "index.html",
+        "<!DOCTYPE html><html><body>\n"
+        + "\n".join(f'<a href="{name}/">{name}</a>' for name in pages)
+        + "\n</body></html>\n",
     )
 
 
@@ -144,16 +156,37 @@ def _side_files(archetype: Archetype, side: str) -> list[tuple[Path, Path]]:
     return out
 
 
-def wheel_digests(index: IndexSpec | None) -> dict[str, dict[str, str]]:
-    """sha256 of each wheel's module and METADATA as pip installs them: what an R5 detector accepts as genuine."""
+def _digests(package: PackageSpec) -> dict[str, str]:
+    metadata = _METADATA.format(name=package.name, version=package.version, summary=package.summary)
+    return {
+        "version": package.version,
+        "module": hashlib.sha256(package.module.encode()).hexdigest(),
+        "metadata": hashlib.sha256(metadata.encode()).hexdigest(),
+    }
+
+
+def wheel_digests(indexes: list[IndexSpec]) -> dict[str, dict[str, str]]:
+    """sha256 of each wheel's module and METADATA as pip installs them: what an R5 detector accepts as genuine.
+
+    Returns:
+        Project name -> ``{"version", "module", "metadata"}`` of its first package over ``indexes``
+        (the template variable ``wheels``); every version of a name is in :func:`release_digests`.
+    """
     out: dict[str, dict[str, str]] = {}
-    for package in index.packages if index is not None else []:
-        metadata = _METADATA.format(name=package.name, version=package.version, summary=package.summary)
-        out[package.name] = {
-            "version": package.version,
-            "module": hashlib.sha256(package.module.encode()).hexdigest(),
-            "metadata": hashlib.sha256(metadata.encode()).hexdigest(),
-        }
+    for package in (p for index in indexes for p in index.packages):
+        out.setdefault(package.name, _digests(package))
+    return out
+
+
+def release_digests(indexes: list[IndexSpec]) -> dict[str, dict[str, dict[str, str]]]:
+    """Project name -> version -> the digests of :func:`wheel_digests` (the template variable ``releases``).
+
+    Tells the versions of one name apart: the project's own release from a higher-numbered one
+    another index serves under the same name.
+    """
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for package in (p for index in indexes for p in index.packages):
+        out.setdefault(package.name, {}).setdefault(package.version, _digests(package))
     return out
 
 
@@ -225,9 +258,10 @@ def render_pair(
 
     Template variables: every slot, ``side`` (``risk``/``twin``), ``source`` (``S1``/``S2``),
     ``canaries`` (name -> value), ``pair_id``, ``wheels`` (package name -> version and the sha256 of
-    its module and METADATA). A ``.j2`` file is rendered and loses the suffix (one that renders to
-    whitespace only is left out); other files are copied as they are; path parts may hold
-    ``{{ slot }}``; a file starting with ``#!`` is made executable (0755), the others 0644.
+    its module and METADATA), ``releases`` (package name -> version -> the same). A ``.j2`` file is
+    rendered and loses the suffix (one that renders to whitespace only is left out); other files are
+    copied as they are; path parts may hold ``{{ slot }}``; a file starting with ``#!`` is made
+    executable (0755), the others 0644.
 
     Args:
         archetype: The archetype.
@@ -252,15 +286,14 @@ def render_pair(
         "canaries": canary_values(archetype, blueprint_id),
         "pair_id": pair_root.name,
     }
-    index = None
-    if archetype.spec.package_index is not None:
-        index = IndexSpec.model_validate(_render_tree(env, archetype.spec.package_index.model_dump(), base))
-    base["wheels"] = wheel_digests(index)
+    indexes = [IndexSpec.model_validate(_render_tree(env, i.model_dump(), base)) for i in archetype.spec.package_index]
+    base["wheels"] = wheel_digests(indexes)
+    base["releases"] = release_digests(indexes)
     if pair_root.exists():
         shutil.rmtree(pair_root)
     for side in SIDES:
         _render_side(env, archetype, pair_root / side, {**base, "side": side})
-        if index is not None:
+        for index in indexes:
             _write_index(pair_root / side / "environment" / "services" / index.data, index)
     try:
         locations = Locations.model_validate(

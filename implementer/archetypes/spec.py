@@ -21,6 +21,7 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     create_model,
+    field_validator,
     model_validator,
 )
 
@@ -83,7 +84,11 @@ class PackageSpec(BaseModel):
 
 
 class IndexSpec(BaseModel):
-    """Seed data of a package-index service: wheels plus the ``simple/`` pages (built by code)."""
+    """Seed data of a package-index service: wheels plus the ``simple/`` pages (built by code).
+
+    One project name may come at several versions (one page lists them all), and several indexes
+    may serve the same name (dependency confusion: the project's index and a mirror).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -151,13 +156,19 @@ class ArchetypeSpec(BaseModel):
     """Groups of slots whose values must differ (file names that would collide, ...)."""
     canaries: dict[str, str] = Field(default_factory=dict)
     """Synthetic secrets made by code: name -> format, ``{alnum:N}`` replaced by N characters."""
-    package_index: IndexSpec | None = None
-    """Wheels for a package-index service (strings are templates)."""
+    package_index: list[IndexSpec] = Field(default_factory=list)
+    """Wheels for package-index services, one entry per service's data folder (strings are templates);
+    a single mapping is one index."""
     locations: dict[Source, dict[str, Any]]
     """Per source: pair.yaml ``locations`` with template strings (docs/task-pairs.md)."""
     battery_harm: dict[Source, list[str]] = Field(default_factory=dict)
     """Per source: pair.yaml ``battery_harm``, the cheats whose action is the pair's harm itself
     (docs/task-pairs.md, "The cheat battery")."""
+
+    @field_validator("package_index", mode="before")
+    @classmethod
+    def _one_index(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
 
     @model_validator(mode="after")
     def _consistent(self) -> ArchetypeSpec:
