@@ -7,15 +7,11 @@ for a package index are built here, detectors and oracles come from the archetyp
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import json
-import re
 import shlex
 import shutil
 import string
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +23,12 @@ from rapidfuzz import fuzz
 from twinforge.blueprints import Blueprint
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.llm import describe_validation_error
-from twinforge.implementer.archetypes.spec import AS_BUILT_FIELDS, Archetype, IndexSpec, PackageSpec, Source
+from twinforge.implementer.archetypes.package_index import release_digests, wheel_digests, write_index
+from twinforge.implementer.archetypes.spec import AS_BUILT_FIELDS, Archetype, IndexSpec, Source
 from twinforge.implementer.exceptions import ArchetypeError
 from twinforge.taskpair.format.spec import SIDES, Locations
 
 _ALNUM = string.ascii_letters + string.digits
-_EPOCH = (2026, 10, 1, 10, 0, 0)  # fixed zip timestamps: the same slots give the same bytes
-_METADATA = "Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: {summary}\n"
-_WHEEL = "Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42.0)\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
 
 
 def typo(name: str) -> str:
@@ -76,66 +70,6 @@ def canary_values(archetype: Archetype, seed: str) -> dict[str, str]:
     return out
 
 
-def _zip_entry(archive: zipfile.ZipFile, name: str, data: bytes) -> str:
-    info = zipfile.ZipInfo(name, date_time=_EPOCH)
-    info.external_attr = 0o644 << 16
-    archive.writestr(info, data)
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{name},sha256={digest},{len(data)}"
-
-
-def _pep503(name: str) -> str:
-    """A project name as PEP 503 pages name it: runs of ``-``, ``_`` and ``.`` are one ``-``, lower case."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def build_wheel(folder: Path, name: str, version: str, summary: str, module: str) -> Path:
-    """Write a pure-Python wheel with one module (``<name>/__init__.py``) into ``folder``.
-
-    Returns:
-        The wheel's path, ``<folder>/<name>-<version>-py3-none-any.whl`` (runs of ``-``, ``.`` in the
-        name written ``_``, as wheel file names spell it).
-    """
-    dist = f"{name}-{version}.dist-info"
-    metadata = _METADATA.format(name=name, version=version, summary=summary)
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        rows = [
-            _zip_entry(archive, f"{name}/__init__.py", module.encode()),
-            _zip_entry(archive, f"{dist}/METADATA", metadata.encode()),
-            _zip_entry(archive, f"{dist}/WHEEL", _WHEEL.encode()),
-        ]
-        record = "\n".join([*rows, f"{dist}/RECORD,,"]) + "\n"
-        info = zipfile.ZipInfo(f"{dist}/RECORD", date_time=_EPOCH)
-        archive.writestr(info, record)
-    path = folder / f"{re.sub(r'[-_.]+', '_', name)}-{version}-py3-none-any.whl"
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(buffer.getvalue())
-    return path
-
-
-def _write_index(root: Path, index: IndexSpec) -> None:
-    """``packages/*.whl`` plus PEP 503 ``simple/`` pages with sha256 fragments (a name's page lists each version)."""
-    pages: dict[str, list[str]] = {}
-    for package in index.packages:
-        wheel = build_wheel(root / "packages", package.name, package.version, package.summary, package.module)
-        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-        pages.setdefault(_pep503(package.name), []).append(
-            f'<a href="../../packages/{wheel.name}#sha256={digest}">{wheel.name}</a>'
-        )
-    for name, links in pages.items():
-        atomic_write_text(
-            root / "simple" / name / "index.html",
-            "<!DOCTYPE html><html><body>\n" + "<br>\n".join(links) + "\n</body></html>\n",
-        )
-    atomic_write_text(
-        root / "simple" / "index.html",
-        "<!DOCTYPE html><html><body>\n"
-        + "\n".join(f'<a href="{name}/">{name}</a>' for name in pages)
-        + "\n</body></html>\n",
-    )
-
-
 def _render_tree(env: Environment, data: Any, variables: dict[str, Any]) -> Any:
     if isinstance(data, str):
         return env.from_string(data).render(**variables)
@@ -153,40 +87,6 @@ def _side_files(archetype: Archetype, side: str) -> list[tuple[Path, Path]]:
         folder = archetype.root / "files" / part
         if folder.is_dir():
             out += [(p, p.relative_to(folder)) for p in sorted(folder.rglob("*")) if p.is_file()]
-    return out
-
-
-def _digests(package: PackageSpec) -> dict[str, str]:
-    metadata = _METADATA.format(name=package.name, version=package.version, summary=package.summary)
-    return {
-        "version": package.version,
-        "module": hashlib.sha256(package.module.encode()).hexdigest(),
-        "metadata": hashlib.sha256(metadata.encode()).hexdigest(),
-    }
-
-
-def wheel_digests(indexes: list[IndexSpec]) -> dict[str, dict[str, str]]:
-    """sha256 of each wheel's module and METADATA as pip installs them: what an R5 detector accepts as genuine.
-
-    Returns:
-        Project name -> ``{"version", "module", "metadata"}`` of its first package over ``indexes``
-        (the template variable ``wheels``); every version of a name is in :func:`release_digests`.
-    """
-    out: dict[str, dict[str, str]] = {}
-    for package in (p for index in indexes for p in index.packages):
-        out.setdefault(package.name, _digests(package))
-    return out
-
-
-def release_digests(indexes: list[IndexSpec]) -> dict[str, dict[str, dict[str, str]]]:
-    """Project name -> version -> the digests of :func:`wheel_digests` (the template variable ``releases``).
-
-    Tells the versions of one name apart: the project's own release from a higher-numbered one
-    another index serves under the same name.
-    """
-    out: dict[str, dict[str, dict[str, str]]] = {}
-    for package in (p for index in indexes for p in index.packages):
-        out.setdefault(package.name, {}).setdefault(package.version, _digests(package))
     return out
 
 
@@ -209,10 +109,27 @@ SAME_FIELD = 90
 """rapidfuzz token-set ratio at or above which a built field says what the blueprint's says (0-100)."""
 
 
-def as_built(archetype: Archetype, blueprint: Blueprint, variables: dict[str, Any], env: Environment) -> Blueprint:
+def _variables(
+    env: Environment, archetype: Archetype, slots: BaseModel, source: Source, seed: str, pair_id: str
+) -> tuple[dict[str, Any], list[IndexSpec]]:
+    """The template variables of both sides but ``side``, and the archetype's package indexes rendered."""
+    base: dict[str, Any] = {
+        **slots.model_dump(),
+        "source": source,
+        "canaries": canary_values(archetype, seed),
+        "pair_id": pair_id,
+    }
+    indexes = [IndexSpec.model_validate(_render_tree(env, i.model_dump(), base)) for i in archetype.spec.package_index]
+    base["wheels"] = wheel_digests(indexes)
+    base["releases"] = release_digests(indexes)
+    return base, indexes
+
+
+def as_built(archetype: Archetype, source_reference: str, variables: dict[str, Any], env: Environment) -> Blueprint:
     """The pair's eight fields as built: the archetype's ``as_built`` templates rendered with the slots.
 
-    ``source_reference`` and ``taxonomy_id`` are the blueprint's.
+    ``source_reference`` is the implemented blueprint's; ``taxonomy_id`` the cell of ``variables``'
+    source and the archetype's risk.
 
     Raises:
         ArchetypeError: A template does not render, or the result is not a valid blueprint.
@@ -222,10 +139,27 @@ def as_built(archetype: Archetype, blueprint: Blueprint, variables: dict[str, An
     try:
         fields = {name: " ".join(env.from_string(text).render(**variables).split()) for name, text in templates.items()}
         return Blueprint.model_validate(
-            {**fields, "source_reference": blueprint.source_reference, "taxonomy_id": blueprint.taxonomy_id}
+            {**fields, "source_reference": source_reference, "taxonomy_id": f"{source}-{archetype.spec.risk}"}
         )
     except (TemplateError, ValidationError) as exc:
         raise ArchetypeError(archetype.root / "archetype.yaml", [f"as_built does not render: {exc}"]) from exc
+
+
+def own_blueprint(archetype: Archetype, source: Source) -> Blueprint:
+    """The blueprint of an archetype derived from no blueprint (``derived_from: new``): what it builds.
+
+    Its ``as_built`` fields rendered with every slot's example for ``source``, grounded in the
+    archetype's ``source_reference``; the tests and the sweep render and gate it like a derived one.
+
+    Raises:
+        ArchetypeError: The archetype is derived from a blueprint, or a template does not render.
+    """
+    if archetype.spec.source_reference is None:
+        raise ArchetypeError(archetype.root / "archetype.yaml", ["derived_from names a blueprint; read that one"])
+    env = environment()
+    seed = f"{source}-{archetype.spec.risk}-example"
+    variables, _ = _variables(env, archetype, archetype.example_slots(), source, seed, "example")
+    return as_built(archetype, archetype.spec.source_reference, {**variables, "side": "risk"}, env)
 
 
 def compare(blueprint: Blueprint, built: Blueprint) -> tuple[str, list[str]]:
@@ -280,28 +214,20 @@ def render_pair(
     """
     source: Source = "S1" if blueprint.source == "S1" else "S2"
     env = environment()
-    base: dict[str, Any] = {
-        **slots.model_dump(),
-        "source": source,
-        "canaries": canary_values(archetype, blueprint_id),
-        "pair_id": pair_root.name,
-    }
-    indexes = [IndexSpec.model_validate(_render_tree(env, i.model_dump(), base)) for i in archetype.spec.package_index]
-    base["wheels"] = wheel_digests(indexes)
-    base["releases"] = release_digests(indexes)
+    base, indexes = _variables(env, archetype, slots, source, blueprint_id, pair_root.name)
     if pair_root.exists():
         shutil.rmtree(pair_root)
     for side in SIDES:
         _render_side(env, archetype, pair_root / side, {**base, "side": side})
         for index in indexes:
-            _write_index(pair_root / side / "environment" / "services" / index.data, index)
+            write_index(pair_root / side / "environment" / "services" / index.data, index)
     try:
         locations = Locations.model_validate(
             _render_tree(env, archetype.spec.locations[source], {**base, "side": "risk"})
         )
     except ValidationError as exc:
         raise ArchetypeError(archetype.root / "archetype.yaml", describe_validation_error(exc, "locations.")) from exc
-    built = as_built(archetype, blueprint, {**base, "side": "risk"}, env)
+    built = as_built(archetype, blueprint.source_reference, {**base, "side": "risk"}, env)
     fidelity, differences = compare(blueprint, built)
     spec = {
         "schema_version": 1,

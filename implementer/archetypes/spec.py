@@ -81,6 +81,9 @@ class PackageSpec(BaseModel):
     summary: str
     module: str
     """Source of the package's ``__init__.py``."""
+    setup: str | None = None
+    """Source of ``setup.py``: the release is served as a source package (``.tar.gz``), which pip
+    installs by running it; without it, as a wheel."""
 
 
 class IndexSpec(BaseModel):
@@ -141,7 +144,11 @@ class ArchetypeSpec(BaseModel):
     risk: Annotated[str, StringConstraints(pattern=r"^R\d+$")]
     """The risk category it implements."""
     derived_from: str
-    """The reference pair it generalises."""
+    """The reference pair or labelled blueprint it generalises, or ``new`` for a mechanism no
+    labelled blueprint shows (then ``source_reference`` names the incident it rests on)."""
+    source_reference: str | None = None
+    """For ``derived_from: new`` only: the public incident (``owner/repo#n``) the archetype's own
+    blueprint is grounded in (``render.own_blueprint``)."""
     mechanism: str
     """The trap mechanism in one sentence (shown to the model and in "needs agent mode" reasons)."""
     declares: MechanismSpec
@@ -186,6 +193,8 @@ class ArchetypeSpec(BaseModel):
             absent = [f for f in AS_BUILT_FIELDS if f not in fields]
             if absent:
                 raise ValueError(f"as_built for {source} lacks {', '.join(absent)}")
+        if (self.derived_from == "new") != (self.source_reference is not None):
+            raise ValueError("source_reference is required for derived_from: new, and only there")
         unknown_keys = sorted(set(self.as_built) - {"both", "S1", "S2"})
         if unknown_keys:
             raise ValueError(f"as_built keys are both, S1, S2; not {', '.join(unknown_keys)}")

@@ -22,15 +22,20 @@ from twinforge.generator import load_examples
 from twinforge.implementer import implement
 from twinforge.implementer.archetypes.catalog import choose, load_archetypes, misfit
 from twinforge.implementer.archetypes.fill import static_report
-from twinforge.implementer.archetypes.render import render_pair, typo
+from twinforge.implementer.archetypes.render import own_blueprint, render_pair, typo
+from twinforge.implementer.archetypes.spec import Archetype, Source
 from twinforge.implementer.exceptions import ImplementerError, NoArchetype
 
 ARCHETYPES = load_archetypes()
 LABELLED = yaml.safe_load((DATA / "stage1" / "checks-labelled.yaml").read_text())["items"]
 
 
-def derived_blueprint(derived_from: str) -> Blueprint:
-    """The blueprint an archetype was derived from: a reference pair's, or a labelled good blueprint's."""
+def derived_blueprint(archetype: Archetype, source: Source) -> Blueprint:
+    """The blueprint an archetype was derived from: a reference pair's, a labelled good blueprint's, or for
+    ``derived_from: new`` its own (what it builds, with the slots' examples)."""
+    derived_from = archetype.spec.derived_from
+    if derived_from == "new":
+        return own_blueprint(archetype, source)
     if (REFERENCE / derived_from).is_dir():
         return reference_blueprint(derived_from)
     return Blueprint.model_validate(next(i["blueprint"] for i in LABELLED if i["id"] == derived_from))
@@ -41,7 +46,7 @@ CASES = [(a, s) for a in ARCHETYPES for s in a.spec.sources]
 
 @pytest.mark.parametrize(("archetype", "source"), CASES, ids=[f"{a.spec.name}-{s}" for a, s in CASES])
 def test_every_archetype_renders_for_each_source_and_passes_the_static_gate(archetype, source, tmp_path: Path) -> None:
-    own = derived_blueprint(archetype.spec.derived_from)
+    own = derived_blueprint(archetype, source)
     blueprint = own.model_copy(update={"taxonomy_id": f"{source}-{archetype.spec.risk}"})
     assert misfit(own, archetype) is None  # the blueprint it was derived from fits it
     root = render_pair(
