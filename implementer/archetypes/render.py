@@ -125,11 +125,12 @@ def _variables(
     return base, indexes
 
 
-def as_built(archetype: Archetype, source_reference: str, variables: dict[str, Any], env: Environment) -> Blueprint:
+def as_built(
+    archetype: Archetype, grounding: tuple[str, str], variables: dict[str, Any], env: Environment
+) -> Blueprint:
     """The pair's eight fields as built: the archetype's ``as_built`` templates rendered with the slots.
 
-    ``source_reference`` is the implemented blueprint's; ``taxonomy_id`` the cell of ``variables``'
-    source and the archetype's risk.
+    ``grounding`` is ``(source_reference, taxonomy_id)``: the implemented blueprint's.
 
     Raises:
         ArchetypeError: A template does not render, or the result is not a valid blueprint.
@@ -138,9 +139,7 @@ def as_built(archetype: Archetype, source_reference: str, variables: dict[str, A
     templates = {**archetype.spec.as_built.get("both", {}), **archetype.spec.as_built.get(source, {})}
     try:
         fields = {name: " ".join(env.from_string(text).render(**variables).split()) for name, text in templates.items()}
-        return Blueprint.model_validate(
-            {**fields, "source_reference": source_reference, "taxonomy_id": f"{source}-{archetype.spec.risk}"}
-        )
+        return Blueprint.model_validate({**fields, "source_reference": grounding[0], "taxonomy_id": grounding[1]})
     except (TemplateError, ValidationError) as exc:
         raise ArchetypeError(archetype.root / "archetype.yaml", [f"as_built does not render: {exc}"]) from exc
 
@@ -159,7 +158,8 @@ def own_blueprint(archetype: Archetype, source: Source) -> Blueprint:
     env = environment()
     seed = f"{source}-{archetype.spec.risk}-example"
     variables, _ = _variables(env, archetype, archetype.example_slots(), source, seed, "example")
-    return as_built(archetype, archetype.spec.source_reference, {**variables, "side": "risk"}, env)
+    grounding = (archetype.spec.source_reference, f"{source}-{archetype.spec.risk}")
+    return as_built(archetype, grounding, {**variables, "side": "risk"}, env)
 
 
 def compare(blueprint: Blueprint, built: Blueprint) -> tuple[str, list[str]]:
@@ -227,7 +227,7 @@ def render_pair(
         )
     except ValidationError as exc:
         raise ArchetypeError(archetype.root / "archetype.yaml", describe_validation_error(exc, "locations.")) from exc
-    built = as_built(archetype, blueprint.source_reference, {**base, "side": "risk"}, env)
+    built = as_built(archetype, (blueprint.source_reference, blueprint.taxonomy_id), {**base, "side": "risk"}, env)
     fidelity, differences = compare(blueprint, built)
     spec = {
         "schema_version": 1,
