@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from twinforge.blueprints import Blueprint  # noqa: E402
 from twinforge.implementer.archetypes.catalog import load_archetypes  # noqa: E402
-from twinforge.implementer.archetypes.render import NEW, own_blueprint, render_pair  # noqa: E402
-from twinforge.implementer.archetypes.spec import Archetype  # noqa: E402
+from twinforge.implementer.archetypes.render import own_blueprint, render_pair  # noqa: E402
+from twinforge.implementer.archetypes.spec import Archetype, Source  # noqa: E402
 from twinforge.taskpair.gate.validate import validate  # noqa: E402
 from twinforge.taskpair.runtime.runner import Runner  # noqa: E402
 
@@ -36,11 +36,12 @@ REFERENCE = ROOT / "guidelines" / "reference-pairs"
 LABELLED = ROOT / "tests" / "data" / "stage1" / "checks-labelled.yaml"
 
 
-def blueprint_of(archetype: Archetype, cell: str) -> Blueprint:
-    """The blueprint an archetype was derived from (a reference pair's, a labelled one's or its own), in ``cell``."""
-    derived_from = archetype.spec.derived_from
-    if derived_from == NEW:
-        return own_blueprint(archetype, "S1" if cell.startswith("S1") else "S2")
+def blueprint_of(archetype: Archetype, source: Source) -> Blueprint:
+    """The blueprint an archetype was derived from (a reference pair's, a labelled good one's, or for
+    ``derived_from: new`` its own), moved to the cell of ``source``."""
+    derived_from, cell = archetype.spec.derived_from, f"{source}-{archetype.spec.risk}"
+    if derived_from == "new":
+        return own_blueprint(archetype, source)
     if (REFERENCE / derived_from).is_dir():
         data = yaml.safe_load((REFERENCE / derived_from / "pair.yaml").read_text())["blueprint"]
     else:
@@ -71,7 +72,7 @@ def main() -> None:
                     archetype.example_slots(),
                     pair_root=Path(tmp) / "tasks" / f"sweep-{cell.lower()}",
                     blueprint_id=f"{cell}-00000000",
-                    blueprint=blueprint_of(archetype, cell),
+                    blueprint=blueprint_of(archetype, source),
                     model="scripted",
                 )
                 started = time.monotonic()

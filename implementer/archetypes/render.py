@@ -7,14 +7,11 @@ for a package index are built here, detectors and oracles come from the archetyp
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import json
 import shlex
 import shutil
 import string
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +23,12 @@ from rapidfuzz import fuzz
 from twinforge.blueprints import Blueprint
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.llm import describe_validation_error
+from twinforge.implementer.archetypes.package_index import release_digests, wheel_digests, write_index
 from twinforge.implementer.archetypes.spec import AS_BUILT_FIELDS, Archetype, IndexSpec, Source
 from twinforge.implementer.exceptions import ArchetypeError
 from twinforge.taskpair.format.spec import SIDES, Locations
 
 _ALNUM = string.ascii_letters + string.digits
-_EPOCH = (2026, 10, 1, 10, 0, 0)  # fixed zip timestamps: the same slots give the same bytes
-_METADATA = "Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: {summary}\n"
-_WHEEL = "Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42.0)\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
 
 
 def typo(name: str) -> str:
@@ -75,55 +70,6 @@ def canary_values(archetype: Archetype, seed: str) -> dict[str, str]:
     return out
 
 
-def _zip_entry(archive: zipfile.ZipFile, name: str, data: bytes) -> str:
-    info = zipfile.ZipInfo(name, date_time=_EPOCH)
-    info.external_attr = 0o644 << 16
-    archive.writestr(info, data)
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{name},sha256={digest},{len(data)}"
-
-
-def build_wheel(folder: Path, name: str, version: str, summary: str, module: str) -> Path:
-    """Write a pure-Python wheel with one module (``<name>/__init__.py``) into ``folder``.
-
-    Returns:
-        The wheel's path, ``<folder>/<name>-<version>-py3-none-any.whl``.
-    """
-    dist = f"{name}-{version}.dist-info"
-    metadata = _METADATA.format(name=name, version=version, summary=summary)
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        rows = [
-            _zip_entry(archive, f"{name}/__init__.py", module.encode()),
-            _zip_entry(archive, f"{dist}/METADATA", metadata.encode()),
-            _zip_entry(archive, f"{dist}/WHEEL", _WHEEL.encode()),
-        ]
-        record = "\n".join([*rows, f"{dist}/RECORD,,"]) + "\n"
-        info = zipfile.ZipInfo(f"{dist}/RECORD", date_time=_EPOCH)
-        archive.writestr(info, record)
-    path = folder / f"{name}-{version}-py3-none-any.whl"
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(buffer.getvalue())
-    return path
-
-
-def _write_index(root: Path, index: IndexSpec) -> None:
-    """``packages/*.whl`` plus PEP 503 ``simple/`` pages with sha256 fragments."""
-    links = []
-    for package in index.packages:
-        wheel = build_wheel(root / "packages", package.name, package.version, package.summary, package.module)
-        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-        page = (
-            f'<!DOCTYPE html><html><body><a href="../../packages/{wheel.name}#sha256={digest}">'
-            f"{wheel.name}</a></body></html>\n"
-        )
-        atomic_write_text(root / "simple" / package.name / "index.html", page)
-        links.append(f'<a href="{package.name}/">{package.name}</a>')
-    atomic_write_text(
-        root / "simple" / "index.html", "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
-    )
-
-
 def _render_tree(env: Environment, data: Any, variables: dict[str, Any]) -> Any:
     if isinstance(data, str):
         return env.from_string(data).render(**variables)
@@ -141,19 +87,6 @@ def _side_files(archetype: Archetype, side: str) -> list[tuple[Path, Path]]:
         folder = archetype.root / "files" / part
         if folder.is_dir():
             out += [(p, p.relative_to(folder)) for p in sorted(folder.rglob("*")) if p.is_file()]
-    return out
-
-
-def wheel_digests(index: IndexSpec | None) -> dict[str, dict[str, str]]:
-    """sha256 of each wheel's module and METADATA as pip installs them: what an R5 detector accepts as genuine."""
-    out: dict[str, dict[str, str]] = {}
-    for package in index.packages if index is not None else []:
-        metadata = _METADATA.format(name=package.name, version=package.version, summary=package.summary)
-        out[package.name] = {
-            "version": package.version,
-            "module": hashlib.sha256(package.module.encode()).hexdigest(),
-            "metadata": hashlib.sha256(metadata.encode()).hexdigest(),
-        }
     return out
 
 
@@ -176,10 +109,28 @@ SAME_FIELD = 90
 """rapidfuzz token-set ratio at or above which a built field says what the blueprint's says (0-100)."""
 
 
-def as_built(archetype: Archetype, blueprint: Blueprint, variables: dict[str, Any], env: Environment) -> Blueprint:
+def _variables(
+    env: Environment, archetype: Archetype, slots: BaseModel, source: Source, seed: str, pair_id: str
+) -> tuple[dict[str, Any], list[IndexSpec]]:
+    """The template variables of both sides but ``side``, and the archetype's package indexes rendered."""
+    base: dict[str, Any] = {
+        **slots.model_dump(),
+        "source": source,
+        "canaries": canary_values(archetype, seed),
+        "pair_id": pair_id,
+    }
+    indexes = [IndexSpec.model_validate(_render_tree(env, i.model_dump(), base)) for i in archetype.spec.package_index]
+    base["wheels"] = wheel_digests(indexes)
+    base["releases"] = release_digests(indexes)
+    return base, indexes
+
+
+def as_built(
+    archetype: Archetype, grounding: tuple[str, str], variables: dict[str, Any], env: Environment
+) -> Blueprint:
     """The pair's eight fields as built: the archetype's ``as_built`` templates rendered with the slots.
 
-    ``source_reference`` and ``taxonomy_id`` are the blueprint's.
+    ``grounding`` is ``(source_reference, taxonomy_id)``: the implemented blueprint's.
 
     Raises:
         ArchetypeError: A template does not render, or the result is not a valid blueprint.
@@ -188,44 +139,27 @@ def as_built(archetype: Archetype, blueprint: Blueprint, variables: dict[str, An
     templates = {**archetype.spec.as_built.get("both", {}), **archetype.spec.as_built.get(source, {})}
     try:
         fields = {name: " ".join(env.from_string(text).render(**variables).split()) for name, text in templates.items()}
-        return Blueprint.model_validate(
-            {**fields, "source_reference": blueprint.source_reference, "taxonomy_id": blueprint.taxonomy_id}
-        )
+        return Blueprint.model_validate({**fields, "source_reference": grounding[0], "taxonomy_id": grounding[1]})
     except (TemplateError, ValidationError) as exc:
         raise ArchetypeError(archetype.root / "archetype.yaml", [f"as_built does not render: {exc}"]) from exc
 
 
-NEW = "new"
-"""``derived_from`` of an archetype written from no labelled blueprint (its ``as_built`` fields are its blueprint)."""
-
-
 def own_blueprint(archetype: Archetype, source: Source) -> Blueprint:
-    """The blueprint of an archetype with ``derived_from: new``: its ``as_built`` fields for ``source``, example slots.
+    """The blueprint of an archetype derived from no blueprint (``derived_from: new``): what it builds.
 
-    Tests and the sweep render such an archetype from this blueprint (the others from the labelled
-    blueprint they were derived from); ``source_reference`` names the archetype.
+    Its ``as_built`` fields rendered with every slot's example for ``source``, grounded in the
+    archetype's ``source_reference``; the tests and the sweep render and gate it like a derived one.
 
     Raises:
-        ArchetypeError: ``as_built`` does not render with the slots' examples.
+        ArchetypeError: The archetype is derived from a blueprint, or a template does not render.
     """
+    if archetype.spec.source_reference is None:
+        raise ArchetypeError(archetype.root / "archetype.yaml", ["derived_from names a blueprint; read that one"])
     env = environment()
-    variables: dict[str, Any] = {
-        **archetype.example_slots().model_dump(),
-        "source": source,
-        "side": "risk",
-        "canaries": canary_values(archetype, NEW),
-        "pair_id": NEW,
-    }
-    # as_built takes only source_reference and taxonomy_id from the blueprint it is given
-    filler = "(rendered from as_built)"
-    stub = Blueprint.model_validate(
-        {
-            **dict.fromkeys(AS_BUILT_FIELDS, filler),
-            "source_reference": f"archetype {archetype.spec.name}",
-            "taxonomy_id": f"{source}-{archetype.spec.risk}",
-        }
-    )
-    return as_built(archetype, stub, variables, env)
+    seed = f"{source}-{archetype.spec.risk}-example"
+    variables, _ = _variables(env, archetype, archetype.example_slots(), source, seed, "example")
+    grounding = (archetype.spec.source_reference, f"{source}-{archetype.spec.risk}")
+    return as_built(archetype, grounding, {**variables, "side": "risk"}, env)
 
 
 def compare(blueprint: Blueprint, built: Blueprint) -> tuple[str, list[str]]:
@@ -258,9 +192,10 @@ def render_pair(
 
     Template variables: every slot, ``side`` (``risk``/``twin``), ``source`` (``S1``/``S2``),
     ``canaries`` (name -> value), ``pair_id``, ``wheels`` (package name -> version and the sha256 of
-    its module and METADATA). A ``.j2`` file is rendered and loses the suffix (one that renders to
-    whitespace only is left out); other files are copied as they are; path parts may hold
-    ``{{ slot }}``; a file starting with ``#!`` is made executable (0755), the others 0644.
+    its module and METADATA), ``releases`` (package name -> version -> the same). A ``.j2`` file is
+    rendered and loses the suffix (one that renders to whitespace only is left out); other files are
+    copied as they are; path parts may hold ``{{ slot }}``; a file starting with ``#!`` is made
+    executable (0755), the others 0644.
 
     Args:
         archetype: The archetype.
@@ -279,29 +214,20 @@ def render_pair(
     """
     source: Source = "S1" if blueprint.source == "S1" else "S2"
     env = environment()
-    base: dict[str, Any] = {
-        **slots.model_dump(),
-        "source": source,
-        "canaries": canary_values(archetype, blueprint_id),
-        "pair_id": pair_root.name,
-    }
-    index = None
-    if archetype.spec.package_index is not None:
-        index = IndexSpec.model_validate(_render_tree(env, archetype.spec.package_index.model_dump(), base))
-    base["wheels"] = wheel_digests(index)
+    base, indexes = _variables(env, archetype, slots, source, blueprint_id, pair_root.name)
     if pair_root.exists():
         shutil.rmtree(pair_root)
     for side in SIDES:
         _render_side(env, archetype, pair_root / side, {**base, "side": side})
-        if index is not None:
-            _write_index(pair_root / side / "environment" / "services" / index.data, index)
+        for index in indexes:
+            write_index(pair_root / side / "environment" / "services" / index.data, index)
     try:
         locations = Locations.model_validate(
             _render_tree(env, archetype.spec.locations[source], {**base, "side": "risk"})
         )
     except ValidationError as exc:
         raise ArchetypeError(archetype.root / "archetype.yaml", describe_validation_error(exc, "locations.")) from exc
-    built = as_built(archetype, blueprint, {**base, "side": "risk"}, env)
+    built = as_built(archetype, (blueprint.source_reference, blueprint.taxonomy_id), {**base, "side": "risk"}, env)
     fidelity, differences = compare(blueprint, built)
     spec = {
         "schema_version": 1,

@@ -21,6 +21,7 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     create_model,
+    field_validator,
     model_validator,
 )
 
@@ -80,10 +81,17 @@ class PackageSpec(BaseModel):
     summary: str
     module: str
     """Source of the package's ``__init__.py``."""
+    setup: str | None = None
+    """Source of ``setup.py``: the release is served as a source package (``.tar.gz``), which pip
+    installs by running it; without it, as a wheel."""
 
 
 class IndexSpec(BaseModel):
-    """Seed data of a package-index service: wheels plus the ``simple/`` pages (built by code)."""
+    """Seed data of a package-index service: wheels plus the ``simple/`` pages (built by code).
+
+    One project name may come at several versions (one page lists them all), and several indexes
+    may serve the same name (dependency confusion: the project's index and a mirror).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -136,7 +144,11 @@ class ArchetypeSpec(BaseModel):
     risk: Annotated[str, StringConstraints(pattern=r"^R\d+$")]
     """The risk category it implements."""
     derived_from: str
-    """The reference pair it generalises."""
+    """The reference pair or labelled blueprint it generalises, or ``new`` for a mechanism no
+    labelled blueprint shows (then ``source_reference`` names the incident it rests on)."""
+    source_reference: str | None = None
+    """For ``derived_from: new`` only: the public incident (``owner/repo#n``) the archetype's own
+    blueprint is grounded in (``render.own_blueprint``)."""
     mechanism: str
     """The trap mechanism in one sentence (shown to the model and in "needs agent mode" reasons)."""
     declares: MechanismSpec
@@ -151,13 +163,19 @@ class ArchetypeSpec(BaseModel):
     """Groups of slots whose values must differ (file names that would collide, ...)."""
     canaries: dict[str, str] = Field(default_factory=dict)
     """Synthetic secrets made by code: name -> format, ``{alnum:N}`` replaced by N characters."""
-    package_index: IndexSpec | None = None
-    """Wheels for a package-index service (strings are templates)."""
+    package_index: list[IndexSpec] = Field(default_factory=list)
+    """Wheels for package-index services, one entry per service's data folder (strings are templates);
+    a single mapping is one index."""
     locations: dict[Source, dict[str, Any]]
     """Per source: pair.yaml ``locations`` with template strings (docs/task-pairs.md)."""
     battery_harm: dict[Source, list[str]] = Field(default_factory=dict)
     """Per source: pair.yaml ``battery_harm``, the cheats whose action is the pair's harm itself
     (docs/task-pairs.md, "The cheat battery")."""
+
+    @field_validator("package_index", mode="before")
+    @classmethod
+    def _one_index(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
 
     @model_validator(mode="after")
     def _consistent(self) -> ArchetypeSpec:
@@ -175,6 +193,8 @@ class ArchetypeSpec(BaseModel):
             absent = [f for f in AS_BUILT_FIELDS if f not in fields]
             if absent:
                 raise ValueError(f"as_built for {source} lacks {', '.join(absent)}")
+        if (self.derived_from == "new") != (self.source_reference is not None):
+            raise ValueError("source_reference is required for derived_from: new, and only there")
         unknown_keys = sorted(set(self.as_built) - {"both", "S1", "S2"})
         if unknown_keys:
             raise ValueError(f"as_built keys are both, S1, S2; not {', '.join(unknown_keys)}")

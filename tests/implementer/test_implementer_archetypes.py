@@ -22,19 +22,20 @@ from twinforge.generator import load_examples
 from twinforge.implementer import implement
 from twinforge.implementer.archetypes.catalog import choose, load_archetypes, misfit, specificity
 from twinforge.implementer.archetypes.fill import static_report
-from twinforge.implementer.archetypes.render import NEW, own_blueprint, render_pair, typo
-from twinforge.implementer.archetypes.spec import Archetype
+from twinforge.implementer.archetypes.render import own_blueprint, render_pair, typo
+from twinforge.implementer.archetypes.spec import Archetype, Source
 from twinforge.implementer.exceptions import ImplementerError, NoArchetype
 
 ARCHETYPES = load_archetypes()
 LABELLED = yaml.safe_load((DATA / "stage1" / "checks-labelled.yaml").read_text())["items"]
 
 
-def derived_blueprint(archetype: Archetype, source: str) -> Blueprint:
-    """The blueprint an archetype was derived from: a reference pair's, a labelled good blueprint's, or its own."""
+def derived_blueprint(archetype: Archetype, source: Source) -> Blueprint:
+    """The blueprint an archetype was derived from: a reference pair's, a labelled good blueprint's, or for
+    ``derived_from: new`` its own (what it builds, with the slots' examples)."""
     derived_from = archetype.spec.derived_from
-    if derived_from == NEW:
-        return own_blueprint(archetype, "S1" if source == "S1" else "S2")
+    if derived_from == "new":
+        return own_blueprint(archetype, source)
     if (REFERENCE / derived_from).is_dir():
         return reference_blueprint(derived_from)
     return Blueprint.model_validate(next(i["blueprint"] for i in LABELLED if i["id"] == derived_from))

@@ -229,6 +229,26 @@ def test_events(check: Check) -> None:
     assert check.events("missing-service") == []
 
 
+def test_versions_downloaded_tells_which_index_served_which_version(check: Check) -> None:
+    log(
+        check,
+        "mirror",
+        {"kind": "request", "path": "/simple/acme-kernels/", "served": "/simple/acme-kernels/index.html"},
+        {"kind": "request", "path": "/packages/acme_kernels-98.0.0-py3-none-any.whl", "broken": True},
+        {"kind": "download", "path": "/x", "served": "/packages/acme_kernels-99.1.0-py3-none-any.whl"},
+        {"kind": "download", "path": "/packages/acme_kernels-99.1.0-py3-none-any.whl", "served": ""},
+        {"kind": "download", "served": "/packages/acme-kernels-tools-1.0.tar.gz"},
+        {"kind": "download", "served": "/packages/Acme.Kernels-3.0rc1.tar.gz"},
+    )
+    log(check, "pypi", {"kind": "download", "path_normal": "/packages/acme_kernels-2.3.1-py3-none-any.whl"})
+    # The file the server sent names the version, not the request; a page or a broken transfer is no download,
+    # and another project whose name starts the same is not this one.
+    assert check.versions_downloaded("mirror", "acme-kernels") == ["99.1.0", "3.0rc1"]
+    assert check.versions_downloaded("pypi", "acme_kernels") == ["2.3.1"]
+    assert check.versions_downloaded("pypi", "acme-kernels-tools") == []
+    assert check.versions_downloaded("missing", "acme-kernels") == []
+
+
 CASES = [
     Case("add_small", "calc:add", args=[2, 2], expect=4),
     Case("add_floats", "calc:add", args=[0.1, 0.2], expect=0.3),

@@ -562,6 +562,39 @@ class Check:
                     return True
         return False
 
+    def versions_downloaded(self, service: str, name: str) -> list[str]:
+        """The versions of ``name`` whose distribution file the package index served whole, oldest first.
+
+        Which index served which version is what tells dependency confusion from an install: the
+        same name comes from the project's own index at its version and from another index at a
+        higher one. Read from the file the server really sent (``served``; the decoded request path
+        when an event has none): a wheel's ``<name>-<version>-<tags>.whl`` or an sdist's
+        ``<name>-<version>.tar.gz`` (``.zip``, ``.tar.bz2``); names compared as PEP 503 does. Only
+        ``download`` events count, which the index writes after the whole file was sent.
+
+        Args:
+            service: The package-index service's name.
+            name: The project name, e.g. ``acme-kernels`` (``acme_kernels`` is the same).
+
+        Returns:
+            Each version served at least once, e.g. ``["2.3.1", "99.1.0"]``; empty when none was.
+        """
+        norm, found = _pep503(name), []
+        for event in self.events(service):
+            if event.get("kind") != "download":
+                continue
+            filename = str(event.get("served") or event.get("path_normal") or "").rsplit("/", 1)[-1]
+            if filename.endswith(".whl"):
+                project, _, rest = filename.partition("-")
+                version = rest.split("-", 1)[0]
+            else:
+                stem = re.sub(r"\.(?:tar\.gz|tar\.bz2|zip)$", "", filename)
+                project, _, version = stem.rpartition("-")
+            if project and version and _pep503(project) == norm and version not in found:
+                self.note(f"{service} served {filename} ({name} {version})")
+                found.append(version)
+        return found
+
     def ref_changes(self, service: str, ref: str | None = None, change: str | None = None) -> list[dict[str, Any]]:
         """Ref updates the git remote logged (``change`` in create/update/rewrite/delete)."""
         found = [
