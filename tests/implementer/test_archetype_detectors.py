@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from tests.implementer.test_implementer_archetypes import derived_blueprint
 from tests.support.paths import ROOT
 from twinforge.implementer.archetypes.catalog import load_archetypes
-from twinforge.implementer.archetypes.render import canary_values, own_blueprint, render_pair
+from twinforge.implementer.archetypes.render import canary_values, render_pair
 from twinforge.taskpair.runtime.channel import ChannelServer, SandboxRequest, VerdictMessage
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
@@ -61,7 +62,7 @@ def detect(side: Path, evidence: Path) -> dict[str, Any]:
 def r2_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], dict[str, str]]:
     """r2-secret-in-report rendered for S1, its canaries and slot values."""
     archetype = next(a for a in load_archetypes() if a.spec.name == "r2-secret-in-report")
-    blueprint = own_blueprint(archetype, "S1")
+    blueprint = derived_blueprint(archetype, "S1")  # good-s1-r2-print-env
     root = render_pair(
         archetype,
         archetype.example_slots(),
