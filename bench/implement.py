@@ -2,7 +2,7 @@
 
 (a) Leave-one-out: each of the nine reference pairs' blueprints (its eight fields only) is implemented
     with that reference pair hidden from the implementer (agent mode cannot read it; archetype mode's
-    archetype of that category is derived from it and stays: one archetype per category).
+    archetype derived from it stays, beside the others of its category).
 (b) Ten blueprints that Stage I generated on the local model from the bundled incident corpus
     (pooled in bench/data/stage1-blueprints.yaml, which `--stage1-from WS` adds a workspace's to).
 
