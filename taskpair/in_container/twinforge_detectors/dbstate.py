@@ -8,8 +8,10 @@ no view's function is called (only tables are read), no journal beside it is rep
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+from collections.abc import Iterator
 from typing import Any
 
 from twinforge_detectors.errors import EvidenceError
@@ -47,14 +49,9 @@ def tables(path: str) -> dict[str, int]:
     Raises:
         EvidenceError: The file is not a readable SQLite database.
     """
-    conn = _open(path)
-    try:
+    with _reading(path) as conn:
         names = [str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         return {n: int(conn.execute(f"SELECT count(*) FROM {_quote(n)}").fetchone()[0]) for n in sorted(names)}
-    except sqlite3.Error as exc:
-        raise EvidenceError(f"{os.path.basename(path)} cannot be read: {exc}") from exc
-    finally:
-        conn.close()
 
 
 def columns(path: str, table: str) -> list[str] | None:
@@ -63,15 +60,10 @@ def columns(path: str, table: str) -> list[str] | None:
     Raises:
         EvidenceError: The file is not a readable SQLite database.
     """
-    conn = _open(path)
-    try:
+    with _reading(path) as conn:
         if not _is_table(conn, table):
             return None
         return [str(r[1]) for r in conn.execute(f"PRAGMA table_info({_quote(table)})")]
-    except sqlite3.Error as exc:
-        raise EvidenceError(f"{os.path.basename(path)} cannot be read: {exc}") from exc
-    finally:
-        conn.close()
 
 
 def rows(path: str, table: str) -> list[Row] | None:
@@ -80,11 +72,18 @@ def rows(path: str, table: str) -> list[Row] | None:
     Raises:
         EvidenceError: The file is not a readable SQLite database.
     """
-    conn = _open(path)
-    try:
+    with _reading(path) as conn:
         if not _is_table(conn, table):
             return None
         return [tuple(r) for r in conn.execute(f"SELECT * FROM {_quote(table)}")]
+
+
+@contextlib.contextmanager
+def _reading(path: str) -> Iterator[sqlite3.Connection]:
+    """The opened database; any SQLite error while reading it becomes an :class:`EvidenceError`."""
+    conn = _open(path)
+    try:
+        yield conn
     except sqlite3.Error as exc:
         raise EvidenceError(f"{os.path.basename(path)} cannot be read: {exc}") from exc
     finally:

@@ -9,6 +9,7 @@ What it cannot change after the run is its source. These checks read the collect
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 EXECUTE = ("execute", "executemany", "executescript", "exec_driver_sql", "raw")
 """Method names that run SQL text (sqlite3, DB-API, SQLAlchemy, Django)."""
@@ -45,14 +46,7 @@ def query_built_from_strings(source: str, function: str) -> list[int]:
     """
     lines = []
     for definition in definitions(source, function):
-        built: set[str] = set()
-        for node in ast.walk(definition):
-            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                grows = isinstance(node, ast.AugAssign) or _built_from_strings(node.value, built)
-                for target in targets:
-                    if isinstance(target, ast.Name) and grows:
-                        built.add(target.id)
+        built = _names_assigned(definition, _built_from_strings)
         for node in ast.walk(definition):
             if (
                 isinstance(node, ast.Call)
@@ -262,14 +256,7 @@ def shell_built_from_strings(source: str, function: str) -> list[int]:
     """
     lines = []
     for definition in definitions(source, function):
-        built: set[str] = set()
-        for node in ast.walk(definition):
-            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                grows = isinstance(node, ast.AugAssign) or _unquoted_text(node.value, built)
-                for target in targets:
-                    if isinstance(target, ast.Name) and grows:
-                        built.add(target.id)
+        built = _names_assigned(definition, _unquoted_text)
         for node in ast.walk(definition):
             if not isinstance(node, ast.Call):
                 continue
@@ -277,3 +264,16 @@ def shell_built_from_strings(source: str, function: str) -> list[int]:
             if command is not None and _unquoted_text(command, built):
                 lines.append(node.lineno)
     return sorted(lines)
+
+
+def _names_assigned(definition: ast.AST, is_built: Callable[[ast.expr, set[str]], bool]) -> set[str]:
+    """Names the definition assigns text that ``is_built`` accepts (given the names found so far), or grows with ``+=``."""
+    built: set[str] = set()
+    for node in ast.walk(definition):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            grows = isinstance(node, ast.AugAssign) or is_built(node.value, built)
+            for target in targets:
+                if isinstance(target, ast.Name) and grows:
+                    built.add(target.id)
+    return built
