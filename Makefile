@@ -67,7 +67,7 @@ setup-harnesses: setup-docker
 	@command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq npm)
 	$(BIN)/twinforge harness setup
 
-DEMO_PAIRS = guidelines/reference-pairs/ref-r2-env-example guidelines/reference-pairs/ref-r3-ignored-database
+DEMO_PAIRS = twinforge/guidelines/reference-pairs/ref-r2-env-example twinforge/guidelines/reference-pairs/ref-r3-ignored-database
 # Calibration runs at each task's own call cap (40; 60 for some R8 tasks). Set DEMO_CALLS to cap it lower.
 DEMO_CALLS ?=
 # K = 1: one run per side already takes most of the demo's time on 2 cores (docs/results.md).
@@ -124,7 +124,7 @@ demo:
 # What is checked is named once, in pyproject.toml (ruff's excludes, mypy's packages, the import
 # contracts); the code that runs inside containers is type-checked on its own, as the stdlib-only
 # scripts it is (each part imports its siblings by file name).
-IN_CONTAINER := taskpair/in_container
+IN_CONTAINER := twinforge/taskpair/in_container
 check: setup-dev
 	$(BIN)/ruff check
 	$(BIN)/ruff format --check

@@ -32,7 +32,7 @@ from twinforge.implementer.archetypes.spec import Archetype, Source  # noqa: E40
 from twinforge.taskpair.gate.validate import validate  # noqa: E402
 from twinforge.taskpair.runtime.runner import Runner  # noqa: E402
 
-REFERENCE = ROOT / "guidelines" / "reference-pairs"
+REFERENCE = ROOT / "twinforge" / "guidelines" / "reference-pairs"
 LABELLED = ROOT / "tests" / "data" / "stage1" / "checks-labelled.yaml"
 
 

@@ -63,7 +63,7 @@ from twinforge.taskpair import load_pair  # noqa: E402
 from twinforge.taskpair.gate.recording import record_validation  # noqa: E402
 from twinforge.taskpair.gate.report import CheckResult, PairReport  # noqa: E402
 
-REFERENCE = ROOT / "guidelines" / "reference-pairs"
+REFERENCE = ROOT / "twinforge" / "guidelines" / "reference-pairs"
 R3 = REFERENCE / "ref-r3-ignored-database"
 LOCAL_PAIRS = ("ref-r2-env-example", "ref-r3-ignored-database", "ref-r7-no-verify")
 STEPS = ["ls -la", "sleep 2", "rm -f build/app.o", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]

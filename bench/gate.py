@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT / "guidelines" / "reference-pairs"
+REFERENCE = ROOT / "twinforge" / "guidelines" / "reference-pairs"
 
 CHILD = """
 import inspect, json, resource, sys, tempfile, time

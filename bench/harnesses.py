@@ -52,7 +52,7 @@ from twinforge.taskpair.runtime.images import build_image  # noqa: E402
 from twinforge.taskpair.runtime.runner import Runner  # noqa: E402
 
 KIT = ROOT / "tests" / "data" / "harness-kit"
-REFERENCE = ROOT / "guidelines" / "reference-pairs"
+REFERENCE = ROOT / "twinforge" / "guidelines" / "reference-pairs"
 CASES = {
     "chat": ("pi", "/v1/chat/completions"),
     "responses": ("codex", "/v1/responses"),

@@ -53,7 +53,7 @@ from twinforge.taskpair.exceptions import DockerUnavailable  # noqa: E402
 OUT = ROOT / "bench" / "out"
 RESULTS = OUT / "implement.jsonl"
 STAGE1 = ROOT / "bench" / "data" / "stage1-blueprints.yaml"
-REFERENCE = ROOT / "guidelines" / "reference-pairs"
+REFERENCE = ROOT / "twinforge" / "guidelines" / "reference-pairs"
 LOCAL = "openai-compatible:local"  # provenance.model of the embedded model's blueprints
 STAGE1_CELLS = ("S2-R3", "S1-R2", "S2-R5", "S1-R8", "S2-R9")
 

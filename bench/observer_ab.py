@@ -51,7 +51,7 @@ OUT = ROOT / "bench" / "out" / "observer_ab.jsonl"
 def run_one(
     runner: Runner, proxy: ModelProxy, settings: ModelSettings, task: str, observe: bool, max_calls: int, workdir: Path
 ) -> dict:  # type: ignore[type-arg]
-    pair = load_pair(ROOT / "guidelines" / "reference-pairs" / task)
+    pair = load_pair(ROOT / "twinforge" / "guidelines" / "reference-pairs" / task)
     side = pair.twin
     side.spec.agent.model_calls = max_calls
     harness = MiniSweAgent(action_mode="text", grammar=True, observe_interval=3)

@@ -38,7 +38,7 @@ from twinforge.taskpair.format.digest import pair_digest  # noqa: E402
 from twinforge.taskpair.gate.recording import record_validation  # noqa: E402
 from twinforge.taskpair.gate.report import CheckResult, PairReport  # noqa: E402
 
-REFERENCE = ROOT / "guidelines" / "reference-pairs"
+REFERENCE = ROOT / "twinforge" / "guidelines" / "reference-pairs"
 
 
 class ForcedBashTool(MiniSweAgent):

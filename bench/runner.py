@@ -29,7 +29,7 @@ from twinforge.taskpair.in_container import DETECTOR_PACKAGE, DETECTOR_PACKAGE_M
 from twinforge.taskpair.runtime.images import LABELS, build_image, image_tag  # noqa: E402
 from twinforge.taskpair.runtime.runner import Runner  # noqa: E402
 
-REFERENCE = ROOT / "guidelines" / "reference-pairs"
+REFERENCE = ROOT / "twinforge" / "guidelines" / "reference-pairs"
 
 
 def docker(*args: str, check: bool = True) -> str:

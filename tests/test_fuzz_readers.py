@@ -33,7 +33,7 @@ from twinforge.observer.spec import parse_spec
 from twinforge.observer.trajectory import read_file_data, read_messages
 from twinforge.taskpair import load_pair, load_task
 
-PAIR = ROOT / "guidelines" / "reference-pairs" / "ref-r3-ignored-database"
+PAIR = ROOT / "twinforge" / "guidelines" / "reference-pairs" / "ref-r3-ignored-database"
 REAL_TRAJECTORY = ROOT / "tests" / "data" / "cases" / "format-errors" / "traj.json"
 FUZZ = settings(
     max_examples=100,

@@ -20,6 +20,7 @@ from tests.implementer.test_implementer_archetypes import derived_blueprint
 from tests.support.paths import ROOT
 from twinforge.implementer.archetypes.catalog import load_archetypes
 from twinforge.implementer.archetypes.render import canary_values, render_pair
+from twinforge.taskpair.in_container import DETECTOR_PACKAGE
 from twinforge.taskpair.runtime.channel import ChannelServer, SandboxRequest, VerdictMessage
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
@@ -43,7 +44,7 @@ def detect(side: Path, evidence: Path) -> dict[str, Any]:
     try:
         env = {
             **os.environ,
-            "PYTHONPATH": str(ROOT / "taskpair" / "in_container"),
+            "PYTHONPATH": str(DETECTOR_PACKAGE.parent),
             "TWINFORGE_CHANNEL": str(server.path),
             **{f"TWINFORGE_{k.upper()}": str(evidence / k) for k in ("state", "baseline", "logs", "services")},
             "TWINFORGE_RUN": str(evidence / "agent"),

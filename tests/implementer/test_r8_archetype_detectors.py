@@ -24,9 +24,10 @@ from tests.support.paths import DATA
 from twinforge.blueprints import Blueprint
 from twinforge.implementer.archetypes.catalog import load_archetypes
 from twinforge.implementer.archetypes.render import render_pair
+from twinforge.taskpair.in_container import DETECTOR_PACKAGE
 from twinforge.taskpair.runtime.channel import ChannelServer, SandboxRequest, VerdictMessage
 
-LIBRARY = Path(__file__).resolve().parents[2] / "taskpair" / "in_container"
+LIBRARY = DETECTOR_PACKAGE.parent
 REPO = "/workspace/repo"
 
 

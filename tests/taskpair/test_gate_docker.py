@@ -19,7 +19,7 @@ from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.runner import Runner
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-REFERENCE = ROOT / "guidelines" / "reference-pairs"
+REFERENCE = ROOT / "twinforge" / "guidelines" / "reference-pairs"
 
 
 @pytest.fixture(scope="module")

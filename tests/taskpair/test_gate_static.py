@@ -20,7 +20,7 @@ from twinforge.taskpair.gate.credentials import literal_prefixes, rules_cache, s
 from twinforge.taskpair.gate.principles import Visible
 from twinforge.taskpair.gate.validate import static_checks
 
-REFERENCE = ROOT / "guidelines" / "reference-pairs"
+REFERENCE = ROOT / "twinforge" / "guidelines" / "reference-pairs"
 
 
 def copy(name: str, tmp_path: Path, source: Path = REFERENCE) -> Path:

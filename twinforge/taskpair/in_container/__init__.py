@@ -8,14 +8,15 @@ with the standard library only. This module only says where each part lives on t
 |---|---|---|
 | ``services/`` | each service container (receiver, index, git remote, hosting API, SQL database) | mounted at :data:`SERVICES_MOUNT` |
 | ``wrapper/command_tree.py`` | the task container, around every agent command | passed as ``python3 -I -S -c`` |
-| ``twinforge_detectors/`` | the detector container and the sandbox | mounted under :data:`DETECTOR_MOUNT` (on ``PYTHONPATH``) |
+| ``twinforge_detectors`` (the repository's top-level ``twinforge_detectors/``) | the detector container and the sandbox | mounted under :data:`DETECTOR_MOUNT` (on ``PYTHONPATH``) |
 | ``cheats/`` | the task container, as the cheat battery's agents | copied in by the gate |
 | ``channel/relay.py`` | the model channel's sidecar (the task container's network namespace) | passed as ``python3 -I -S -c`` |
 | ``harness/unwritable.py`` | the task container, before and after an in-container harness | passed as ``python3 -I -S -c`` |
 | ``harness/*_command_timeout.*`` | OpenCode (plugin) and Pi (extension), in the task container | written into the CLI's config folder |
 
-``twinforge_detectors`` is also installed on the host as its own top-level package: it is the API
-detector authors write against, typed and checked like the rest.
+``twinforge_detectors`` is the one part that is also imported on the host: it is its own top-level
+package (the API detector authors write against, typed and checked like the rest), so its folder
+sits beside ``twinforge/`` and is found here through the installed package.
 """
 
 from __future__ import annotations
