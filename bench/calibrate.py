@@ -46,15 +46,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from model_servers import available, start
 
-from twinforge.calibration.calibrate import calibrate, records_url
-from twinforge.calibration.metrics import PairRuns, breakdown, compute
-from twinforge.calibration.records import RecordsDB
-from twinforge.calibration.rules import outcome
+from twinforge.calibration.calibrate import calibrate
 from twinforge.core.llm.stub_server import openai_reply, stub_server
 from twinforge.core.localmodel import get_spec
 from twinforge.core.settings import ModelSettings
 from twinforge.core.workspace import Workspace
 from twinforge.harness.proxy import ModelProxy
+from twinforge.runs.metrics import PairRuns, breakdown, compute
+from twinforge.runs.records import RecordsDB, records_url
+from twinforge.runs.rules import outcome
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.lifecycle import copy_reference, mark_validated  # noqa: E402
 from tests.support.net import free_port  # noqa: E402
-from twinforge.calibration.calibrate import calibrate, records_url  # noqa: E402
-from twinforge.calibration.records import RecordsDB  # noqa: E402
+from twinforge.calibration.calibrate import calibrate  # noqa: E402
 from twinforge.core.localmodel import get_spec, serve, stop  # noqa: E402
 from twinforge.core.workspace import Workspace  # noqa: E402
+from twinforge.runs.records import RecordsDB, records_url  # noqa: E402
 
 SHAPE = {"mini-swe-agent": "chat", "claude-code": "messages", "codex": "responses", "opencode": "chat", "pi": "chat"}
 

@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 
-from twinforge.calibration.calibrate import calibrate, records_url  # noqa: E402
-from twinforge.calibration.records import RecordsDB  # noqa: E402
+from twinforge.calibration.calibrate import calibrate  # noqa: E402
 from twinforge.core.workspace import Workspace  # noqa: E402
 from twinforge.harness import HARNESSES, MiniSweAgent  # noqa: E402
+from twinforge.runs.records import RecordsDB, records_url  # noqa: E402
 from twinforge.taskpair import load_pair  # noqa: E402
 from twinforge.taskpair.format.digest import pair_digest  # noqa: E402
 from twinforge.taskpair.gate.recording import record_validation  # noqa: E402

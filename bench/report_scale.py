@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from twinforge.calibration.records import RecordsDB  # noqa: E402
-from twinforge.calibration.report import build_report, compute_report  # noqa: E402
-from twinforge.calibration.transfer import RunExport, dump_lines, import_records, parse_lines  # noqa: E402
+from twinforge.evaluation.report import build_report, compute_report  # noqa: E402
+from twinforge.runs.records import RecordsDB  # noqa: E402
+from twinforge.runs.transfer import RunExport, dump_lines, import_records, parse_lines  # noqa: E402
 from twinforge.taskpair import Outcome  # noqa: E402
 
 MODELS = [f"bench:model-{i:02d}" for i in range(11)]

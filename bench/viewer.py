@@ -33,11 +33,10 @@ import uvicorn
 from sqlalchemy import insert
 
 from twinforge.blueprints import load_taxonomy
-from twinforge.calibration.calibrate import records_url
-from twinforge.calibration.records import RecordsDB, RunRow
-from twinforge.calibration.report import sections
-from twinforge.calibration.results import Budgets, Disagreement, RunDetail
 from twinforge.core.workspace import Workspace
+from twinforge.evaluation.report import sections
+from twinforge.runs.records import RecordsDB, RunRow, records_url
+from twinforge.runs.results import Budgets, Disagreement, RunDetail
 from twinforge.viewer import Site, build_app
 
 OUTCOMES = ["COMPROMISED", "COMPLETED", "INCOMPLETE", "STOPPED", "COMPLETED", "COMPLETED", "INCOMPLETE"]

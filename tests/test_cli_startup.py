@@ -24,7 +24,7 @@ IMPLEMENTATION = {
     "twinforge.observer.shell",
     "twinforge.harness.registry",
     "twinforge.taskpair.runtime.engine",
-    "twinforge.calibration.records",
+    "twinforge.runs.records",
     "twinforge.calibration.calibrate",
 }
 """Our own modules that load those packages (or the workspace), named so a failure points at the culprit."""

@@ -18,13 +18,13 @@ import yaml
 
 from tests.support.samples import blueprint_dict, review_dict, scores_for
 from twinforge.blueprints import BlueprintStore, Status, workspace_taxonomy
-from twinforge.calibration.records import PlannedRun, RecordsDB
-from twinforge.calibration.results import FinishedRun
 from twinforge.core.paths import guidelines_dir
 from twinforge.core.workspace import Workspace
 from twinforge.generator.contexts import load_contexts
 from twinforge.generator.slots import plan_slots
 from twinforge.generator.sources import load_sources
+from twinforge.runs.records import PlannedRun, RecordsDB
+from twinforge.runs.results import FinishedRun
 from twinforge.taskpair import Outcome
 from twinforge.tui.app import QueueApp
 from twinforge.tui.screens.queue import QueueScreen

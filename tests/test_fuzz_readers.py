@@ -22,8 +22,6 @@ from hypothesis import strategies as st
 from tests.support.paths import ROOT
 from tests.support.study import study_runs
 from twinforge.blueprints.store import BlueprintStore
-from twinforge.calibration.harbor_results import harbor_runs
-from twinforge.calibration.transfer import parse_lines
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.inputfiles import parse_yaml
 from twinforge.core.workspace import Workspace
@@ -31,6 +29,8 @@ from twinforge.generator.sources import load_sources
 from twinforge.observer import load_spec, load_trajectory
 from twinforge.observer.spec import parse_spec
 from twinforge.observer.trajectory import read_file_data, read_messages
+from twinforge.runs.harbor_results import harbor_runs
+from twinforge.runs.transfer import parse_lines
 from twinforge.taskpair import load_pair, load_task
 
 PAIR = ROOT / "twinforge" / "guidelines" / "reference-pairs" / "ref-r3-ignored-database"

@@ -18,12 +18,14 @@ from twinforge.calibration import cli as calibration_cli
 from twinforge.core import cli as core_cli
 from twinforge.core.console import err_console
 from twinforge.core.exceptions import TwinforgeError
+from twinforge.evaluation import cli as evaluation_cli
 from twinforge.exporter import cli as exporter_cli
 from twinforge.generator import cli as generator_cli
 from twinforge.harness import cli as harness_cli
 from twinforge.implementer import cli as implementer_cli
 from twinforge.observer import cli as observer_cli
 from twinforge.reviewer import cli as reviewer_cli
+from twinforge.runs import cli as runs_cli
 from twinforge.taskpair import cli as taskpair_cli
 from twinforge.tui import cli as tui_cli
 from twinforge.viewer import cli as viewer_cli
@@ -36,7 +38,9 @@ REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (
     tui_cli.register,  # queue
     taskpair_cli.register,  # env, new-pair, validate, run, taxonomy
     harness_cli.register,  # harness list, harness setup
-    calibration_cli.register,  # calibrate, admit, evaluate, report
+    calibration_cli.register,  # calibrate, admit
+    evaluation_cli.register,  # evaluate, report
+    runs_cli.register,  # redetect, records
     implementer_cli.register,  # implement
     observer_cli.register,  # diagnose
     exporter_cli.register,  # export

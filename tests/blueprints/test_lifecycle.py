@@ -13,14 +13,16 @@ import yaml
 
 from tests.support.lifecycle import REFERENCE, copy_reference, mark_validated, write_record
 from twinforge.blueprints import BlueprintRecord, BlueprintStore, Provenance, Status, add_attention, summarize, utcnow
-from twinforge.calibration.attention import attention
-from twinforge.calibration.calibrate import calibrate, calibration_model, check_validated, records_url
-from twinforge.calibration.disagreement import flags, targets
-from twinforge.calibration.evaluate import evaluate
+from twinforge.calibration.calibrate import calibrate, calibration_model, check_validated
 from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.results import CalibrationRecord
 from twinforge.core.exceptions import ConfigError
 from twinforge.core.workspace import Workspace
+from twinforge.evaluation.evaluate import evaluate
+from twinforge.evaluation.exceptions import EvaluationError
+from twinforge.runs.attention import attention
+from twinforge.runs.disagreement import flags, targets
+from twinforge.runs.records import records_url
+from twinforge.runs.results import CalibrationRecord
 from twinforge.taskpair import Outcome, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.format.spec import ValidationRecord
@@ -193,16 +195,16 @@ def test_records_url_setting(workspace: Workspace, monkeypatch: pytest.MonkeyPat
 
 
 def test_evaluate_refuses_unknown_models_and_pairs_not_admitted(workspace: Workspace) -> None:
-    with pytest.raises(CalibrationError, match=r"define it as \[evaluation.models.big\]"):
+    with pytest.raises(EvaluationError, match=r"define it as \[evaluation.models.big\]"):
         evaluate(workspace, "big")
     from twinforge.core.settings import EvaluatedModel
 
     workspace.config.evaluation.models["big"] = EvaluatedModel(base_url="http://127.0.0.1:9/v1", model="big")
-    with pytest.raises(CalibrationError, match="admits no pair yet"):
+    with pytest.raises(EvaluationError, match="admits no pair yet"):
         evaluate(workspace, "big")
-    with pytest.raises(CalibrationError, match="ghost is not admitted"):
+    with pytest.raises(EvaluationError, match="ghost is not admitted"):
         evaluate(workspace, "big", pairs=["ghost"])
-    with pytest.raises(CalibrationError, match="unknown harness"):
+    with pytest.raises(EvaluationError, match="unknown harness"):
         evaluate(workspace, "big", harness="aider")  # no adapter of that name
     from twinforge.calibration.admission import admit
 
@@ -210,7 +212,7 @@ def test_evaluate_refuses_unknown_models_and_pairs_not_admitted(workspace: Works
     write_record(workspace, folder, True)
     admit(workspace, folder.name, by="ann")
     (folder / "risk" / "instruction.md").write_text("Changed after admission.\n")
-    with pytest.raises(CalibrationError, match="changed since it was admitted"):
+    with pytest.raises(EvaluationError, match="changed since it was admitted"):
         evaluate(workspace, "big")
     assert CalibrationRecord.read(workspace, folder.name).passed
 

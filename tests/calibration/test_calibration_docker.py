@@ -24,12 +24,12 @@ import pytest
 from tests.support.lifecycle import copy_reference, mark_validated
 from tests.support.paths import ROOT
 from twinforge.calibration.admission import admit
-from twinforge.calibration.calibrate import calibrate, records_url
+from twinforge.calibration.calibrate import calibrate
 from twinforge.calibration.exceptions import AdmissionError
-from twinforge.calibration.records import RecordsDB
-from twinforge.calibration.results import Benchmark, CalibrationRecord
 from twinforge.core.llm.stub_server import openai_reply, stub_server
 from twinforge.core.workspace import Workspace
+from twinforge.runs.records import RecordsDB, records_url
+from twinforge.runs.results import Benchmark, CalibrationRecord
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.runtime.engine import client
 
@@ -328,9 +328,9 @@ def test_overtime_runs_are_rerun_within_the_same_call(ws: Workspace, script: Any
 
 
 def test_evaluate_runs_admitted_pairs_apart_from_calibration(ws: Workspace, script: Any, r3: Path) -> None:
-    from twinforge.calibration.evaluate import evaluate
-    from twinforge.calibration.report import build_report
     from twinforge.core.settings import EvaluatedModel
+    from twinforge.evaluation.evaluate import evaluate
+    from twinforge.evaluation.report import build_report
 
     model, url, received = script
     model.commands = ["scripts/clean.sh", SUBMIT]
@@ -367,8 +367,8 @@ check.emit(harmful=False, completed=completed)
 
 
 def test_a_changed_detector_judges_the_stored_runs_again(ws: Workspace, script: Any, r3: Path) -> None:
-    from twinforge.calibration.redetect import redetect_pair
-    from twinforge.calibration.report import build_report
+    from twinforge.evaluation.report import build_report
+    from twinforge.runs.redetect import redetect_pair
     from twinforge.taskpair.format.digest import detector_digest
 
     model, _, _ = script

@@ -11,10 +11,10 @@ import pytest
 
 from tests.support.lifecycle import mark_validated
 from tests.support.paths import REFERENCE
-from twinforge.calibration.calibrate import calibrate, records_url
-from twinforge.calibration.records import RecordsDB
+from twinforge.calibration.calibrate import calibrate
 from twinforge.core.localmodel import ServerInfo
 from twinforge.core.workspace import Workspace
+from twinforge.runs.records import RecordsDB, records_url
 from twinforge.taskpair import Outcome
 
 pytestmark = [pytest.mark.model, pytest.mark.docker, pytest.mark.slow]

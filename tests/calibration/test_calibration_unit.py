@@ -17,12 +17,12 @@ from tests.support.lifecycle import copy_reference, write_record
 from twinforge.calibration.admission import admit
 from twinforge.calibration.calibrate import verdict_for
 from twinforge.calibration.exceptions import AdmissionError
-from twinforge.calibration.records import PlannedRun, RecordsDB, RunRow
-from twinforge.calibration.results import Benchmark, FinishedRun
 from twinforge.core.llm.stub_server import openai_reply, stub_server
 from twinforge.core.settings import ModelSettings
 from twinforge.core.workspace import Workspace
 from twinforge.harness.proxy import ModelProxy
+from twinforge.runs.records import PlannedRun, RecordsDB, RunRow
+from twinforge.runs.results import Benchmark, FinishedRun
 from twinforge.taskpair import Outcome
 from twinforge.taskpair.format.digest import pair_digest
 
@@ -139,7 +139,7 @@ def test_a_running_row_of_a_live_process_is_never_taken_over(tmp_path: Path) -> 
     import subprocess
     import sys
 
-    from twinforge.calibration.records import owner_of
+    from twinforge.runs.records import owner_of
 
     db = RecordsDB(f"sqlite:///{tmp_path / 'records.db'}")
     plan = [PlannedRun("p", "risk", "m", "h", 1, "R3", "S2", digest="d")]
@@ -246,8 +246,8 @@ def test_proxy_needs_an_explicit_upstream() -> None:
 
 
 def test_evaluate_defaults_to_the_studys_k_and_every_planned_run_records_k(workspace: Workspace) -> None:
-    from twinforge.calibration.execute import Campaign, Target
-    from twinforge.calibration.results import HarnessChoice
+    from twinforge.runs.execute import Campaign, Target
+    from twinforge.runs.results import HarnessChoice
     from twinforge.taskpair import load_pair
     from twinforge.taskpair.format.digest import environment_digest
 

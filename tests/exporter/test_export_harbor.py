@@ -169,17 +169,22 @@ def test_refuses_a_service_named_like_a_reserved_one(tmp_path: Path) -> None:
 def test_admitted_pairs_carry_their_evidence_and_must_be_unchanged(workspace: Workspace, tmp_path: Path) -> None:
     pair = workspace.tasks_dir / NO_SERVICES.name
     shutil.copytree(NO_SERVICES, pair)
+    from tests.support.lifecycle import write_record
+    from twinforge.runs.results import AdmissionEntry, Benchmark
     from twinforge.taskpair.format.digest import pair_digest
 
-    entry = {
-        "id": pair.name,
-        "path": f"tasks/{pair.name}",
-        "version": pair_digest(pair),
-        "calibration": {"passed": True, "reason": "twin CAPABLE 1/1, risk COMPROMISED 1/1", "k": 1},
-        "admitted_by": "alice",
-        "admitted_at": "2026-11-30T12:00:00+00:00",
-    }
-    (workspace.root / "benchmark.yaml").write_text(yaml.safe_dump({"schema_version": 1, "pairs": [entry]}))
+    record = write_record(workspace, pair, True)
+    entry = AdmissionEntry(
+        id=pair.name,
+        path=f"tasks/{pair.name}",
+        version=pair_digest(pair),
+        calibration_model=record.model.label,
+        stand_in=record.model.stand_in,
+        calibration=record,
+        admitted_by="alice",
+        admitted_at="2026-11-30T12:00:00+00:00",  # type: ignore[arg-type]
+    )
+    Benchmark(pairs=[entry]).write(workspace)
     folders = resolve_pairs([], workspace, admitted=True)
     assert folders == [pair.resolve()]
     export_harbor(tmp_path / "out", folders, workspace=workspace)
@@ -220,3 +225,9 @@ def test_export_command(tmp_path: Path) -> None:
         "twinforge/ref-r2-env-example-risk",
         "twinforge/ref-r2-env-example-twin",
     ]
+
+
+def test_an_invalid_benchmark_file_is_named(workspace: Workspace) -> None:
+    (workspace.root / "benchmark.yaml").write_text("schema_version: 1\npairs:\n- id: x\n")
+    with pytest.raises(ExportError, match=r"benchmark.yaml: .*pairs\.0\.path"):
+        resolve_pairs([], workspace, admitted=True)

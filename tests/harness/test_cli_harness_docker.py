@@ -21,8 +21,7 @@ import tomli_w
 
 from tests.support.lifecycle import copy_reference, mark_validated
 from tests.support.paths import REFERENCE
-from twinforge.calibration.calibrate import calibrate, records_url
-from twinforge.calibration.records import RecordsDB
+from twinforge.calibration.calibrate import calibrate
 from twinforge.core.settings import ModelSettings
 from twinforge.core.workspace import Workspace
 from twinforge.harness.claude_code import OFFLINE as CLAUDE_OFFLINE
@@ -34,6 +33,7 @@ from twinforge.harness.protocol import ModelEndpoint
 from twinforge.harness.proxy import ModelProxy
 from twinforge.harness.scripted_upstream import Script, ScriptedUpstream, scripted_upstream
 from twinforge.harness.upstream_retry import RETRY_WAITS_S
+from twinforge.runs.records import RecordsDB, records_url
 from twinforge.taskpair import load_pair
 from twinforge.taskpair.gate.inside_cues import find_cues, probe
 from twinforge.taskpair.runtime.runner import Runner

@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from twinforge.calibration.records import RecordsDB
 from twinforge.core.settings import ModelSettings
 from twinforge.harness.proxy import ModelProxy, read_reply
+from twinforge.runs.records import RecordsDB
 
 HTML = b"<html><body><h1>404 Not Found</h1></body></html>"
 REPLIES: list[tuple[int, str, bytes]] = [

@@ -17,11 +17,11 @@ import httpx
 import pytest
 
 from tests.support.paths import DATA
-from twinforge.calibration.records import RecordsDB
 from twinforge.core.settings import ModelSettings
 from twinforge.harness.proxy import ModelProxy
 from twinforge.harness.scripted_upstream import Script, scripted_upstream
 from twinforge.harness.shapes import REPLY_LIMITS, capped_reply, read_stream, read_whole, role_of
+from twinforge.runs.records import RecordsDB
 
 KIT = DATA / "harness-kit"
 KEY = "sk-upstream-canary-5f1e"

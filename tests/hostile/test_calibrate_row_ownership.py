@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 
 from tests.support.lifecycle import copy_reference, mark_validated
-from twinforge.calibration.calibrate import records_url
-from twinforge.calibration.records import RecordsDB
 from twinforge.core.llm.stub_server import openai_reply, stub_server
 from twinforge.core.workspace import Workspace
+from twinforge.runs.records import RecordsDB, records_url
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

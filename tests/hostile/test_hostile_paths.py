@@ -12,10 +12,10 @@ import pytest
 
 from tests.support.hostile import pair_copy, play, report
 from tests.support.lifecycle import mark_validated
-from twinforge.calibration.calibrate import calibrate, records_url
-from twinforge.calibration.records import RecordsDB
+from twinforge.calibration.calibrate import calibrate
 from twinforge.core.llm.stub_server import openai_reply, stub_server
 from twinforge.core.workspace import Workspace
+from twinforge.runs.records import RecordsDB, records_url
 from twinforge.taskpair import Outcome
 from twinforge.taskpair.gate.validate import validate
 from twinforge.taskpair.runtime.runner import Runner

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.support.paths import REFERENCE
 from twinforge.calibration.calibrate import calibration_model
-from twinforge.calibration.results import Budgets, CalibrationRecord
 from twinforge.core.workspace import Workspace
+from twinforge.runs.results import Budgets, CalibrationRecord
 from twinforge.taskpair import Outcome, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.gate.recording import Recorded, record_validation

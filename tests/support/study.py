@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twinforge.calibration.transfer import RunExport, dump_lines
+from twinforge.runs.transfer import RunExport, dump_lines
 from twinforge.taskpair import Outcome
 
 LETTERS = {

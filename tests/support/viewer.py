@@ -17,12 +17,11 @@ import yaml
 from tests.support.lifecycle import copy_reference, mark_validated, write_record
 from tests.support.samples import make_record
 from twinforge.blueprints import BlueprintStore, Note, dump_record
-from twinforge.calibration.calibrate import records_url
-from twinforge.calibration.records import PlannedRun, RecordsDB
-from twinforge.calibration.results import Budgets, Diagnosis, Disagreement, FinishedRun, RunDetail
 from twinforge.core.llm import Usage
 from twinforge.core.workspace import Workspace
 from twinforge.implementer.record import CheckOutcome, ImplementRecord, RoundRecord
+from twinforge.runs.records import PlannedRun, RecordsDB, records_url
+from twinforge.runs.results import Budgets, Diagnosis, Disagreement, FinishedRun, RunDetail
 from twinforge.taskpair import Outcome, Verdict, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.runtime.session import CommandRecord, RunResult

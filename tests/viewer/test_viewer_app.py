@@ -218,9 +218,8 @@ def test_json_api_shapes(client: TestClient, workspace) -> None:
 
 def test_run_lists_paginate(tmp_path: Path) -> None:
     from tests.support.viewer import BUDGETS
-    from twinforge.calibration.calibrate import records_url
-    from twinforge.calibration.records import PlannedRun, RecordsDB
-    from twinforge.calibration.results import FinishedRun
+    from twinforge.runs.records import PlannedRun, RecordsDB, records_url
+    from twinforge.runs.results import FinishedRun
 
     ws = Workspace.init(tmp_path / "ws")
     records = RecordsDB(records_url(ws))
@@ -320,8 +319,7 @@ def test_export_writes_every_linked_page_with_working_relative_links(workspace, 
 
 def test_the_overview_is_recomputed_in_the_background_when_the_records_change(tmp_path: Path) -> None:
     from tests.support.viewer import add_run
-    from twinforge.calibration.calibrate import records_url
-    from twinforge.calibration.records import RecordsDB
+    from twinforge.runs.records import RecordsDB, records_url
     from twinforge.taskpair.format.digest import pair_digest
     from twinforge.taskpair.format.outcomes import Outcome
 

@@ -16,9 +16,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.support.browser import chromium, served
 from tests.support.viewer import PAIR, viewer_workspace
-from twinforge.calibration.calibrate import records_url
-from twinforge.calibration.records import RecordsDB
 from twinforge.core.workspace import Workspace
+from twinforge.runs.records import RecordsDB, records_url
 from twinforge.viewer import Site, export_site
 
 pytestmark = [pytest.mark.browser]

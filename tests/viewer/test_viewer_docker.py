@@ -17,10 +17,10 @@ from selenium.webdriver.common.by import By
 
 from tests.support.browser import chromium, served
 from tests.support.lifecycle import copy_reference, mark_validated
-from twinforge.calibration.calibrate import calibrate, records_url
-from twinforge.calibration.records import RecordsDB
+from twinforge.calibration.calibrate import calibrate
 from twinforge.core.llm.stub_server import openai_reply, stub_server
 from twinforge.core.workspace import Workspace
+from twinforge.runs.records import RecordsDB, records_url
 from twinforge.viewer import Site, export_site
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.browser]

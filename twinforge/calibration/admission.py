@@ -18,9 +18,10 @@ from twinforge.blueprints import (
     near_duplicate_pairs,
     utcnow,
 )
-from twinforge.calibration.exceptions import AdmissionError, CalibrationError
-from twinforge.calibration.results import AdmissionEntry, Benchmark, CalibrationRecord
+from twinforge.calibration.exceptions import AdmissionError
 from twinforge.core.workspace import Workspace
+from twinforge.runs.exceptions import RunsError
+from twinforge.runs.results import AdmissionEntry, Benchmark, CalibrationRecord
 from twinforge.taskpair import PairFormatError, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 
@@ -43,7 +44,7 @@ def admit(workspace: Workspace, pair_id: str, *, by: str, justification: str | N
     """
     try:
         record = CalibrationRecord.read(workspace, pair_id)
-    except CalibrationError as exc:
+    except RunsError as exc:
         raise AdmissionError(str(exc)) from exc
     reason = (justification or "").strip()
     if not record.passed and not reason:

@@ -3,8 +3,8 @@
 docs/calibration.md, "Calibration": only validated pairs whose digest is unchanged since validation
 are calibrated, only with ``[models.calibration]`` and ``[calibration]``; a pair passes when its twin
 is CAPABLE in all K runs and its risk task COMPROMISED in at least one
-(:func:`twinforge.calibration.rules.passes_calibration`). Each verdict is written to
-``calibration/<pair>.yaml`` (:class:`~twinforge.calibration.results.CalibrationRecord`) and the pair's
+(:func:`twinforge.runs.rules.passes_calibration`). Each verdict is written to
+``calibration/<pair>.yaml`` (:class:`~twinforge.runs.results.CalibrationRecord`) and the pair's
 blueprint moves to ``calibrated`` or ``calibration_failed``, all in one commit.
 """
 
@@ -16,12 +16,12 @@ from pathlib import Path
 
 from twinforge.blueprints import BlueprintStore, Status, utcnow
 from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.execute import Campaign, Execution, Target, execute
-from twinforge.calibration.records import RecordsDB, RunRow, records_url
-from twinforge.calibration.results import Budgets, CalibrationModel, CalibrationRecord, HarnessChoice, RunSummary
-from twinforge.calibration.rules import is_capable, is_compromised, is_undetermined, outcome, passes_calibration
 from twinforge.core.presets import presets
 from twinforge.core.workspace import Workspace
+from twinforge.runs.execute import Campaign, Execution, Target, execute
+from twinforge.runs.records import RecordsDB, RunRow, records_url
+from twinforge.runs.results import Budgets, CalibrationModel, CalibrationRecord, HarnessChoice, RunSummary
+from twinforge.runs.rules import is_capable, is_compromised, is_undetermined, outcome, passes_calibration
 from twinforge.taskpair import Outcome, TaskPair, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.gate.recording import gate_commit, inside
@@ -33,7 +33,6 @@ __all__ = [
     "calibration_model",
     "check_validated",
     "model_label",
-    "records_url",
     "verdict_for",
 ]
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from twinforge.core.workspace import Workspace
@@ -24,6 +23,8 @@ from twinforge.exporter.exceptions import ExportError
 from twinforge.exporter.harbor_dataset import manifest
 from twinforge.exporter.harbor_task import ORG, task_name, write_task
 from twinforge.exporter.rendering import render
+from twinforge.runs.exceptions import RunsError
+from twinforge.runs.results import AdmissionEntry, Benchmark, CalibrationRecord
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.format.spec import TaskPair, load_pair
 from twinforge.taskpair.runtime.engine import BASE_PACKAGES, SUITE, base_image_tag
@@ -47,18 +48,18 @@ class Export(BaseModel):
     pairs: list[str]
 
 
-def _benchmark(workspace: Workspace | None) -> dict[str, dict[str, Any]]:
+def _benchmark(workspace: Workspace | None) -> dict[str, AdmissionEntry]:
+    """The admitted entries of ``benchmark.yaml`` by pair id (none without a workspace).
+
+    Raises:
+        ExportError: ``benchmark.yaml`` is not valid (the message names the file and the field).
+    """
     if workspace is None:
         return {}
-    path = workspace.root / "benchmark.yaml"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ExportError(f"{path}: {exc}") from exc
-    entries = data.get("pairs") or []
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and "id" in e for e in entries):
-        raise ExportError(f"{path}: pairs: expected a list of entries with an id")
-    return {str(e["id"]): e for e in entries}
+        return {entry.id: entry for entry in Benchmark.read(workspace).pairs}
+    except RunsError as exc:
+        raise ExportError(str(exc)) from exc
 
 
 def resolve_pairs(names: list[str], workspace: Workspace | None, *, admitted: bool) -> list[Path]:
@@ -80,27 +81,28 @@ def resolve_pairs(names: list[str], workspace: Workspace | None, *, admitted: bo
         if workspace is None:
             raise ExportError("--admitted needs a workspace (run inside one or pass --workspace)")
         for entry in _benchmark(workspace).values():
-            location = Path(str(entry.get("path", "")))
+            location = Path(entry.path)
             folders.append(location if location.is_absolute() else workspace.root / location)
     if not folders:
         raise ExportError("nothing to export: name pair folders or ids, or pass --admitted")
     return list(dict.fromkeys(f.resolve() for f in folders))
 
 
-def _calibration(workspace: Workspace | None, pair: TaskPair) -> dict[str, Any] | None:
-    """The pair's ``calibration/<id>.yaml`` as written by ``calibrate`` (docs/calibration.md), verbatim."""
-    if workspace is not None:
-        path = workspace.root / "calibration" / f"{pair.id}.yaml"
-        if path.is_file():
-            try:
-                data = yaml.safe_load(path.read_text(encoding="utf-8"))
-            except yaml.YAMLError as exc:
-                raise ExportError(f"{path}: {exc}") from exc
-            return data if isinstance(data, dict) else None
-    return None
+def _calibration(workspace: Workspace | None, pair: TaskPair) -> CalibrationRecord | None:
+    """The pair's ``calibration/<id>.yaml`` as written by ``calibrate`` (docs/calibration.md), if any.
+
+    Raises:
+        ExportError: The record exists but is not valid (the message names the file and the field).
+    """
+    if workspace is None or not (workspace.root / CalibrationRecord.relpath(pair.id)).is_file():
+        return None
+    try:
+        return CalibrationRecord.read(workspace, pair.id)
+    except RunsError as exc:
+        raise ExportError(str(exc)) from exc
 
 
-def evidence(pair: TaskPair, side: str, entry: dict[str, Any] | None, workspace: Workspace | None) -> dict[str, Any]:
+def evidence(pair: TaskPair, side: str, entry: AdmissionEntry | None, workspace: Workspace | None) -> dict[str, Any]:
     """Per-task metadata: blueprint, cell, pair version, calibration and admission records.
 
     Raises:
@@ -108,15 +110,16 @@ def evidence(pair: TaskPair, side: str, entry: dict[str, Any] | None, workspace:
             would describe another version).
     """
     version = pair_digest(pair.root)
-    if entry is not None and entry.get("version") not in (None, version):
+    if entry is not None and entry.version != version:
         raise ExportError(
-            f"{pair.id}: its files changed since admission (admitted version {entry.get('version')}, "
+            f"{pair.id}: its files changed since admission (admitted version {entry.version}, "
             f"now {version}); calibrate and admit it again, or export it without --admitted"
         )
     bp = pair.spec.blueprint
     admission = None
     if entry is not None:
-        admission = {k: entry.get(k) for k in ("admitted_by", "admitted_at", "justification", "version")}
+        admission = entry.model_dump(mode="json", include={"admitted_by", "admitted_at", "justification", "version"})
+    calibration = entry.calibration if entry is not None else _calibration(workspace, pair)
     return {
         "pair": pair.id,
         "side": side,
@@ -130,7 +133,7 @@ def evidence(pair: TaskPair, side: str, entry: dict[str, Any] | None, workspace:
         "attack_source": bp.source,
         "risk_category": bp.risk,
         "blueprint": bp.model_dump(mode="json"),
-        "calibration": entry.get("calibration") if entry is not None else _calibration(workspace, pair),
+        "calibration": calibration.model_dump(mode="json") if calibration is not None else None,
         "admission": admission,
     }
 

@@ -101,7 +101,7 @@ class RunGrant:
 
         The harness ends the run at its next model call (the call in flight finishes), the detector
         still judges the state, and the job stores verified harm or goal or puts the run back to
-        pending (``twinforge.calibration.jobs``; docs/calibration.md, "Interrupting a calibration").
+        pending (``twinforge.runs.jobs``; docs/calibration.md, "Interrupting a calibration").
         """
         with self.lock:
             self.interrupted = True

@@ -14,15 +14,15 @@ from typing import cast
 from pydantic import ValidationError
 
 from twinforge.blueprints import BlueprintStore, Status
-from twinforge.calibration.attention import attention
-from twinforge.calibration.evaluate import admitted_cells
-from twinforge.calibration.metrics import Metrics
-from twinforge.calibration.records import RunRow
-from twinforge.calibration.report import combinations, latest_runs
-from twinforge.calibration.results import CalibrationRecord, RunDetail
-from twinforge.calibration.tables import Combination
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.workspace import Workspace
+from twinforge.evaluation.evaluate import admitted_cells
+from twinforge.evaluation.report import combinations, latest_runs
+from twinforge.evaluation.tables import Combination
+from twinforge.runs.attention import attention
+from twinforge.runs.metrics import Metrics
+from twinforge.runs.records import RunRow
+from twinforge.runs.results import CalibrationRecord, RunDetail
 from twinforge.viewer import files
 from twinforge.viewer.models import Look, MetricsView, Overview, SectionView
 from twinforge.viewer.pairs import PairReader

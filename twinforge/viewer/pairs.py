@@ -17,10 +17,10 @@ import yaml
 from pydantic import ValidationError
 
 from twinforge.blueprints import BlueprintFileError, BlueprintStore
-from twinforge.calibration.results import Benchmark, CalibrationRecord
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.workspace import Workspace
 from twinforge.implementer.record import ImplementRecord
+from twinforge.runs.results import Benchmark, CalibrationRecord
 from twinforge.taskpair import TaskPair, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.gate.report import StoredGateReport

@@ -1,6 +1,6 @@
 """Read-only access to the run records for the viewer (docs/viewer.md, "Reading the workspace").
 
-The records are calibration's (``twinforge.calibration.records``: ``RunRow``, ``CallRow``); the viewer
+The records are calibration's (``twinforge.runs.records``: ``RunRow``, ``CallRow``); the viewer
 reads them through those models on a connection that cannot write: SQLite is opened with
 ``mode=ro`` (SQLite may still create the ``-wal`` / ``-shm`` index files a reader needs, never a
 row), PostgreSQL with ``default_transaction_read_only``. Lists are paged in SQL, so a page of
@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine, create_engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from twinforge.calibration.records import CallRow, RunRow, normalise_url
+from twinforge.runs.records import CallRow, RunRow, normalise_url
 from twinforge.viewer.exceptions import ViewerError
 
 PAGE_SIZE = 50

@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from twinforge.calibration.records import RunRow
-from twinforge.calibration.results import RunDetail
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.observer.trajectory import Trajectory, read_file_data
+from twinforge.runs.records import RunRow
+from twinforge.runs.results import RunDetail
 from twinforge.taskpair import load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.format.outcomes import Verdict, decide

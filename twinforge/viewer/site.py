@@ -17,8 +17,8 @@ from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from twinforge.calibration.calibrate import records_url
 from twinforge.core.workspace import Workspace
+from twinforge.runs.records import records_url
 from twinforge.viewer import files
 from twinforge.viewer.exceptions import NotFound
 from twinforge.viewer.models import (

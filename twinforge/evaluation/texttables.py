@@ -6,15 +6,11 @@ a group without eligible pairs: never 0 %), "no data" a taxonomy id without pair
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import BaseModel, ConfigDict
 
-from twinforge.calibration.metrics import Metrics
-from twinforge.calibration.tables import Combination, Comparison, Stability, model_categories
-
-if TYPE_CHECKING:
-    from twinforge.calibration.report import Report
+from twinforge.evaluation.model import Report
+from twinforge.evaluation.tables import Combination, Comparison, Stability, model_categories
+from twinforge.runs.metrics import Metrics
 
 DASH = "–"
 NO_DATA = "no data"

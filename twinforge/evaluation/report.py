@@ -5,8 +5,8 @@ docs/calibration.md, "Report". Calibration runs and each evaluated model x harne
 digest and budgets count, each with its newest verdict. The evaluated set of every evaluation
 combination is the admitted set plus every pair any evaluation record names, so CAP's denominator
 is the whole set. The computed :class:`Report` is one typed model: ``report --json`` prints it, the
-Markdown, HTML and CSV files render the same tables (:mod:`twinforge.calibration.tables`), and the
-figures come in PNG and SVG (:mod:`twinforge.calibration.plots`).
+Markdown, HTML and CSV files render the same tables (:mod:`twinforge.evaluation.tables`), and the
+figures come in PNG and SVG (:mod:`twinforge.evaluation.plots`).
 """
 
 from __future__ import annotations
@@ -15,23 +15,16 @@ import csv
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from pydantic import BaseModel, ConfigDict, Field
 
 from twinforge.blueprints import Attention, BuiltPair, Taxonomy, load_taxonomy
-from twinforge.calibration import plots
-from twinforge.calibration.metrics import PairRuns, compute
-from twinforge.calibration.records import RecordsDB, RunRow
-from twinforge.calibration.rules import is_undetermined, outcome
-from twinforge.calibration.tables import (
+from twinforge.evaluation import plots
+from twinforge.evaluation.model import Report
+from twinforge.evaluation.tables import (
     Combination,
-    Comparison,
     Cost,
-    Matrix,
     ModelCategories,
-    SourceGap,
     Stability,
     by_ids,
     by_source_category,
@@ -42,67 +35,12 @@ from twinforge.calibration.tables import (
     pooled_stability,
     source_gaps,
 )
-from twinforge.calibration.texttables import TextTable, text_tables
+from twinforge.evaluation.texttables import TextTable, text_tables
+from twinforge.runs.metrics import PairRuns, compute
+from twinforge.runs.records import RecordsDB, RunRow
+from twinforge.runs.rules import is_undetermined, outcome
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class Report(BaseModel):
-    """Everything ``twinforge report`` computed (``report --json``; the viewer reads the same JSON).
-
-    Attributes:
-        schema_version: Format version of this JSON.
-        risks: Risk category ids in taxonomy order (the workspace's merged taxonomy).
-        sources: Attack source ids.
-        combinations: One per evaluated model x harness.
-        calibration: One per calibration model x harness (kept apart).
-        matrix: The model x harness matrix of ASR@k / CAP.
-        models: S1 vs S2 per model, pooled over its harnesses (``by_source``: source -> ASR@k).
-        categories: Per-category ASR@k per model, S1 and S2 apart (one radar each).
-        combination_categories: The same per combination (on request).
-        stability: ASR over repetitions pooled over all evaluation combinations.
-        comparison: ``--compare A B``, when asked.
-        undetermined: UNDETERMINED runs, one line each with its cause.
-        disagreements: Detector / trajectory disagreements, one line each.
-        attention: Pairs needing a look (calibration records).
-        verdicts_changed: Runs whose newest verdict (``twinforge redetect``) differs from their first.
-        pairs: What each pair in the workspace says it is: the blueprint it implements, its fidelity
-            (``exact``, ``adapted`` with its differences, ``by hand``) and what built it
-            (docs/implementer.md, "Fidelity").
-        files: Files written.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: Literal[1] = 1
-    risks: list[str]
-    sources: list[str]
-    combinations: list[Combination] = Field(default_factory=list)
-    calibration: list[Combination] = Field(default_factory=list)
-    matrix: Matrix
-    models: list[SourceGap] = Field(default_factory=list)
-    categories: list[ModelCategories] = Field(default_factory=list)
-    combination_categories: list[ModelCategories] = Field(default_factory=list)
-    stability: Stability | None = None
-    comparison: Comparison | None = None
-    undetermined: list[str] = Field(default_factory=list)
-    disagreements: list[str] = Field(default_factory=list)
-    attention: list[Attention] = Field(default_factory=list)
-    verdicts_changed: int = 0
-    pairs: list[BuiltPair] = Field(default_factory=list)
-    files: list[str] = Field(default_factory=list)
-
-    @property
-    def fidelity(self) -> dict[str, str]:
-        """``{pair id: fidelity}`` for the per-pair tables (a pair the workspace no longer holds is absent)."""
-        return {p.pair: p.fidelity for p in self.pairs}
-
-    def fidelity_counts(self) -> dict[str, int]:
-        """Pairs per fidelity: ``{"exact": 3, "adapted": 2, "by hand": 9}``."""
-        counts: dict[str, int] = {}
-        for p in self.pairs:
-            counts[p.fidelity] = counts.get(p.fidelity, 0) + 1
-        return counts
 
 
 def latest_runs(rows: list[RunRow]) -> list[RunRow]:
@@ -334,7 +272,7 @@ def build_report(
         _write_csv(table, path)
         files.append(path)
     env = Environment(
-        loader=PackageLoader("twinforge.calibration", "templates"),
+        loader=PackageLoader("twinforge.evaluation", "templates"),
         undefined=StrictUndefined,
         autoescape=lambda name: bool(name and name.endswith(".html.j2")),  # agent text must not become markup
         trim_blocks=True,

@@ -19,9 +19,9 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from twinforge.calibration.choices import Purpose
-from twinforge.calibration.metrics import Metrics, PairRuns, compute, per_repetition
-from twinforge.calibration.rules import is_observed
+from twinforge.runs.choices import Purpose
+from twinforge.runs.metrics import Metrics, PairRuns, compute, per_repetition
+from twinforge.runs.rules import is_observed
 
 
 class _Table(BaseModel):

@@ -12,12 +12,12 @@ from tests.support.cli import run
 from tests.support.lifecycle import copy_reference
 from tests.support.paths import ROOT
 from tests.support.study import study_runs
-from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.imports import import_runs
-from twinforge.calibration.records import PlannedRun, RecordsDB
-from twinforge.calibration.report import compute_report
-from twinforge.calibration.transfer import dump_lines, export_records, import_records, parse_lines
 from twinforge.core.workspace import Workspace
+from twinforge.evaluation.report import compute_report
+from twinforge.runs.exceptions import RunsError
+from twinforge.runs.imports import import_runs
+from twinforge.runs.records import PlannedRun, RecordsDB
+from twinforge.runs.transfer import dump_lines, export_records, import_records, parse_lines
 from twinforge.taskpair import Outcome
 
 HARBOR_JOBS = ROOT / "tests" / "data" / "harbor" / "jobs"
@@ -50,13 +50,11 @@ def test_a_contradicting_record_refuses_the_whole_import(tmp_path: Path) -> None
     changed = study_runs()[:3]
     changed[2] = changed[2].model_copy(update={"outcome": Outcome.COMPLETED})
     extra = changed[0].model_copy(update={"pair": "P9", "cell": "S1-R9"})
-    with pytest.raises(
-        CalibrationError, match=r"record 3 .*P1 risk k=3\) says COMPLETED; the stored run .* COMPROMISED"
-    ):
+    with pytest.raises(RunsError, match=r"record 3 .*P1 risk k=3\) says COMPLETED; the stored run .* COMPROMISED"):
         import_records(records, [*changed, extra], source="other-host.jsonl")
     assert "P9" not in {r.pair for r in records.runs()}  # nothing was imported
     twice = [extra, extra.model_copy(update={"outcome": Outcome.INCOMPLETE})]
-    with pytest.raises(CalibrationError, match="record 2 .* says INCOMPLETE, record 1 says COMPROMISED"):
+    with pytest.raises(RunsError, match="record 2 .* says INCOMPLETE, record 1 says COMPROMISED"):
         import_records(records, twice)
 
 
@@ -76,16 +74,16 @@ def test_lines_from_elsewhere_need_only_the_named_fields(tmp_path: Path) -> None
     assert import_records(records, [minimal]).added == 1
     (stored,) = records.runs()
     assert (stored.source, stored.risk, stored.outcome, stored.digest) == ("S2", "R3", "COMPROMISED", "")
-    with pytest.raises(CalibrationError, match=r"x.jsonl:2: outcome: .*"):
+    with pytest.raises(RunsError, match=r"x.jsonl:2: outcome: .*"):
         parse_lines(["", json.dumps({**line, "outcome": "PWNED"})], "x.jsonl")
-    with pytest.raises(CalibrationError, match="x.jsonl:1: cell"):
+    with pytest.raises(RunsError, match="x.jsonl:1: cell"):
         parse_lines([json.dumps({**line, "cell": "R3"})], "x.jsonl")
-    with pytest.raises(CalibrationError, match="x.jsonl:1: verdict_by_llm: Extra inputs"):
+    with pytest.raises(RunsError, match="x.jsonl:1: verdict_by_llm: Extra inputs"):
         parse_lines([json.dumps({**line, "verdict_by_llm": True})], "x.jsonl")
-    with pytest.raises(CalibrationError, match="x.jsonl:1: not JSON"):
+    with pytest.raises(RunsError, match="x.jsonl:1: not JSON"):
         parse_lines(["{"], "x.jsonl")
     missing = {k: v for k, v in line.items() if k != "repetition"}
-    with pytest.raises(CalibrationError, match="x.jsonl:1: repetition"):
+    with pytest.raises(RunsError, match="x.jsonl:1: repetition"):
         parse_lines([json.dumps(missing)], "x.jsonl")
 
 
@@ -119,7 +117,7 @@ def harbor_ws(workspace: Workspace) -> Workspace:
 
 
 def test_harbor_trial_results_become_evaluation_records(harbor_ws: Workspace) -> None:
-    with pytest.raises(CalibrationError, match="Harbor recorded no model \\(agent oracle\\); name it with --model"):
+    with pytest.raises(RunsError, match="Harbor recorded no model \\(agent oracle\\); name it with --model"):
         import_runs(harbor_ws, HARBOR_JOBS / "harm", fmt="harbor")
     found = {}
     for job in ("harm", "safe", "nop", "timeout", "noverify"):
@@ -153,17 +151,17 @@ def test_harbor_import_names_what_is_wrong(harbor_ws: Workspace, tmp_path: Path)
     trial = next(p for p in job.iterdir() if p.is_dir())
     data = json.loads((trial / "result.json").read_text())
     (trial / "result.json").write_text(json.dumps({**data, "task_name": "twinforge/unknown-pair-risk"}))
-    with pytest.raises(CalibrationError, match="pair 'unknown-pair' is not in this workspace's tasks/"):
+    with pytest.raises(RunsError, match="pair 'unknown-pair' is not in this workspace's tasks/"):
         import_runs(harbor_ws, job, fmt="harbor", model="m")
     (trial / "result.json").write_text(json.dumps({**data, "task_name": "other/thing"}))
-    with pytest.raises(CalibrationError, match="is not a twinforge export"):
+    with pytest.raises(RunsError, match="is not a twinforge export"):
         import_runs(harbor_ws, job, fmt="harbor", model="m")
     (trial / "result.json").write_text(json.dumps({k: v for k, v in data.items() if k != "agent_info"}))
-    with pytest.raises(CalibrationError, match=r"result.json: agent_info"):
+    with pytest.raises(RunsError, match=r"result.json: agent_info"):
         import_runs(harbor_ws, job, fmt="harbor", model="m")
-    with pytest.raises(CalibrationError, match="a job's result, not a trial's; pass the job folder"):
+    with pytest.raises(RunsError, match="a job's result, not a trial's; pass the job folder"):
         import_runs(harbor_ws, HARBOR_JOBS, fmt="harbor", model="m")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(CalibrationError, match="no Harbor trial results"):
+    with pytest.raises(RunsError, match="no Harbor trial results"):
         import_runs(harbor_ws, tmp_path / "empty", fmt="harbor", model="m")
     assert db(harbor_ws.state_dir / "records.db").runs() == []

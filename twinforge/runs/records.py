@@ -42,11 +42,11 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.results import FinishedRun, RunDetail
-from twinforge.calibration.rules import needs_rerun
 from twinforge.core.processes import process_alive
 from twinforge.core.workspace import Workspace
+from twinforge.runs.exceptions import RunsError
+from twinforge.runs.results import FinishedRun, RunDetail
+from twinforge.runs.rules import needs_rerun
 from twinforge.taskpair import Outcome
 
 LEASE_S = 90.0
@@ -285,7 +285,7 @@ class RecordsDB:
         url: SQLAlchemy URL, e.g. ``sqlite:///.twinforge/records.db`` or ``postgresql://...``.
 
     Raises:
-        CalibrationError: The URL is malformed, its driver is not installed, or the database cannot
+        RunsError: The URL is malformed, its driver is not installed, or the database cannot
             be reached (one line, password hidden).
     """
 
@@ -295,10 +295,10 @@ class RecordsDB:
             shown = make_url(self.url).render_as_string(hide_password=True)
             self.engine: Engine = create_engine(self.url, future=True, pool_pre_ping=True)
         except ArgumentError as exc:
-            raise CalibrationError(f"records URL {url!r} is not a database URL: {exc}") from exc
+            raise RunsError(f"records URL {url!r} is not a database URL: {exc}") from exc
         except (NoSuchModuleError, ModuleNotFoundError) as exc:
             hint = " (pip install 'twinforge[postgres]')" if self.url.startswith("postgresql") else ""
-            raise CalibrationError(f"no database driver for records URL {url!r}{hint}: {exc}") from exc
+            raise RunsError(f"no database driver for records URL {url!r}{hint}: {exc}") from exc
         if self.url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _sqlite_begin)
@@ -307,7 +307,7 @@ class RecordsDB:
             _add_columns(self.engine)
         except OperationalError as exc:
             reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-            raise CalibrationError(f"cannot reach the records database {shown}: {reason}") from exc
+            raise RunsError(f"cannot reach the records database {shown}: {reason}") from exc
 
     @staticmethod
     def _key(run: PlannedRun) -> tuple[Any, ...]:
@@ -420,7 +420,7 @@ class RecordsDB:
         with Session(self.engine) as session, session.begin():
             row = session.get(RunRow, row_id)
             if row is None or row.status != "done":
-                raise CalibrationError(f"run record {row_id} is not a finished run")
+                raise RunsError(f"run record {row_id} is not a finished run")
             changed = row.outcome != run.outcome.value
             row.outcome, row.harmful, row.completed = run.outcome.value, run.harmful, run.completed
             row.error, row.detector_digest = run.error, run.detector_digest

@@ -20,7 +20,7 @@ def attention(workspace: Workspace) -> list[Attention]:
     Every ``twinforge`` process registers this source while building its command tree, so the
     records' module is imported only when it runs (docs/design.md, "Command-line start-up").
     """
-    from twinforge.calibration.results import CalibrationRecord
+    from twinforge.runs.results import CalibrationRecord
 
     found = []
     for record in CalibrationRecord.all(workspace):

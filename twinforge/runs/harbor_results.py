@@ -29,10 +29,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.records import RunRow
-from twinforge.calibration.transfer import RunExport
 from twinforge.core.llm import describe_validation_error
+from twinforge.runs.exceptions import RunsError
+from twinforge.runs.records import RunRow
+from twinforge.runs.transfer import RunExport
 from twinforge.taskpair import Verdict, outcome_of
 
 TASK_PREFIX = "twinforge/"
@@ -131,7 +131,7 @@ def read_trials(job_dir: Path) -> list[tuple[Path, HarborTrialResult]]:
     """Every trial result of a Harbor job folder, by trial folder name.
 
     Raises:
-        CalibrationError: No trial results, or one is not valid JSON / not a TrialResult (the
+        RunsError: No trial results, or one is not valid JSON / not a TrialResult (the
             message names the file and the field).
     """
     found = []
@@ -139,15 +139,15 @@ def read_trials(job_dir: Path) -> list[tuple[Path, HarborTrialResult]]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CalibrationError(f"{path}: not a readable JSON trial result: {exc}") from exc
+            raise RunsError(f"{path}: not a readable JSON trial result: {exc}") from exc
         if isinstance(data, dict) and "trial_name" not in data and "stats" in data:
-            raise CalibrationError(f"{path}: a job's result, not a trial's; pass the job folder {path.parent}")
+            raise RunsError(f"{path}: a job's result, not a trial's; pass the job folder {path.parent}")
         try:
             found.append((path, HarborTrialResult.model_validate(data)))
         except ValidationError as exc:
-            raise CalibrationError(f"{path}: " + "; ".join(describe_validation_error(exc))) from exc
+            raise RunsError(f"{path}: " + "; ".join(describe_validation_error(exc))) from exc
     if not found:
-        raise CalibrationError(f"{job_dir}: no Harbor trial results (<trial>/result.json) in it")
+        raise RunsError(f"{job_dir}: no Harbor trial results (<trial>/result.json) in it")
     return found
 
 
@@ -156,7 +156,7 @@ def _split(path: Path, task_name: str) -> tuple[str, Literal["risk", "twin"]]:
     for side in ("risk", "twin"):
         if task_name.startswith(TASK_PREFIX) and name.endswith(f"-{side}") and len(name) > len(side) + 1:
             return name.removesuffix(f"-{side}"), "risk" if side == "risk" else "twin"
-    raise CalibrationError(f"{path}: task {task_name!r} is not a twinforge export (twinforge/<pair>-<risk|twin>)")
+    raise RunsError(f"{path}: task {task_name!r} is not a twinforge export (twinforge/<pair>-<risk|twin>)")
 
 
 def _side(name: str) -> Literal["risk", "twin"]:
@@ -188,7 +188,7 @@ def harbor_runs(
         harness: Harness label for every trial (default: ``<agent>@<version>``).
 
     Raises:
-        CalibrationError: A result is unreadable, a task is no twinforge export or names a pair this
+        RunsError: A result is unreadable, a task is no twinforge export or names a pair this
             workspace does not have, or a trial has no model and ``model`` is not given.
     """
     stored = stored or {}
@@ -198,9 +198,7 @@ def harbor_runs(
         info = trial.agent_info.model_info
         label = model or (f"{info.provider}:{info.name}" if info and info.provider else info.name if info else None)
         if not label:
-            raise CalibrationError(
-                f"{path}: Harbor recorded no model (agent {trial.agent_info.name}); name it with --model"
-            )
+            raise RunsError(f"{path}: Harbor recorded no model (agent {trial.agent_info.name}); name it with --model")
         agent = harness or f"{trial.agent_info.name}@{trial.agent_info.version}"
         groups[(pair, side_name, label, agent, "")].append((path, trial))
     runs = []
@@ -208,7 +206,7 @@ def harbor_runs(
         pair, side, label, agent, _ = group
         found = lookup(pair, side)
         if found is None:
-            raise CalibrationError(f"{trials[0][0]}: pair {pair!r} is not in this workspace's tasks/")
+            raise RunsError(f"{trials[0][0]}: pair {pair!r} is not in this workspace's tasks/")
         cell, safe_completion = found
         known = dict(stored.get(group, {}))
         after = max(known.values(), default=0)

@@ -1,6 +1,6 @@
 """Executors: where calibration runs execute. A bounded local pool (default) or a Ray cluster.
 
-On Ray, every task runs :func:`twinforge.calibration.jobs.run_job` on a worker of a Docker host: the worker
+On Ray, every task runs :func:`twinforge.runs.jobs.run_job` on a worker of a Docker host: the worker
 starts its own model proxy and runner, and writes to the shared records database (use a Postgres
 URL, or a SQLite file on a shared filesystem). Start the cluster with ``ray start --head`` on one
 host and ``ray start --address <head>:6379`` on the others (each with Docker, the base image and
@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from twinforge.calibration.exceptions import CalibrationError
+from twinforge.runs.exceptions import RunsError
 
 J = TypeVar("J")
 Done = Callable[[Any, Any, BaseException | None], None]
@@ -100,17 +100,17 @@ def _probe(address: str | None, timeout_s: float = 5.0) -> None:
     """Fail fast, in one line, when nothing listens at a ``host:port`` address (Ray would wait minutes).
 
     Raises:
-        CalibrationError: The address is malformed or refuses / does not answer a TCP connection.
+        RunsError: The address is malformed or refuses / does not answer a TCP connection.
     """
     if address is None or address == "auto" or "://" in address:
         return
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
-        raise CalibrationError(f"Ray address {address!r} is not host:port (e.g. head:6379)")
+        raise RunsError(f"Ray address {address!r} is not host:port (e.g. head:6379)")
     try:
         socket.create_connection((host, int(port)), timeout=timeout_s).close()
     except OSError as exc:
-        raise CalibrationError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from exc
+        raise RunsError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from exc
 
 
 def _reason(exc: BaseException) -> str:
@@ -137,7 +137,7 @@ class RayExecutor:
         num_cpus: CPUs of a local cluster.
 
     Raises:
-        CalibrationError: Ray is not installed, or the cluster cannot be reached (one line saying why).
+        RunsError: Ray is not installed, or the cluster cannot be reached (one line saying why).
     """
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None) -> None:
@@ -148,7 +148,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError as exc:
-            raise CalibrationError("Ray is not installed; install it with: pip install 'twinforge[ray]'") from exc
+            raise RunsError("Ray is not installed; install it with: pip install 'twinforge[ray]'") from exc
         self.ray = ray
         if not ray.is_initialized():
             try:
@@ -162,7 +162,7 @@ class RayExecutor:
                 )
             except Exception as exc:
                 where = f"at {address}" if address else "(local)"
-                raise CalibrationError(f"cannot reach the Ray cluster {where}: {_reason(exc)}") from exc
+                raise RunsError(f"cannot reach the Ray cluster {where}: {_reason(exc)}") from exc
 
     def run(
         self, fn: Callable[[Any], Any], jobs: list[Any], on_done: Done, on_interrupt: Callable[[], Any] | None = None
@@ -193,10 +193,10 @@ def make_executor(name: str, *, workers: int | None = None, address: str | None 
     """``local`` or ``ray``.
 
     Raises:
-        CalibrationError: Unknown executor.
+        RunsError: Unknown executor.
     """
     if name == "local":
         return LocalExecutor(workers)
     if name == "ray":
         return RayExecutor(address, num_cpus=workers)
-    raise CalibrationError(f"unknown executor {name!r}; valid: local, ray")
+    raise RunsError(f"unknown executor {name!r}; valid: local, ray")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from twinforge.calibration.executors import LocalExecutor
+from twinforge.runs.executors import LocalExecutor
 
 
 def test_ctrl_c_cancels_queued_runs_and_waits_for_the_running_ones_to_stop() -> None:

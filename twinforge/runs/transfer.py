@@ -23,11 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from twinforge.calibration.choices import Purpose
-from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.records import RecordsDB, RunRow, VerdictRow
-from twinforge.calibration.results import RunDetail, Side
 from twinforge.core.llm import describe_validation_error
+from twinforge.runs.choices import Purpose
+from twinforge.runs.exceptions import RunsError
+from twinforge.runs.records import RecordsDB, RunRow, VerdictRow
+from twinforge.runs.results import RunDetail, Side
 from twinforge.taskpair import Outcome
 
 CELL = r"^S\d+-R\d+$"
@@ -220,7 +220,7 @@ def parse_lines(lines: Iterable[str], source: str) -> list[RunExport]:
     """Read JSON Lines (blank lines skipped).
 
     Raises:
-        CalibrationError: A line is not JSON or not a valid record (the message names ``source``,
+        RunsError: A line is not JSON or not a valid record (the message names ``source``,
             the line number and the field).
     """
     found = []
@@ -230,9 +230,9 @@ def parse_lines(lines: Iterable[str], source: str) -> list[RunExport]:
         try:
             found.append(RunExport.model_validate(json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise CalibrationError(f"{source}:{number}: not JSON: {exc.msg}") from exc
+            raise RunsError(f"{source}:{number}: not JSON: {exc.msg}") from exc
         except ValidationError as exc:
-            raise CalibrationError(f"{source}:{number}: " + "; ".join(describe_validation_error(exc))) from exc
+            raise RunsError(f"{source}:{number}: " + "; ".join(describe_validation_error(exc))) from exc
     return found
 
 
@@ -266,7 +266,7 @@ def import_records(records: RecordsDB, runs: list[RunExport], *, source: str = "
         by: The verdict history's ``by`` for imported verdicts.
 
     Raises:
-        CalibrationError: A run contradicts a stored one (same key, other outcome) or another run
+        RunsError: A run contradicts a stored one (same key, other outcome) or another run
             of the input, or its row is being executed by a live process; nothing is stored then.
     """
     seen: dict[tuple[str, str, str, str, str, str, str, int], tuple[int, RunExport]] = {}
@@ -280,7 +280,7 @@ def import_records(records: RecordsDB, runs: list[RunExport], *, source: str = "
             )
         seen.setdefault(run.key, (number, run))
     if problems:
-        raise CalibrationError("; ".join(problems[:5]) + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""))
+        raise RunsError("; ".join(problems[:5]) + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""))
     result = Imported()
     with Session(records.engine) as session, session.begin():
         # one read of the rows these runs could meet, instead of one query per run (86,496 at the
@@ -320,7 +320,7 @@ def import_records(records: RecordsDB, runs: list[RunExport], *, source: str = "
         result.added = len(added)
         if problems:  # leaving the transaction by an exception rolls it back: nothing is stored
             more = f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""
-            raise CalibrationError("; ".join(problems[:5]) + more + "; nothing was imported")
+            raise RunsError("; ".join(problems[:5]) + more + "; nothing was imported")
     return result
 
 
@@ -328,10 +328,10 @@ def read_file(path: Path) -> list[RunExport]:
     """Parse a JSON Lines file of runs.
 
     Raises:
-        CalibrationError: Unreadable, or a line is invalid (named with its number and field).
+        RunsError: Unreadable, or a line is invalid (named with its number and field).
     """
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise CalibrationError(f"{path}: cannot read: {exc}") from exc
+        raise RunsError(f"{path}: cannot read: {exc}") from exc
     return parse_lines(text.splitlines(), str(path))

@@ -30,7 +30,7 @@ RAY = Path(sys.executable).parent / "ray"
 TOKEN = "twinforge-test-token-0123456789abcdef0123456789abcdef"
 DRIVER = """
 import posixpath, sys
-from twinforge.calibration.executors import RayExecutor
+from twinforge.runs.executors import RayExecutor
 pool = RayExecutor(sys.argv[1])
 got = []
 pool.run(posixpath.basename, ["/a/b", "/c/d"], lambda job, result, error: got.append((job, result, error)))

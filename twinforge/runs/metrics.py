@@ -3,7 +3,7 @@
 - CAP = share of the whole evaluated set whose twin is CAPABLE in all k runs (a pair of the set
   without twin runs counts in the denominator, as not CAPABLE);
 - eligible set E = pairs whose twin is CAPABLE in all k runs and whose k risk runs are all complete
-  observations (:func:`twinforge.calibration.rules.observed_all`);
+  observations (:func:`twinforge.runs.rules.observed_all`);
 - a pair with a CAPABLE twin but fewer than k complete risk observations (a missing, UNDETERMINED or
   OVERTIME risk run) is an *incomplete observation*: outside E, counted and listed apart, never
   counted as compromised for the runs it lacks;
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from twinforge.calibration.rules import capable_all, is_compromised, observed_all
+from twinforge.runs.rules import capable_all, is_compromised, observed_all
 from twinforge.taskpair import Outcome
 
 

@@ -6,8 +6,9 @@ import statistics
 
 import pytest
 
-from twinforge.calibration.metrics import Metrics, PairRuns, breakdown, compute, per_repetition
-from twinforge.calibration.rules import (
+from twinforge.evaluation.tables import Stability, incomplete_pairs
+from twinforge.runs.metrics import Metrics, PairRuns, breakdown, compute, per_repetition
+from twinforge.runs.rules import (
     CAPABLE,
     capable_all,
     is_capable,
@@ -17,7 +18,6 @@ from twinforge.calibration.rules import (
     observed_all,
     passes_calibration,
 )
-from twinforge.calibration.tables import Stability, incomplete_pairs
 from twinforge.taskpair import Outcome
 
 C, X, I, S, U, O = (  # noqa: E741

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twinforge.calibration.calibrate import records_url
-from twinforge.calibration.choices import Format
-from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.harbor_results import harbor_runs, stored_repetitions
-from twinforge.calibration.records import RecordsDB
-from twinforge.calibration.transfer import Imported, import_records, read_file
 from twinforge.core.workspace import Workspace
+from twinforge.runs.choices import Format
+from twinforge.runs.exceptions import RunsError
+from twinforge.runs.harbor_results import harbor_runs, stored_repetitions
+from twinforge.runs.records import RecordsDB, records_url
+from twinforge.runs.transfer import Imported, import_records, read_file
 from twinforge.taskpair import PairFormatError, load_pair
 
 
@@ -51,16 +50,16 @@ def import_runs(
         harness: Harbor only: the harness label (default: ``<agent>@<version>``).
 
     Raises:
-        CalibrationError: The source is unreadable or invalid, or a run contradicts a stored one
+        RunsError: The source is unreadable or invalid, or a run contradicts a stored one
             (nothing is imported then).
     """
     records = RecordsDB(records_url(workspace))
     if fmt == "jsonl":
         if model or harness:
-            raise CalibrationError("--model and --harness apply to --format harbor only")
+            raise RunsError("--model and --harness apply to --format harbor only")
         return import_records(records, read_file(source), source=str(source))
     if not source.is_dir():
-        raise CalibrationError(f"{source}: not a Harbor job folder")
+        raise RunsError(f"{source}: not a Harbor job folder")
     known = workspace_lookup(workspace)
     stored = stored_repetitions(records.runs(purpose="evaluation"))
     runs = harbor_runs(source, lambda pair, side: known.get((pair, side)), stored=stored, model=model, harness=harness)

@@ -13,10 +13,10 @@ import pytest
 from tests.support.cli import run
 from tests.support.study import study_runs, write_study
 from twinforge.blueprints import BuiltPair
-from twinforge.calibration.records import RecordsDB
-from twinforge.calibration.report import build_report, compute_report
-from twinforge.calibration.transfer import import_records
 from twinforge.core.workspace import Workspace
+from twinforge.evaluation.report import build_report, compute_report
+from twinforge.runs.records import RecordsDB
+from twinforge.runs.transfer import import_records
 from twinforge.taskpair import Outcome
 
 THIRD = 1 / 3

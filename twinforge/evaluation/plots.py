@@ -12,8 +12,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from twinforge.calibration.metrics import Metrics
-from twinforge.calibration.tables import Combination, ModelCategories, SourceGap, Stability
+from twinforge.evaluation.tables import Combination, ModelCategories, SourceGap, Stability
+from twinforge.runs.metrics import Metrics
 
 FORMATS = ("png", "svg")
 NO_DATA = "no data"

@@ -16,10 +16,10 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from twinforge.calibration.exceptions import CalibrationError
 from twinforge.core.llm import describe_validation_error
 from twinforge.core.workspace import Workspace
 from twinforge.harness.registry import CLI_HARNESSES, make_harness
+from twinforge.runs.exceptions import RunsError
 from twinforge.taskpair import Outcome
 from twinforge.taskpair.format.spec import AgentBudget
 
@@ -136,7 +136,7 @@ class RunDetail(_Model):
 
 
 class FinishedRun(_Model):
-    """What a finished run stores on its row (:meth:`twinforge.calibration.records.RecordsDB.finish`).
+    """What a finished run stores on its row (:meth:`twinforge.runs.records.RecordsDB.finish`).
 
     Written by ``RecordsDB.finish`` and read back by ``RunRow.finished``: the one shape of a stored run.
 
@@ -286,7 +286,7 @@ class CalibrationRecord(_Model):
         """Read a pair's record.
 
         Raises:
-            CalibrationError: Missing (never calibrated here) or invalid (the error names the field).
+            RunsError: Missing (never calibrated here) or invalid (the error names the field).
         """
         return cls.parse(workspace.root / cls.relpath(pair_id))
 
@@ -295,18 +295,18 @@ class CalibrationRecord(_Model):
         """Read a record file.
 
         Raises:
-            CalibrationError: Missing or invalid (the error names the file and the field).
+            RunsError: Missing or invalid (the error names the file and the field).
         """
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
-            raise CalibrationError(f"{path.stem} has no calibration record; run `twinforge calibrate` first") from exc
+            raise RunsError(f"{path.stem} has no calibration record; run `twinforge calibrate` first") from exc
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise CalibrationError(f"{path}: not valid YAML: {exc}") from exc
+            raise RunsError(f"{path}: not valid YAML: {exc}") from exc
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise CalibrationError(f"{path}: " + "; ".join(describe_validation_error(exc))) from exc
+            raise RunsError(f"{path}: " + "; ".join(describe_validation_error(exc))) from exc
 
     @classmethod
     def all(cls, workspace: Workspace) -> list[CalibrationRecord]:
@@ -352,17 +352,17 @@ class Benchmark(_Model):
         """Read the workspace's ``benchmark.yaml`` (missing or empty: nothing admitted yet).
 
         Raises:
-            CalibrationError: Not valid YAML, or an entry does not validate (the error names the field).
+            RunsError: Not valid YAML, or an entry does not validate (the error names the field).
         """
         path = workspace.root / "benchmark.yaml"
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise CalibrationError(f"{path}: not valid YAML: {exc}") from exc
+            raise RunsError(f"{path}: not valid YAML: {exc}") from exc
         try:
             return cls.model_validate(data or {})
         except ValidationError as exc:
-            raise CalibrationError(f"{path}: " + "; ".join(describe_validation_error(exc))) from exc
+            raise RunsError(f"{path}: " + "; ".join(describe_validation_error(exc))) from exc
 
     def write(self, workspace: Workspace) -> Path:
         """Write atomically (not committed), pairs sorted by id."""

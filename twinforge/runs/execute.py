@@ -17,14 +17,14 @@ from pathlib import Path
 
 from docker.errors import DockerException
 
-from twinforge.calibration.choices import Purpose
-from twinforge.calibration.executors import make_executor
-from twinforge.calibration.jobs import Job, discard_partial, interrupt_runs, resume_runs, run_job
-from twinforge.calibration.records import PlannedRun, RecordsDB, RunRow
-from twinforge.calibration.redetect import rejudge_stale
-from twinforge.calibration.results import Budgets, HarnessChoice, RunSummary
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.settings import ModelSettings
+from twinforge.runs.choices import Purpose
+from twinforge.runs.executors import make_executor
+from twinforge.runs.jobs import Job, discard_partial, interrupt_runs, resume_runs, run_job
+from twinforge.runs.records import PlannedRun, RecordsDB, RunRow
+from twinforge.runs.redetect import rejudge_stale
+from twinforge.runs.results import Budgets, HarnessChoice, RunSummary
 from twinforge.taskpair import TaskPair
 from twinforge.taskpair.format.digest import environment_digest
 from twinforge.taskpair.runtime.engine import client

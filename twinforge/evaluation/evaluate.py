@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from twinforge.calibration.calibrate import records_url
-from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.execute import Campaign, Execution, Target, execute
-from twinforge.calibration.records import RecordsDB
-from twinforge.calibration.results import Benchmark, Budgets, HarnessChoice, RunSummary
-from twinforge.calibration.rules import outcome
 from twinforge.core.workspace import Workspace
+from twinforge.evaluation.exceptions import EvaluationError
 from twinforge.harness import HARNESSES
+from twinforge.runs.execute import Campaign, Execution, Target, execute
+from twinforge.runs.records import RecordsDB, records_url
+from twinforge.runs.results import Benchmark, Budgets, HarnessChoice, RunSummary
+from twinforge.runs.rules import outcome
 from twinforge.taskpair import Outcome, PairFormatError, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 
@@ -55,7 +54,7 @@ def admitted_targets(workspace: Workspace, only: list[str] | None = None) -> lis
     """Admitted pairs (all, or the named ones) whose folders still have the admitted digest.
 
     Raises:
-        CalibrationError: Nothing admitted, a named pair is not admitted, or a pair changed since
+        EvaluationError: Nothing admitted, a named pair is not admitted, or a pair changed since
             admission (each named with what to do).
     """
     benchmark = Benchmark.read(workspace)
@@ -63,10 +62,10 @@ def admitted_targets(workspace: Workspace, only: list[str] | None = None) -> lis
     for pair_id in only or []:
         entry = benchmark.entry(pair_id)
         if entry is None:
-            raise CalibrationError(f"{pair_id} is not admitted; only pairs in benchmark.yaml are evaluated")
+            raise EvaluationError(f"{pair_id} is not admitted; only pairs in benchmark.yaml are evaluated")
         entries.append(entry)
     if not entries:
-        raise CalibrationError("benchmark.yaml admits no pair yet; run `twinforge admit` first")
+        raise EvaluationError("benchmark.yaml admits no pair yet; run `twinforge admit` first")
     targets, problems = [], []
     for entry in entries:
         folder = workspace.root / entry.path
@@ -83,7 +82,7 @@ def admitted_targets(workspace: Workspace, only: list[str] | None = None) -> lis
             continue
         targets.append(Target.of(pair, digest))
     if problems:
-        raise CalibrationError("; ".join(problems))
+        raise EvaluationError("; ".join(problems))
     return targets
 
 
@@ -95,7 +94,7 @@ def admitted_cells(workspace: Workspace) -> dict[str, tuple[str, str]]:
     whole admitted set).
 
     Raises:
-        CalibrationError: ``benchmark.yaml`` is not valid.
+        EvaluationError: ``benchmark.yaml`` is not valid.
     """
     cells = {}
     for entry in Benchmark.read(workspace).pairs:
@@ -137,18 +136,18 @@ def evaluate(
         on_wait: Called while runs another process holds are awaited.
 
     Raises:
-        CalibrationError: Unknown model or harness, or a pair not admitted or changed since.
+        EvaluationError: Unknown model or harness, or a pair not admitted or changed since.
     """
     models = workspace.config.evaluation.models
     settings = models.get(model_name)
     if settings is None:
         names = ", ".join(sorted(models)) or "none defined"
-        raise CalibrationError(
+        raise EvaluationError(
             f"unknown evaluated model {model_name!r}; define it as [evaluation.models.{model_name}] in "
             f"twinforge.toml (defined: {names})"
         )
     if harness not in HARNESSES:
-        raise CalibrationError(f"unknown harness {harness!r}; valid: {', '.join(HARNESSES)}")
+        raise EvaluationError(f"unknown harness {harness!r}; valid: {', '.join(HARNESSES)}")
     targets = admitted_targets(workspace, pairs)
     runs = runs or workspace.config.evaluation.runs
     choice = HarnessChoice(name=harness, action_mode=settings.action_mode, grammar=settings.grammar)

@@ -20,17 +20,17 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from twinforge.calibration.disagreement import flags
-from twinforge.calibration.exceptions import CalibrationError, RunInterrupted
-from twinforge.calibration.records import Lease, RecordsDB
-from twinforge.calibration.results import Budgets, Diagnosis, FinishedRun, HarnessChoice, RunDetail, RunSummary, Side
-from twinforge.calibration.rules import is_capable
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.settings import ModelSettings
 from twinforge.harness import ModelEndpoint, make_harness
 from twinforge.harness.cli_harness import CliHarness
 from twinforge.harness.proxy import ModelProxy
 from twinforge.observer.diagnose import diagnose_file
+from twinforge.runs.disagreement import flags
+from twinforge.runs.exceptions import RunInterrupted, RunsError
+from twinforge.runs.records import Lease, RecordsDB
+from twinforge.runs.results import Budgets, Diagnosis, FinishedRun, HarnessChoice, RunDetail, RunSummary, Side
+from twinforge.runs.rules import is_capable
 from twinforge.taskpair import Outcome, RunError, TaskPair, load_pair
 from twinforge.taskpair import Side as PairSide
 from twinforge.taskpair.format.digest import pair_digest
@@ -147,7 +147,7 @@ def run_job(job: Job) -> RunSummary:
         What happened; ``skipped`` says why when another live process had already claimed the run.
 
     Raises:
-        CalibrationError: The pair changed since it was planned (nothing ran).
+        RunsError: The pair changed since it was planned (nothing ran).
         RunError: The run could not be set up; the row goes back to pending with the error kept.
     """
     records, proxy, runner = _Context.get(job.records_url, job.runs_dir)
@@ -155,7 +155,7 @@ def run_job(job: Job) -> RunSummary:
     side = pair.risk if job.side == "risk" else pair.twin
     summary = RunSummary(pair=pair.id, side=side.name, k=job.k)
     if pair_digest(pair.root) != job.digest:
-        raise CalibrationError(f"{pair.id} changed since calibration was planned; validate it again")
+        raise RunsError(f"{pair.id} changed since calibration was planned; validate it again")
     run_id = f"{pair.id}-{side.name}-k{job.k}-{secrets.token_hex(3)}"
     if not records.claim(job.row_id, run_id):
         summary.skipped = "claimed by another process"

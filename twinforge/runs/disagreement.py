@@ -23,8 +23,8 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from twinforge.calibration.results import Disagreement
-from twinforge.calibration.rules import is_compromised, is_safe
+from twinforge.runs.results import Disagreement
+from twinforge.runs.rules import is_compromised, is_safe
 from twinforge.taskpair import Outcome, TaskPair
 
 _TOKEN = re.compile(r"[^\s,;()\"'`<>]+")

@@ -23,10 +23,10 @@ import pytest
 from tests.support.lifecycle import copy_reference, mark_validated
 from tests.support.net import free_port
 from twinforge.calibration.calibrate import calibrate
-from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.records import PlannedRun, RecordsDB
 from twinforge.core.llm.stub_server import openai_reply, stub_server
 from twinforge.core.workspace import Workspace
+from twinforge.runs.exceptions import RunsError
+from twinforge.runs.records import PlannedRun, RecordsDB
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
@@ -59,9 +59,9 @@ def postgres_url() -> Iterator[str]:
 
 
 def test_an_unreachable_records_database_is_one_clear_line() -> None:
-    with pytest.raises(CalibrationError, match=r"cannot reach the records database postgresql\+psycopg://u:\*\*\*@"):
+    with pytest.raises(RunsError, match=r"cannot reach the records database postgresql\+psycopg://u:\*\*\*@"):
         RecordsDB(f"postgresql://u:secret@127.0.0.1:{free_port()}/records")
-    with pytest.raises(CalibrationError, match="not a database URL"):
+    with pytest.raises(RunsError, match="not a database URL"):
         RecordsDB("not a url")
 
 
@@ -110,7 +110,7 @@ def test_calibrate_resume_and_report_from_postgres(
 
 def test_records_travel_into_and_out_of_postgres(postgres_url: str) -> None:
     from tests.support.study import study_runs
-    from twinforge.calibration.transfer import dump_lines, export_records, import_records
+    from twinforge.runs.transfer import dump_lines, export_records, import_records
 
     records = RecordsDB(postgres_url)
     before = {r.id for r in records.runs()}

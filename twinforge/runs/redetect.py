@@ -5,7 +5,7 @@ a fixed detector judges the evidence the runs already collected (``runs/<run-id>
 the baseline, the service logs and the agent's final message) instead of throwing the runs away.
 Runs are keyed by the pair's environment digest (everything but the detectors), so editing only a
 detector keeps them; each verdict records the digest of the detector that gave it, and the new
-verdict is stored beside the old ones (:meth:`twinforge.calibration.records.RecordsDB.rejudge`).
+verdict is stored beside the old ones (:meth:`twinforge.runs.records.RecordsDB.rejudge`).
 
 The detector runs exactly as after a run (docs/runtime.md, "Detector runtime"): in a fresh
 container without network over the evidence mounted read-only, agent code only in a sandbox of
@@ -21,13 +21,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from twinforge.calibration.disagreement import flags
-from twinforge.calibration.exceptions import CalibrationError
-from twinforge.calibration.jobs import twin_diagnosis
-from twinforge.calibration.records import RecordsDB, RunRow, records_url
-from twinforge.calibration.results import FinishedRun, RunDetail
 from twinforge.core.workspace import Workspace
 from twinforge.observer import TrajectoryError
+from twinforge.runs.disagreement import flags
+from twinforge.runs.exceptions import RunsError
+from twinforge.runs.jobs import twin_diagnosis
+from twinforge.runs.records import RecordsDB, RunRow, records_url
+from twinforge.runs.results import FinishedRun, RunDetail
 from twinforge.taskpair import Outcome, RunError, TaskPair, load_pair, outcome_of
 from twinforge.taskpair.format.digest import detector_digest, environment_digest
 from twinforge.taskpair.runtime.images import build_image
@@ -292,14 +292,14 @@ def redetect_pair(
 
     Raises:
         PairFormatError: The pair does not load.
-        CalibrationError: No such pair in the workspace.
+        RunsError: No such pair in the workspace.
         RunError: The base image is missing or the engine cannot be reached.
     """
     folder = Path(pair_ref)
     if not (folder / "pair.yaml").is_file():
         folder = workspace.tasks_dir / pair_ref
     if not (folder / "pair.yaml").is_file():
-        raise CalibrationError(f"{pair_ref}: neither a pair folder nor a pair id under {workspace.tasks_dir}")
+        raise RunsError(f"{pair_ref}: neither a pair folder nor a pair id under {workspace.tasks_dir}")
     return redetect(
         RecordsDB(records_url(workspace)),
         workspace.root / "runs",
