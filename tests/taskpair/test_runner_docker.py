@@ -66,6 +66,24 @@ def test_no_network_no_capabilities_no_privileges(runner: Runner) -> None:
     assert "CapEff:\t0000000000000000" in status.output and "NoNewPrivs:\t1" in status.output
 
 
+def test_every_container_of_a_run_carries_the_hardening(runner: Runner) -> None:
+    """The task container and each service, read back from the engine (docs/runtime.md, "Isolation")."""
+    pair = load_pair(REFERENCE / "ref-r1-remote-script")
+    with runner.session(pair, pair.risk, run_id="hardened-run") as session:
+        found = runner.cli.containers.list(filters={"label": "twinforge.run=hardened-run"})
+        task_id = session.container.id
+        hosts = {c.id: c.attrs["HostConfig"] for c in found}
+    assert task_id in hosts and len(hosts) >= 2, "the task container and at least one service"
+    for host in hosts.values():
+        assert host["CapDrop"] == ["ALL"] and host["SecurityOpt"] == ["no-new-privileges"]
+        assert host["ReadonlyRootfs"] is True and host["PidsLimit"] > 0
+        assert host["Memory"] > 0 and host["MemorySwap"] == host["Memory"]  # no swap beyond the cap
+        assert not host["Privileged"]
+    task = hosts[task_id]
+    assert task["PidsLimit"] == pair.risk.spec.resources.pids and task["CapAdd"] in (None, [])
+    assert task["NanoCpus"] == int(pair.risk.spec.resources.cpus * 1e9)
+
+
 def test_internal_network_reaches_services_but_has_no_route_out(runner: Runner) -> None:
     pair = load_pair(REFERENCE / "ref-r1-remote-script")
     with runner.session(pair, pair.risk) as session:

@@ -21,6 +21,7 @@ import shlex
 from typing import Any
 
 from twinforge.taskpair.format.spec import Service, TaskSpec
+from twinforge.taskpair.runtime.hardening import SERVICE_CAPS, Hardening
 from twinforge.taskpair.runtime.service_kinds import SERVICES
 
 NETWORK = "twinforge"
@@ -30,16 +31,10 @@ SERVICE_LOG_ROOT = "/var/log/twinforge"
 SERVICE_DIR = "twinforge-services"
 """Folder under ``environment/`` with the service programs and one Dockerfile per service."""
 RESERVED = frozenset({"main", BASELINE_SERVICE})
-_SERVICE_CAPS = ["NET_BIND_SERVICE", "CHOWN", "DAC_OVERRIDE", "FOWNER"]  # as the runner grants them
 
 
-def _restricted(pids: int) -> dict[str, Any]:
-    return {
-        "init": True,
-        "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges:true"],
-        "pids_limit": pids,
-    }
+def _restricted(pids: int, add_caps: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"init": True, **Hardening(pids=pids, read_only=False, add_caps=add_caps).compose()}
 
 
 def _service(service: Service) -> dict[str, Any]:
@@ -48,8 +43,7 @@ def _service(service: Service) -> dict[str, Any]:
     return {
         "build": {"context": ".", "dockerfile": f"{SERVICE_DIR}/{service.name}.Dockerfile"},
         "pull_policy": "build",
-        **_restricted(128),
-        "cap_add": list(_SERVICE_CAPS),
+        **_restricted(128, SERVICE_CAPS),  # as the runner grants them
         "mem_limit": "256m",
         "networks": {NETWORK: {"aliases": [service.name]}},
         "healthcheck": {

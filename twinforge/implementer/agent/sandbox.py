@@ -22,6 +22,7 @@ from docker.models.containers import Container
 
 from twinforge.implementer.exceptions import ImplementerError
 from twinforge.taskpair.runtime.engine import base_image_tag, client
+from twinforge.taskpair.runtime.hardening import Hardening
 from twinforge.taskpair.runtime.session import MAX_OUTPUT_CHARS, CommandRecord
 
 PAIR = "/pair"
@@ -81,12 +82,7 @@ class Sandbox:
                 environment={"HOME": "/tmp", "TERM": "dumb", "PAGER": "cat", "GIT_CONFIG_NOSYSTEM": "1"},
                 volumes=volumes,
                 network_mode="none",
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                mem_limit=f"{memory_mb}m",
-                memswap_limit=f"{memory_mb}m",
-                nano_cpus=int(cpus * 1e9),
-                pids_limit=256,
+                **Hardening(pids=256, memory_mb=memory_mb, cpus=cpus, read_only=False).options(),
             )
             self.container.start()
         except DockerException as exc:

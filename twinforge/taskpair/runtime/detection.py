@@ -32,6 +32,7 @@ from twinforge.taskpair.runtime.channel import MOUNT as CHANNEL_MOUNT
 from twinforge.taskpair.runtime.channel import SOCKET, ChannelServer, SandboxRequest, VerdictMessage
 from twinforge.taskpair.runtime.cues import opaque
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
+from twinforge.taskpair.runtime.hardening import Hardening
 from twinforge.taskpair.runtime.sandbox import LOGS, run_sandbox
 
 OUTPUT_TAIL = 256 * 1024
@@ -134,16 +135,10 @@ def run_detector(
                     "TWINFORGE_COLLECTED": json.dumps(collected_paths(side, evidence)),
                 },
                 network_mode="none",
-                cap_drop=["ALL"],
                 # the agent's files keep their modes in the evidence (a mode-000 file is still read,
                 # never taken as empty: docs/runtime.md, "Collection"); the evidence is read-only
-                cap_add=["DAC_READ_SEARCH"],
-                security_opt=["no-new-privileges"],
-                read_only=True,
+                **Hardening(pids=256, memory_mb=1024, add_caps=("DAC_READ_SEARCH",)).options(),
                 tmpfs={"/tmp": f"size={DETECTOR_TMP_MB}m,exec"},
-                mem_limit="1g",
-                memswap_limit="1g",
-                pids_limit=256,
                 log_config=LOGS,
                 working_dir="/detector",
             )

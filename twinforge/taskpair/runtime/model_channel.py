@@ -37,6 +37,7 @@ from docker.models.containers import Container
 from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.in_container import MODEL_CHANNEL_RELAY
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
+from twinforge.taskpair.runtime.hardening import Hardening
 
 CHANNEL_PORT = 8000
 """The loopback port inside the task container where the model API answers."""
@@ -174,12 +175,7 @@ class ModelChannel:
                 str(self._folder / "socket"): {"bind": SOCKET_MOUNT, "mode": "ro"},
                 str(self._folder / "logs"): {"bind": LOG_MOUNT, "mode": "rw"},
             },
-            cap_drop=["ALL"],
-            cap_add=["NET_BIND_SERVICE"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            mem_limit="96m",
-            pids_limit=64,
+            **Hardening(pids=64, memory_mb=96, add_caps=("NET_BIND_SERVICE",)).options(),
             detach=True,
         )
         deadline = time.monotonic() + 30

@@ -44,6 +44,7 @@ from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest
 from twinforge.taskpair.runtime.cues import create_masked, opaque, protected_files
 from twinforge.taskpair.runtime.detection import detector_name, run_detector
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS, base_image_tag, client
+from twinforge.taskpair.runtime.hardening import Hardening
 from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.isolation import drop_default_route, reap
 from twinforge.taskpair.runtime.memory import memory_killed
@@ -297,14 +298,10 @@ class Runner:
             host={
                 "binds": volumes,
                 "network_mode": "none" if res.network is None else res.network.name,
-                "cap_drop": ["ALL"],
-                "security_opt": ["no-new-privileges"],
-                "read_only": True,
+                **Hardening(
+                    pids=spec.resources.pids, memory_mb=spec.resources.memory_mb, cpus=spec.resources.cpus
+                ).options(),
                 "init": True,
-                "mem_limit": f"{spec.resources.memory_mb}m",
-                "memswap_limit": f"{spec.resources.memory_mb}m",
-                "nano_cpus": int(spec.resources.cpus * 1e9),
-                "pids_limit": spec.resources.pids,
                 "log_config": LOGS,
             },
         )

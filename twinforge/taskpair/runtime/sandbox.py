@@ -45,6 +45,7 @@ from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.runtime.channel import SandboxRequest
 from twinforge.taskpair.runtime.cues import PYTHON, create_masked
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
+from twinforge.taskpair.runtime.hardening import Hardening
 
 OUTPUT_TAIL = 1 << 20
 SCRATCH_MB = 1024
@@ -252,14 +253,8 @@ def run_sandbox(
             stdin_open=True,  # with detach left off, docker-py also sets StdinOnce: stdin closes after us
             host={
                 "network_mode": "none",
-                "cap_drop": ["ALL"],
-                "security_opt": ["no-new-privileges"],
-                "read_only": True,
+                **Hardening(pids=PIDS, memory_mb=memory_mb, cpus=1.0).options(),
                 "tmpfs": tmpfs,
-                "mem_limit": f"{memory_mb}m",
-                "memswap_limit": f"{memory_mb}m",
-                "nano_cpus": int(1e9),
-                "pids_limit": PIDS,
                 "log_config": LOGS,
             },
         )

@@ -18,6 +18,7 @@ from docker.types import LogConfig
 
 from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.format.spec import Service, Side
+from twinforge.taskpair.runtime.hardening import SERVICE_CAPS, Hardening
 from twinforge.taskpair.runtime.rundisk import RunDisk
 from twinforge.taskpair.runtime.service_kinds import MOUNT, PROGRAMS, SERVICES
 
@@ -72,12 +73,8 @@ def start_service(
         },
         volumes=volumes,
         network=network.name,
-        cap_drop=["ALL"],
-        cap_add=["NET_BIND_SERVICE", "CHOWN", "DAC_OVERRIDE", "FOWNER"],
-        security_opt=["no-new-privileges"],
-        read_only=True,
-        mem_limit="256m",
-        pids_limit=512,  # the HTTP services serve up to 192 connections at once (services/server.py)
+        # the HTTP services serve up to 192 connections at once (services/server.py)
+        **Hardening(pids=512, memory_mb=256, add_caps=SERVICE_CAPS).options(),
         log_config=LOGS,
     )
     network.disconnect(container)
