@@ -21,9 +21,11 @@ from twinforge.core.localmodel.build import (
     built,
     check_sdist,
     cmake_configure_command,
+    compile_percent,
     compiler_flags,
     extract_vendored_source,
     require_server,
+    run_logged,
     server_dir,
 )
 from twinforge.core.localmodel.server import ServerInfo, server_command, server_environment
@@ -160,3 +162,28 @@ def test_the_server_inherits_no_llama_options_from_the_shell(monkeypatch: pytest
     env = server_environment()
     assert not [k for k in env if k.startswith("LLAMA_ARG_")]
     assert env["PATH"] == os.environ["PATH"]
+
+
+@pytest.mark.parametrize(
+    ("line", "percent"),
+    [
+        ("[ 45%] Building CXX object common/CMakeFiles/common.dir/arg.cpp.o", 45),
+        ("[100%] Built target llama-server", 100),
+        ("[12/48] Building CXX object src/llama.cpp.o", 25),
+        ("-- Configuring done", None),
+        ("[0/0] nothing", None),
+    ],
+)
+def test_compile_progress_is_read_from_make_and_ninja_lines(line: str, percent: int | None) -> None:
+    assert compile_percent(line) == percent
+
+
+def test_a_compile_reports_each_higher_percentage_and_keeps_its_log(tmp_path: Path) -> None:
+    script = "; ".join(f"print({text!r})" for text in ["[  5%] a", "warning: x", "[ 50%] b", "[ 50%] c", "[100%] d"])
+    seen: list[int] = []
+    log = tmp_path / "build.log"
+    run_logged([sys.executable, "-c", script], dict(os.environ), log, truncate=True, on_progress=seen.append)
+    assert seen == [5, 50, 100]
+    assert "warning: x" in log.read_text() and log.read_text().startswith("$ ")
+    with pytest.raises(LocalModelError, match=r"(?s)failed with 3; log .*boom"):
+        run_logged([sys.executable, "-c", "print('boom'); raise SystemExit(3)"], dict(os.environ), log)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -125,16 +126,35 @@ def model_build(
     force: Annotated[bool, typer.Option("--force", help="Rebuild even when this version is built.")] = False,
 ) -> None:
     """Build llama.cpp's server once from the pinned llama-cpp-python sdist (about 10 minutes on 2 cores)."""
-    from twinforge.core.localmodel.build import build_server, server_binary
+    from twinforge.core.localmodel.build import Step, build_server, server_binary
 
     steps = {
         "download": "fetching the pinned sdist (sha256 checked)",
         "configure": "configuring with cmake",
-        "compile": "compiling llama-server",
+        "compile": "compiling llama-server (about 10 minutes on 2 cores)",
         "install": "installing",
     }
+    started = time.monotonic()
+    # On a terminal a spinner line; in make's log (no terminal) one line per step and per 10 % compiled.
+    plain = not err_console.is_terminal
+    printed = -1
     with err_console.status("checking the build") as status:
-        record = build_server(sdist=sdist, force=force, on_step=lambda step: status.update(steps[step]))
+
+        def step(name: Step) -> None:
+            status.update(steps[name])
+            if plain:
+                err_console.print(f"llama-server: {steps[name]}", markup=False)
+
+        def compiled(percent: int) -> None:
+            nonlocal printed
+            status.update(f"{steps['compile']}: {percent}%")
+            if plain and percent // 10 > printed:
+                printed = percent // 10
+                err_console.print(
+                    f"llama-server: compiled {percent}% ({time.monotonic() - started:.0f} s)", markup=False
+                )
+
+        record = build_server(sdist=sdist, force=force, on_step=step, on_progress=compiled)
     err_console.print(
         f"llama-server from {record.sdist}: {server_binary()} (built {record.built_at:%Y-%m-%d %H:%M} UTC "
         f"in {record.seconds:.0f} s)"

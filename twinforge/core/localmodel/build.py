@@ -17,6 +17,7 @@ import fcntl
 import hashlib
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -63,6 +64,25 @@ CMAKE_OPTIONS = {
 
 Step = Literal["download", "configure", "compile", "install"]
 OnStep = Callable[[Step], None]
+OnProgress = Callable[[int], None]
+"""Called with the compile's percentage (0-100) each time the build tool reports a higher one."""
+
+_MAKE_PERCENT = re.compile(r"^\[\s*(\d{1,3})%\]")
+_NINJA_COUNT = re.compile(r"^\[(\d+)/(\d+)\]")
+
+
+def compile_percent(line: str) -> int | None:
+    """The percentage a build tool's output line reports, if any.
+
+    Makefiles print ``[ 45%] Building CXX object ...``, Ninja ``[123/456] ...``; other lines give ``None``.
+    """
+    made = _MAKE_PERCENT.match(line)
+    if made:
+        return min(int(made.group(1)), 100)
+    counted = _NINJA_COUNT.match(line)
+    if counted and int(counted.group(2)) > 0:
+        return min(100 * int(counted.group(1)) // int(counted.group(2)), 100)
+    return None
 
 
 class ServerBuild(BaseModel):
@@ -216,7 +236,12 @@ def check_sdist(sdist: Path) -> Path:
 
 
 def build_server(
-    *, sdist: Path | None = None, jobs: int | None = None, force: bool = False, on_step: OnStep | None = None
+    *,
+    sdist: Path | None = None,
+    jobs: int | None = None,
+    force: bool = False,
+    on_step: OnStep | None = None,
+    on_progress: OnProgress | None = None,
 ) -> ServerBuild:
     """Build ``llama-server`` from the pinned sdist unless it is built already; returns the build record.
 
@@ -228,6 +253,8 @@ def build_server(
         jobs: Parallel compile jobs (default: the usable cores).
         force: Rebuild even when a build of the pinned version exists.
         on_step: Called as each step starts (``download``, ``configure``, ``compile``, ``install``).
+        on_progress: Called with the compile's percentage as the build tool reports it (see
+            :func:`compile_percent`), so a 10-minute compile is never silent.
 
     Returns:
         The record written to ``build.json``.
@@ -258,10 +285,11 @@ def build_server(
             flags = compiler_flags()
             env = {**os.environ, "CFLAGS": flags, "CXXFLAGS": flags}
             step("configure")
-            _run(cmake_configure_command(source, build), env, log, truncate=True)
+            run_logged(cmake_configure_command(source, build), env, log, truncate=True)
             step("compile")
             cores = jobs or max(len(os.sched_getaffinity(0)), 1)
-            _run(["cmake", "--build", str(build), "--target", SERVER_TARGET, "-j", str(cores)], env, log)
+            compile_command = ["cmake", "--build", str(build), "--target", SERVER_TARGET, "-j", str(cores)]
+            run_logged(compile_command, env, log, on_progress=on_progress)
             step("install")
             staged = folder / f".{SERVER_TARGET}.new"
             shutil.copy2(build / "bin" / SERVER_TARGET, staged)
@@ -289,14 +317,43 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _run(command: list[str], env: dict[str, str], log: Path, *, truncate: bool = False) -> None:
+def run_logged(
+    command: list[str],
+    env: dict[str, str],
+    log: Path,
+    *,
+    truncate: bool = False,
+    on_progress: OnProgress | None = None,
+) -> None:
+    """Run one build command with its output appended to ``log``, reporting each higher compile percentage.
+
+    Args:
+        command: The command (``cmake ...``).
+        env: Its environment (the compiler flags).
+        log: The build log (``build.log`` beside the binary); started afresh with ``truncate``.
+        truncate: Empty the log first.
+        on_progress: Called with each higher percentage :func:`compile_percent` reads from the output.
+
+    Raises:
+        LocalModelError: The command exited non-zero (the message quotes the log's last 20 lines).
+    """
+    shown = -1
     with log.open("w" if truncate else "a") as sink:
         sink.write(f"$ {' '.join(command)}\n")
         sink.flush()
-        done = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, env=env, check=False)
-    if done.returncode != 0:
+        with subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True, errors="replace"
+        ) as process:
+            for line in process.stdout or ():
+                sink.write(line)
+                percent = compile_percent(line)
+                if on_progress is not None and percent is not None and percent > shown:
+                    shown = percent
+                    on_progress(percent)
+        returncode = process.returncode
+    if returncode != 0:
         text = log.read_text(errors="replace")
-        raise LocalModelError(f"`{' '.join(command[:2])} ...` failed with {done.returncode}; log {log}:\n{_tail(text)}")
+        raise LocalModelError(f"`{' '.join(command[:2])} ...` failed with {returncode}; log {log}:\n{_tail(text)}")
 
 
 def _tail(text: str, lines: int = 20) -> str:
