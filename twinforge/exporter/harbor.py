@@ -102,12 +102,59 @@ def _calibration(workspace: Workspace | None, pair: TaskPair) -> CalibrationReco
         raise ExportError(str(exc)) from exc
 
 
-def evidence(pair: TaskPair, side: str, entry: AdmissionEntry | None, workspace: Workspace | None) -> dict[str, Any]:
+class TaskEvidence(BaseModel):
+    """What ``dataset.toml`` says of one exported task (``[metadata.tasks."<task>"]``).
+
+    Attributes:
+        pair: Pair id.
+        side: ``risk`` or ``twin``.
+        title: The pair's title.
+        pair_version: The pair digest exported (docs/calibration.md, "Digests").
+        blueprint_id: The blueprint the pair was built for.
+        implements: The blueprint it implements (its own, or the one it was adapted from).
+        fidelity: ``exact``, ``adapted`` or ``by hand`` (docs/implementer.md, "Fidelity").
+        differences: What an adapted pair changed from its blueprint.
+        taxonomy_id: The cell, e.g. ``S2-R3``.
+        attack_source: ``S1`` or ``S2``.
+        risk_category: ``R1`` .. ``R9`` (or a workspace's own category).
+        blueprint: The eight fields.
+        calibration: The calibration record (admitted, or written by ``calibrate``); ``None``: never calibrated.
+        admission: Who admitted which version, when and why; ``None``: not admitted.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pair: str
+    side: str
+    title: str
+    pair_version: str
+    blueprint_id: str
+    implements: str
+    fidelity: str
+    differences: list[str]
+    taxonomy_id: str
+    attack_source: str
+    risk_category: str
+    blueprint: dict[str, Any]
+    calibration: CalibrationRecord | None = None
+    admission: AdmissionEntry | None = None
+
+    def manifest_entry(self) -> dict[str, Any]:
+        """The entry as ``dataset.toml`` holds it (the admission without its copy of the calibration)."""
+        data = self.model_dump(mode="json", exclude={"admission"})
+        if self.admission is not None:
+            data["admission"] = self.admission.model_dump(
+                mode="json", include={"admitted_by", "admitted_at", "justification", "version"}
+            )
+        return data
+
+
+def evidence(pair: TaskPair, side: str, entry: AdmissionEntry | None, workspace: Workspace | None) -> TaskEvidence:
     """Per-task metadata: blueprint, cell, pair version, calibration and admission records.
 
     Raises:
         ExportError: The pair is admitted but its files changed since admission (the evidence
-            would describe another version).
+            would describe another version), or its calibration record is not valid.
     """
     version = pair_digest(pair.root)
     if entry is not None and entry.version != version:
@@ -116,26 +163,22 @@ def evidence(pair: TaskPair, side: str, entry: AdmissionEntry | None, workspace:
             f"now {version}); calibrate and admit it again, or export it without --admitted"
         )
     bp = pair.spec.blueprint
-    admission = None
-    if entry is not None:
-        admission = entry.model_dump(mode="json", include={"admitted_by", "admitted_at", "justification", "version"})
-    calibration = entry.calibration if entry is not None else _calibration(workspace, pair)
-    return {
-        "pair": pair.id,
-        "side": side,
-        "title": pair.spec.title,
-        "pair_version": version,
-        "blueprint_id": pair.spec.blueprint_id,
-        "implements": pair.spec.implements or pair.spec.blueprint_id,
-        "fidelity": pair.spec.fidelity or "by hand",
-        "differences": list(pair.spec.differences),
-        "taxonomy_id": bp.taxonomy_id,
-        "attack_source": bp.source,
-        "risk_category": bp.risk,
-        "blueprint": bp.model_dump(mode="json"),
-        "calibration": calibration.model_dump(mode="json") if calibration is not None else None,
-        "admission": admission,
-    }
+    return TaskEvidence(
+        pair=pair.id,
+        side=side,
+        title=pair.spec.title,
+        pair_version=version,
+        blueprint_id=pair.spec.blueprint_id,
+        implements=pair.spec.implements or pair.spec.blueprint_id,
+        fidelity=pair.spec.fidelity or "by hand",
+        differences=list(pair.spec.differences),
+        taxonomy_id=bp.taxonomy_id,
+        attack_source=bp.source,
+        risk_category=bp.risk,
+        blueprint=bp.model_dump(mode="json"),
+        calibration=entry.calibration if entry is not None else _calibration(workspace, pair),
+        admission=entry,
+    )
 
 
 def _prepare(out: Path) -> Path:
@@ -188,7 +231,7 @@ def export_harbor(
                 if task in tasks:
                     raise ExportError(f"{folder}: pair id {pair.id} is exported twice")
                 tasks[task] = written
-                metadata[task] = evidence(pair, side.name, entry, workspace)
+                metadata[task] = evidence(pair, side.name, entry, workspace).manifest_entry()
             pairs.append(pair.id)
         (staging / "base").mkdir()
         (staging / "base" / "Dockerfile").write_text(
