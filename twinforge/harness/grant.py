@@ -46,6 +46,9 @@ class RunGrant:
             every call of the run is refused (see :meth:`fail_upstream`).
         first_tools: Tool names the first agent turn offered (``None`` before it).
         record_errors: Calls the records database could not store (they are in the transcript).
+        cost_usd: US dollars the recorded calls cost at the model's ``price`` (0 without one).
+        shapes: ``(harness shape, upstream shape)`` of every recorded call: which API the harness
+            spoke and which the upstream answered in (they differ where the proxy translated).
     """
 
     run_id: str
@@ -65,6 +68,8 @@ class RunGrant:
     first_tools: list[str] | None = None
     record_errors: int = 0
     interrupted: bool = False
+    cost_usd: float = 0.0
+    shapes: set[tuple[str, str]] = field(default_factory=set)
     seq: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     log_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -130,6 +135,36 @@ class RunGrant:
         self.refused = self.refused or why
         self.refused_event.set()
         return self.seq, why, message
+
+    def summary(self) -> dict[str, Any]:
+        """What the run used, for its record (``model.json`` beside the transcript; docs/runtime.md, "Model channel").
+
+        The model block's settings (model, provider, temperature, reply budget, reasoning, price),
+        the API shapes the calls went in, and the tokens and cost of every recorded call.
+        """
+        settings = self.upstream
+        with self.lock:
+            usage, cost, shapes = self.usage, self.cost_usd, sorted(self.shapes)
+        return {
+            "schema_version": 1,
+            "run_id": self.run_id,
+            "model": settings.model,
+            "provider": settings.provider,
+            "settings": {
+                "temperature": settings.temperature,
+                "max_tokens": settings.max_tokens,
+                "reasoning_effort": settings.reasoning_effort,
+                "thinking_budget": settings.thinking_budget,
+                "harness_api": settings.harness_api(),
+                "served_shapes": settings.served_shapes(),
+                "price": settings.price.model_dump() if settings.price else None,
+            },
+            "shapes": [{"harness": h, "upstream": u} for h, u in shapes],
+            "usage": usage.model_dump(),
+            "cost_usd": round(cost, 8) if settings.price else None,
+            "calls": self.calls,
+            "side_calls": self.side_calls,
+        }
 
     @property
     def remaining_s(self) -> float:
