@@ -229,6 +229,7 @@ class StreamReader:
         self._sse = SseSplitter()
         self._calls: dict[Any, int] = {}
         self._started = False
+        self._argued: set[Any] = set()  # Responses output items whose deltas arrived
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Events in ``chunk`` (any split of the byte stream)."""
@@ -360,25 +361,36 @@ class StreamReader:
         if kind == "response.created":
             response = _dict(event.get("response"))
             return [Started(str(response.get("id") or ""), str(response.get("model") or ""))]
+        where = event.get("output_index")
         if kind == "response.output_item.added":
             item = _dict(event.get("item"))
             if item.get("type") in ("function_call", "custom_tool_call"):
-                return [
-                    self._call(event.get("output_index"), str(item.get("call_id") or ""), str(item.get("name") or ""))
-                ]
+                return [self._call(where, str(item.get("call_id") or ""), str(item.get("name") or ""))]
             return []
         if kind == "response.output_item.done":
             item = _dict(event.get("item"))
-            if item.get("type") == "custom_tool_call" and event.get("output_index") in self._calls:
-                return [
-                    ArgumentsDelta(self._calls[event.get("output_index")], json.dumps({"input": item.get("input", "")}))
-                ]
-            return []
-        if kind == "response.function_call_arguments.delta" and event.get("output_index") in self._calls:
-            return [ArgumentsDelta(self._calls[event.get("output_index")], str(event.get("delta") or ""))]
+            if where in self._argued:  # its text or arguments came as deltas
+                return []
+            if item.get("type") in ("message", "reasoning"):  # a server that sends whole items only
+                whole = Turn()
+                _responses_item(whole, item)
+                if whole.text:
+                    return [TextDelta(whole.text)]
+                return [ReasoningDelta(whole.reasoning)] if whole.reasoning else []
+            if where not in self._calls:
+                return []
+            self._argued.add(where)
+            if item.get("type") == "custom_tool_call":
+                return [ArgumentsDelta(self._calls[where], json.dumps({"input": item.get("input", "")}))]
+            return [ArgumentsDelta(self._calls[where], str(item.get("arguments") or ""))]
+        if kind == "response.function_call_arguments.delta" and where in self._calls:
+            self._argued.add(where)
+            return [ArgumentsDelta(self._calls[where], str(event.get("delta") or ""))]
         if kind in ("response.output_text.delta", "response.refusal.delta"):
+            self._argued.add(where)
             return [TextDelta(str(event.get("delta") or ""))]
         if kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
+            self._argued.add(where)
             return [ReasoningDelta(str(event.get("delta") or ""))]
         if kind in ("response.completed", "response.incomplete"):
             response = _dict(event.get("response"))
