@@ -32,7 +32,7 @@ SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
         ("openai-compatible", "auto", "chat"),
         ("openai", "chat", "chat"),
         ("openai-compatible", "responses", "responses"),
-    ],  # fmt: skip
+    ],
 )
 def test_the_model_block_chooses_the_api(provider: str, choice: str, api: str) -> None:
     settings = ModelSettings(provider=provider, base_url="http://127.0.0.1:1/v1", openai_api=choice)  # type: ignore[arg-type]

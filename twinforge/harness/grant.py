@@ -10,7 +10,8 @@ from typing import Any
 
 from twinforge.core.llm import Usage
 from twinforge.core.settings import ModelSettings
-from twinforge.harness.shapes import Role, has_task_tool
+from twinforge.harness.run_model import RunModelRecord, SettingsUsed, ShapesUsed
+from twinforge.harness.shapes import Role, Shape, has_task_tool
 
 UPSTREAM_FAILURES = frozenset({401, 403, 408, 429, *range(500, 600)})
 """Upstream statuses that end a run: a credential, rate or server failure, not an answer to the
@@ -69,7 +70,7 @@ class RunGrant:
     record_errors: int = 0
     interrupted: bool = False
     cost_usd: float = 0.0
-    shapes: set[tuple[str, str]] = field(default_factory=set)
+    shapes: set[tuple[Shape, Shape]] = field(default_factory=set)
     seq: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     log_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -136,35 +137,34 @@ class RunGrant:
         self.refused_event.set()
         return self.seq, why, message
 
-    def summary(self) -> dict[str, Any]:
-        """What the run used, for its record (``model.json`` beside the transcript; docs/runtime.md, "Model channel").
+    def summary(self) -> RunModelRecord:
+        """What the run used of its model, for its record (``model.json``; docs/runtime.md, "Model channel").
 
-        The model block's settings (model, provider, temperature, reply budget, reasoning, price),
-        the API shapes the calls went in, and the tokens and cost of every recorded call.
+        The model block's settings (temperature, reply budget, reasoning, price), the API shapes the
+        calls went in, and the tokens and cost of every recorded call.
         """
         settings = self.upstream
         with self.lock:
             usage, cost, shapes = self.usage, self.cost_usd, sorted(self.shapes)
-        return {
-            "schema_version": 1,
-            "run_id": self.run_id,
-            "model": settings.model,
-            "provider": settings.provider,
-            "settings": {
-                "temperature": settings.temperature,
-                "max_tokens": settings.max_tokens,
-                "reasoning_effort": settings.reasoning_effort,
-                "thinking_budget": settings.thinking_budget,
-                "harness_api": settings.harness_api(),
-                "served_shapes": settings.served_shapes(),
-                "price": settings.price.model_dump() if settings.price else None,
-            },
-            "shapes": [{"harness": h, "upstream": u} for h, u in shapes],
-            "usage": usage.model_dump(),
-            "cost_usd": round(cost, 8) if settings.price else None,
-            "calls": self.calls,
-            "side_calls": self.side_calls,
-        }
+        return RunModelRecord(
+            run_id=self.run_id,
+            model=settings.model,
+            provider=settings.provider,
+            settings=SettingsUsed(
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                reasoning_effort=settings.reasoning_effort,
+                thinking_budget=settings.thinking_budget,
+                harness_api=settings.harness_api(),
+                served_shapes=settings.served_shapes(),
+                price=settings.price,
+            ),
+            shapes=[ShapesUsed(harness=h, upstream=u) for h, u in shapes],
+            usage=usage,
+            cost_usd=round(cost, 8) if settings.price else None,
+            calls=self.calls,
+            side_calls=self.side_calls,
+        )
 
     @property
     def remaining_s(self) -> float:

@@ -46,7 +46,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from twinforge.core.atomic import atomic_write_text
 from twinforge.core.settings import ModelSettings
 from twinforge.core.spend import SpendMeter
 from twinforge.harness.call_record import CallEntry, CallLog, detail_of, read_reply, record_call
@@ -239,8 +238,7 @@ class ModelProxy:
         """
         grant = self._grants.pop(token)
         if grant.log is not None:
-            grant.log.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(grant.log.with_name("model.json"), json.dumps(grant.summary(), indent=1))
+            grant.summary().write(grant.log.parent)
         return grant
 
     # routes -------------------------------------------------------------------------------------

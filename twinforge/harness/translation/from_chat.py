@@ -28,7 +28,9 @@ def _text(part: str, content: Any) -> str:
     for i, block in enumerate(content):
         kind = block.get("type") if isinstance(block, dict) else None
         if kind not in TEXT_PARTS:
-            raise TranslationRefused(f"{part}[{i}]", f"a {kind or 'non-text'} part cannot be translated between APIs")
+            raise TranslationRefused(
+                f"{part}[{i}]", f"a part of type {kind!r} (not text) cannot be translated between APIs"
+            )
         texts.append(str(block.get("text") or block.get("refusal") or ""))
     return "\n".join(texts)
 

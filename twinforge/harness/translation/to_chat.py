@@ -34,7 +34,9 @@ def _text_of(part: str, content: Any, *, kinds: tuple[str, ...]) -> str:
         if kind in kinds:
             texts.append(str(block.get("text") or block.get("refusal") or ""))
         else:
-            raise TranslationRefused(f"{part}[{i}]", f"a {kind or 'non-text'} part cannot be translated between APIs")
+            raise TranslationRefused(
+                f"{part}[{i}]", f"a part of type {kind!r} (not text) cannot be translated between APIs"
+            )
     return "\n".join(texts)
 
 
@@ -156,7 +158,7 @@ def _user_of_blocks(where: str, blocks: list[Any], notes: list[str]) -> list[dic
             results.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id")), "content": content})
         else:
             raise TranslationRefused(
-                f"{where}.content[{j}]", f"a {kind or 'non-text'} block cannot be translated between APIs"
+                f"{where}.content[{j}]", f"a block of type {kind!r} (not text) cannot be translated between APIs"
             )
     if texts:
         results.append({"role": "user", "content": "\n\n".join(texts)})
