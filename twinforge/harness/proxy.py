@@ -316,7 +316,7 @@ class ModelProxy:
         entry.request = client_body if entry.translated else upstream_body
         entry.upstream_request = upstream_body if entry.translated else None
         suffix = "/messages/count_tokens" if count_tokens else PATHS[entry.upstream_shape]
-        url = f"{str(settings.endpoint()).rstrip('/')}{suffix}"
+        url = f"{api_base(settings)}{suffix}"
         headers = self._headers(grant, entry, request)
         timeout = max(min(grant.remaining_s, settings.timeout_s), 1.0)
         asked = str(body.get("model") or settings.model)
@@ -414,6 +414,19 @@ class ModelProxy:
     def record(self, grant: RunGrant, entry: CallEntry) -> None:
         """Record one call (transcript, records database, usage, cost; :func:`record_call`)."""
         record_call(grant, entry, self.records, self.spend)
+
+
+def api_base(settings: ModelSettings) -> str:
+    """The upstream's API base ending in ``/v1``: an Anthropic block may name the SDK's base without it.
+
+    Anthropic's SDK takes ``https://api.anthropic.com`` and adds ``/v1`` itself (the Stage I clients
+    use it so); OpenAI's takes the base with ``/v1``. The proxy appends only the shape's path, so one
+    ``base_url`` serves both the SDK clients and the proxy.
+    """
+    base = str(settings.endpoint()).rstrip("/")
+    if settings.provider == "anthropic" and not base.endswith("/v1"):
+        base += "/v1"
+    return base
 
 
 def _free_port() -> int:
