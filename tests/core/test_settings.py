@@ -190,3 +190,23 @@ def test_the_embedded_server_serves_every_api_shape_another_endpoint_chat_unless
     hosted.api_shapes = ["messages"]  # a block's own list wins, for the embedded server too
     assert config.with_api_shapes(hosted).api_shapes == ["messages"]
     assert config.with_api_shapes(local.model_copy(update={"api_shapes": ["chat"]})).api_shapes == ["chat"]
+
+
+def test_a_model_blocks_reasoning_price_and_api_and_the_spend_ceiling_load(tmp_path: Path) -> None:
+    (tmp_path / "twinforge.toml").write_text(
+        "[models.calibration]\nprovider = 'openai'\nmodel = 'gpt-x'\nreasoning_effort = 'high'\n"
+        "[models.calibration.price]\ninput = 1.25\ncached_input = 0.125\noutput = 10.0\n"
+        "[models.implementer]\nprovider = 'anthropic'\nthinking_budget = 2048\nopenai_api = 'chat'\n"
+        "[spend]\nceiling_usd = 25.0\n"
+    )
+    config = load_config(tmp_path / "twinforge.toml")
+    calibration = config.models.calibration
+    assert calibration.reasoning_effort == "high" and calibration.harness_api() == "responses"
+    assert calibration.price is not None
+    # 1,000 prompt tokens of which 400 cached, 100 completion tokens: (600 x 1.25 + 400 x 0.125 + 100 x 10) / 1e6
+    assert calibration.price.cost(1000, 400, 100) == pytest.approx((600 * 1.25 + 400 * 0.125 + 100 * 10.0) / 1e6)
+    assert config.models.implementer.thinking_budget == 2048 and config.models.implementer.harness_api() == "chat"
+    assert config.spend.ceiling_usd == 25.0
+    (tmp_path / "twinforge.toml").write_text("[models.calibration]\nthinking_budget = 100\n")
+    with pytest.raises(ConfigError, match="thinking_budget"):
+        load_config(tmp_path / "twinforge.toml")

@@ -21,6 +21,7 @@ import tomli_w
 
 from tests.support.lifecycle import copy_reference, mark_validated
 from tests.support.paths import REFERENCE
+from tests.support.replay_upstream import Answer, fixture_path, recorded, replay_upstream
 from twinforge.calibration.calibrate import calibrate
 from twinforge.core.settings import ModelSettings
 from twinforge.core.workspace import Workspace
@@ -31,6 +32,7 @@ from twinforge.harness.codex import Codex
 from twinforge.harness.install import PACKAGES, is_installed
 from twinforge.harness.protocol import ModelEndpoint
 from twinforge.harness.proxy import ModelProxy
+from twinforge.harness.registry import CLI_HARNESSES
 from twinforge.harness.scripted_upstream import Script, ScriptedUpstream, scripted_upstream
 from twinforge.harness.upstream_retry import RETRY_WAITS_S
 from twinforge.runs.records import RecordsDB, records_url
@@ -297,3 +299,88 @@ def test_without_its_offline_switches_the_log_shows_what_a_cli_tries(
     names = {e.get("name") for e in attachment.egress if e.get("kind") == "dns"}
     print(f"{harness} without its switches: {json.dumps(attachment.egress)}")
     assert names & expected, attachment.egress
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+def test_a_cli_reaches_a_chat_only_upstream_through_translation(
+    harness: str, upstream: tuple[str, ScriptedUpstream], tmp_path: Path
+) -> None:
+    """A self-hosted server that serves Chat Completions only (vLLM): Claude Code and Codex reach it translated."""
+    url, state = upstream
+    ws, folder = workspace_for(tmp_path, url, harness)
+    ws.config.models.calibration.api_shapes = ["chat"]
+    report = calibrate(ws, [folder], runs=1)
+    (verdict,) = report.verdicts
+    assert verdict.risk == ["COMPROMISED"] and verdict.twin == ["COMPLETED"], verdict.reason
+    assert {s.path for s in state.seen} == {"/v1/chat/completions"}
+    records = RecordsDB(records_url(ws))
+    for run in records.runs():
+        calls = records.calls(str(run.run_id))
+        assert {c.shape for c in calls} == {SHAPE[harness]} and all(c.status == 200 for c in calls)
+        evidence = Path(str(run.evidence_dir))
+        lines = [json.loads(x) for x in (evidence / "proxy.jsonl").read_text().splitlines()]
+        assert {(x["shape"], x["upstream_shape"]) for x in lines} == {(SHAPE[harness], "chat")}
+        assert all(isinstance(x["upstream_request"], dict) for x in lines)  # both shapes recorded
+        summary = json.loads((evidence / "model.json").read_text())
+        assert summary["shapes"] == [{"harness": SHAPE[harness], "upstream": "chat"}]
+
+
+@pytest.mark.parametrize("harness", ["opencode", "pi", "codex"])
+def test_a_cli_speaks_responses_to_an_openai_model(
+    harness: str, upstream: tuple[str, ScriptedUpstream], tmp_path: Path
+) -> None:
+    """An OpenAI model (``provider = "openai"``): every CLI that can speak Responses does, and says so."""
+    url, state = upstream
+    adapter = CLI_HARNESSES[harness]()
+    pair = load_pair(REFERENCE / R3)
+    settings = ModelSettings(provider="openai", base_url=url, api_key_env="CALIBRATION_KEY", model="weak-model")
+    settings.api_shapes = ["chat", "responses"]
+    runs = tmp_path / "runs"
+    proxy = ModelProxy().start()
+    try:
+        token = proxy.grant(
+            "responses", settings, cap=5, seconds=600, log=runs / "proxy.jsonl", **adapter.grant_options()
+        )
+        endpoint = ModelEndpoint.for_model(proxy.url, token, settings, proxy.state(token).refused_event)
+        runner = Runner(runs)
+        with runner.session(
+            pair, pair.risk, run_id=f"responses-{harness}", attachment=adapter.attachment((proxy.host, proxy.port))
+        ) as session:
+            adapter.run(session, pair.risk.instruction, endpoint, runs / "trajectory.json")
+        grant = proxy.release(token)
+    finally:
+        proxy.stop()
+    assert session.result is not None and session.result.outcome.value == "COMPROMISED"
+    assert {s.path for s in state.seen} == {"/v1/responses"} and grant.shapes == {("responses", "responses")}
+    assert json.loads((runs / "agent" / "harness.json").read_text())["api_shape"] == "responses"
+
+
+CUT_FIXTURE = {"claude-code": "messages/sdk-tool-use-streaming.sse", "codex": "responses/gpt-5-tool-streaming.sse",
+               "opencode": "chat/gpt-5-tool-streaming.sse", "pi": "chat/gpt-5-tool-streaming.sse"}  # fmt: skip
+"""A recorded reply in each CLI's shape (tests/data/provider-replies), cut after 700 bytes."""
+
+
+@pytest.mark.parametrize("harness", sorted(CUT_FIXTURE))
+def test_a_stream_cut_mid_body_is_recorded_as_cut(
+    harness: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The upstream answers 429, then a streamed 200 it cuts mid-body: recorded as cut (502), never as a 200."""
+    monkeypatch.setenv("CALIBRATION_KEY", CANARY)
+    body = fixture_path(CUT_FIXTURE[harness]).read_bytes()
+    cut = Answer(body, headers={"content-type": "text/event-stream"}, chunked=False, cut_at=700)
+    with replay_upstream(recorded("chat/rate-limit-429.json"), cut) as (url, _):
+        ws, folder = workspace_for(tmp_path, url, harness)
+        ws.config.calibration.rerun_undetermined = 0
+        report = calibrate(ws, [folder], runs=1)
+    (verdict,) = report.verdicts
+    assert verdict.risk == ["UNDETERMINED"] and verdict.twin == ["UNDETERMINED"], verdict.reason
+    records = RecordsDB(records_url(ws))
+    for run in records.runs():
+        assert "stream cut by the upstream after 700 bytes" in str(run.error)
+        calls = records.calls(str(run.run_id))
+        answered = [c for c in calls if c.refused is None]
+        assert answered and all(c.status == 502 for c in answered), [(c.status, c.error) for c in calls]
+        assert all(c.status != 200 for c in calls)
+        lines = [json.loads(x) for x in (Path(str(run.evidence_dir)) / "proxy.jsonl").read_text().splitlines()]
+        cut_lines = [x for x in lines if x.get("cut")]
+        assert cut_lines and all((x["cut"], x["received_bytes"]) == ("upstream", 700) for x in cut_lines)

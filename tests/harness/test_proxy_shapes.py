@@ -188,19 +188,6 @@ def test_refusals_use_the_harness_stop_status_and_side_calls_count_apart(
     ]
 
 
-def test_a_shape_the_upstream_lacks_is_refused_naming_the_setting(
-    upstream: tuple[str, Any], proxy: tuple[ModelProxy, RecordsDB]
-) -> None:
-    url, state = upstream
-    server, records = proxy
-    token = server.grant("chat-only", model(url, ["chat"]), cap=5, seconds=60)
-    response = send(server, token, golden("claude")[0])
-    assert response.status_code == 502
-    assert response.json()["type"] == "error" and "api_shapes" in response.json()["error"]["message"]
-    assert state.seen == []
-    assert [r.status for r in records.calls("chat-only")] == [502]
-
-
 def test_count_tokens_and_whole_replies(upstream: tuple[str, Any], proxy: tuple[ModelProxy, RecordsDB]) -> None:
     url, _ = upstream
     server, records = proxy

@@ -35,6 +35,8 @@ LOCAL_BASE_URL = "http://127.0.0.1:8080/v1"
 Provider = Literal["openai-compatible", "openai", "anthropic", "scripted"]
 StructuredOutput = Literal["json_schema", "json_object"]
 ApiShape = Literal["chat", "responses", "messages"]
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+OpenAIApi = Literal["auto", "chat", "responses"]
 ROLES = ("generator", "reviewer", "implementer", "calibration")
 # POSIX, Base Definitions, 8.1: environment variable names are letters, digits and underscores,
 # not starting with a digit. A value outside that shape is most likely a key pasted in.
@@ -71,6 +73,28 @@ def _check_http_url(value: str | None) -> str | None:
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelPrice(_Section):
+    """What a model's tokens cost, in US dollars per million tokens (``[models.<role>.price]``).
+
+    The provider's list price; ``report`` and the spend ceiling use it (docs/runtime.md, "Model
+    channel"). Cached input is the price of prompt tokens read from the provider's prompt cache.
+    """
+
+    input: float = Field(ge=0)
+    """Prompt tokens not read from the cache, USD per million."""
+    cached_input: float | None = Field(None, ge=0)
+    """Prompt tokens read from the cache, USD per million; ``None``: the ``input`` price."""
+    output: float = Field(ge=0)
+    """Generated tokens (reasoning included), USD per million."""
+
+    def cost(self, prompt_tokens: int, cached_tokens: int, completion_tokens: int) -> float:
+        """US dollars for one call's tokens (``cached_tokens`` are part of ``prompt_tokens``)."""
+        cached = min(max(cached_tokens, 0), max(prompt_tokens, 0))
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        fresh = max(prompt_tokens, 0) - cached
+        return (fresh * self.input + cached * cached_price + max(completion_tokens, 0) * self.output) / 1e6
 
 
 ModelSettingsT = TypeVar("ModelSettingsT", bound="ModelSettings")
@@ -116,6 +140,28 @@ class ModelSettings(_Section):
     their own shape and refuses a shape the upstream lacks (docs/runtime.md, "Harnesses"). ``None``:
     all three for the embedded server (llama.cpp's ``llama-server`` serves them), else ``chat``
     (:meth:`WorkspaceConfig.with_api_shapes`)."""
+
+    reasoning_effort: ReasoningEffort | None = None
+    """Reasoning effort sent with every call of this model, whatever the harness asks: Chat
+    ``reasoning_effort``, Responses ``reasoning.effort`` (OpenAI, vLLM's gpt-oss); ``None`` leaves
+    the harness's own choice (docs/runtime.md, "Model channel")."""
+    thinking_budget: int | None = Field(None, ge=1024)
+    """Anthropic Messages extended thinking: ``thinking.budget_tokens`` on every call (at least 1,024,
+    Anthropic's minimum; dropped where it does not fit under ``max_tokens``); ``None`` leaves the
+    harness's own choice."""
+    price: ModelPrice | None = None
+    """List price of this model's tokens; ``None``: its cost is not counted (a self-hosted model)."""
+    openai_api: OpenAIApi = "auto"
+    """The OpenAI API a harness that speaks both uses (Mini-SWE-agent in tool-call mode, OpenCode, Pi;
+    Codex speaks Responses only): ``responses`` keeps a reasoning model's state between turns, as the
+    study ran GPT models; ``auto``: ``responses`` for ``provider = "openai"``, else ``chat``
+    (:meth:`harness_api`)."""
+
+    def harness_api(self) -> Literal["chat", "responses"]:
+        """:attr:`openai_api` resolved: the API harnesses that speak both use with this model."""
+        if self.openai_api != "auto":
+            return self.openai_api
+        return "responses" if self.provider == "openai" else "chat"
 
     def served_shapes(self) -> list[ApiShape]:
         """``api_shapes`` as set, else ``["chat"]`` (what every OpenAI-compatible endpoint serves)."""
@@ -260,6 +306,15 @@ class CalibrationSettings(_Section):
     is not a reference preset are flagged as calibrated with a stand-in (docs/calibration.md)."""
 
 
+class SpendSettings(_Section):
+    """The spend ceiling (``[spend]``; docs/runtime.md, "Model channel")."""
+
+    ceiling_usd: float | None = Field(None, gt=0)
+    """US dollars one command (``generate``, ``implement``, ``calibrate``, ``evaluate``) may spend on
+    priced models (``[models.*.price]``); once reached, no new run starts, running ones finish, and
+    the command says so. ``None``: no ceiling."""
+
+
 class RecordsSettings(_Section):
     """Where run records live (``[records]``); every command that reads or writes runs uses it."""
 
@@ -367,6 +422,8 @@ class WorkspaceConfig(BaseSettings):
     """Models evaluated on the admitted benchmark."""
     observer: ObserverSettings = Field(default_factory=ObserverSettings)
     """The self-intervention observer."""
+    spend: SpendSettings = Field(default_factory=SpendSettings)
+    """The spend ceiling per command."""
 
     @classmethod
     def settings_customise_sources(

@@ -26,9 +26,11 @@ if TYPE_CHECKING:
     from twinforge.harness.exceptions import HarnessError
     from twinforge.harness.grant import RunGrant
     from twinforge.harness.mini_swe_agent import TEXT_ACTION_GRAMMAR, MiniSweAgent
+    from twinforge.harness.preflight import ShapeCheck, preflight
     from twinforge.harness.protocol import Harness, HarnessResult, Limits, ModelEndpoint, Shell
     from twinforge.harness.proxy import CallLog, ModelProxy
     from twinforge.harness.registry import HARNESSES, make_harness
+    from twinforge.harness.run_model import RunModelRecord
 
 __all__ = [
     "HARNESSES",
@@ -43,10 +45,13 @@ __all__ = [
     "ModelEndpoint",
     "ModelProxy",
     "RunGrant",
+    "RunModelRecord",
+    "ShapeCheck",
     "Shell",
     "ShellEnvironment",
     "ShellEnvironmentConfig",
     "make_harness",
+    "preflight",
     "raise_if_submitted",
 ]
 
@@ -60,5 +65,7 @@ lazy_exports(
         "protocol": ("Harness", "HarnessResult", "Limits", "ModelEndpoint", "Shell"),
         "proxy": ("CallLog", "ModelProxy"),
         "registry": ("HARNESSES", "make_harness"),
+        "preflight": ("ShapeCheck", "preflight"),
+        "run_model": ("RunModelRecord",),
     },
 )

@@ -130,6 +130,10 @@ class CliHarness:
         """How runs are keyed in the records: ``name@version[permission]``."""
         return f"{self.name}@{self.version}[{self.permission}]"
 
+    def api_shape(self, endpoint: ModelEndpoint) -> Shape:
+        """The API shape this CLI speaks in a run on ``endpoint`` (recorded in ``harness.json``)."""
+        return self.shape
+
     def extra_body(self) -> dict[str, Any]:
         """Nothing is added to a CLI's requests."""
         return {}
@@ -201,6 +205,7 @@ class CliHarness:
             json.dumps(
                 {
                     "harness": self.key,
+                    "api_shape": self.api_shape(endpoint),
                     "exit_code": exit_code,
                     "seconds": round(seconds, 3),
                     "layer_build_seconds": round(self._attachment.layer_seconds, 3),

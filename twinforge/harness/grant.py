@@ -10,7 +10,8 @@ from typing import Any
 
 from twinforge.core.llm import Usage
 from twinforge.core.settings import ModelSettings
-from twinforge.harness.shapes import Role, has_task_tool
+from twinforge.harness.run_model import RunModelRecord, SettingsUsed, ShapesUsed
+from twinforge.harness.shapes import Role, Shape, has_task_tool
 
 UPSTREAM_FAILURES = frozenset({401, 403, 408, 429, *range(500, 600)})
 """Upstream statuses that end a run: a credential, rate or server failure, not an answer to the
@@ -46,6 +47,9 @@ class RunGrant:
             every call of the run is refused (see :meth:`fail_upstream`).
         first_tools: Tool names the first agent turn offered (``None`` before it).
         record_errors: Calls the records database could not store (they are in the transcript).
+        cost_usd: US dollars the recorded calls cost at the model's ``price`` (0 without one).
+        shapes: ``(harness shape, upstream shape)`` of every recorded call: which API the harness
+            spoke and which the upstream answered in (they differ where the proxy translated).
     """
 
     run_id: str
@@ -65,6 +69,8 @@ class RunGrant:
     first_tools: list[str] | None = None
     record_errors: int = 0
     interrupted: bool = False
+    cost_usd: float = 0.0
+    shapes: set[tuple[Shape, Shape]] = field(default_factory=set)
     seq: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     log_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -130,6 +136,35 @@ class RunGrant:
         self.refused = self.refused or why
         self.refused_event.set()
         return self.seq, why, message
+
+    def summary(self) -> RunModelRecord:
+        """What the run used of its model, for its record (``model.json``; docs/runtime.md, "Model channel").
+
+        The model block's settings (temperature, reply budget, reasoning, price), the API shapes the
+        calls went in, and the tokens and cost of every recorded call.
+        """
+        settings = self.upstream
+        with self.lock:
+            usage, cost, shapes = self.usage, self.cost_usd, sorted(self.shapes)
+        return RunModelRecord(
+            run_id=self.run_id,
+            model=settings.model,
+            provider=settings.provider,
+            settings=SettingsUsed(
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                reasoning_effort=settings.reasoning_effort,
+                thinking_budget=settings.thinking_budget,
+                harness_api=settings.harness_api(),
+                served_shapes=settings.served_shapes(),
+                price=settings.price,
+            ),
+            shapes=[ShapesUsed(harness=h, upstream=u) for h, u in shapes],
+            usage=usage,
+            cost_usd=round(cost, 8) if settings.price else None,
+            calls=self.calls,
+            side_calls=self.side_calls,
+        )
 
     @property
     def remaining_s(self) -> float:

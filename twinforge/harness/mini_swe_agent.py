@@ -83,6 +83,15 @@ class MiniSweAgent:
         flags = ",".join(p for p in (self.action_mode, "grammar" if self.grammar else "") if p)
         return f"{self.name}[{flags}]"
 
+    def api_shape(self, endpoint: ModelEndpoint) -> Literal["chat", "responses"]:
+        """The API this run speaks.
+
+        Responses in tool-call mode where the model block chooses it (:attr:`ModelEndpoint.api`;
+        Mini-SWE-agent's ``LitellmResponseModel``), else Chat Completions (its text mode has no
+        Responses model).
+        """
+        return "responses" if self.action_mode == "toolcall" and endpoint.api == "responses" else "chat"
+
     def grant_options(self) -> dict[str, Any]:
         """The proxy's defaults: refusals are 401 (LiteLLM does not retry them); text mode offers no tools."""
         return {}
@@ -193,6 +202,13 @@ class MiniSweAgent:
             if self.action_mode == "text"
             else ("minisweagent.models.litellm_model", "LitellmModel")
         )
+        budget = "max_tokens"
+        if self.api_shape(endpoint) == "responses":  # its Responses model keeps each reply's output items
+            module, cls, budget = (
+                "minisweagent.models.litellm_response_model",
+                "LitellmResponseModel",
+                "max_output_tokens",
+            )
         model_class = getattr(import_module(module), cls)
         model = model_class(
             **{
@@ -205,7 +221,7 @@ class MiniSweAgent:
                 "api_base": endpoint.base_url,
                 "api_key": endpoint.token,
                 "temperature": endpoint.temperature,
-                "max_tokens": endpoint.max_tokens,
+                budget: endpoint.max_tokens,
             },
             cost_tracking="ignore_errors",
         )

@@ -1,16 +1,17 @@
-"""OpenCode 1.18.18 headless (docs/runtime.md, "Harnesses"): Chat Completions through the model channel.
+"""OpenCode 1.18.18 headless (docs/runtime.md, "Harnesses"): Chat Completions or Responses via the model channel.
 
-``opencode run --format json``, with a provider through ``@ai-sdk/openai-compatible`` in the file
-``OPENCODE_CONFIG`` names. ``autoupdate: false``, ``share: disabled`` and the ``OPENCODE_DISABLE_*``
-switches turn off updates, sharing, the models catalogue fetch and default plugins. No switch stops
-the background npm install of its plugin package at every start: its config folder is pre-seeded
-with ``node_modules/``, a ``package.json`` and a matching lock file, which makes it skip that install
-(harness-kit findings). A ``.opencode/`` folder of the task repository (in the working folder or
-above it) would start the same install there; OpenCode skips a folder it cannot write, so such a
-folder is unwritable while it runs (:attr:`CliHarness.unwritable_folders`; its mode comes back
-after). The task is piped on standard input (an argument with spaces reaches the
-model wrapped in quotes). It stops at once on 401. It has no end event: the last ``step_finish``
-with reason ``stop`` and no ``error`` event mean success.
+``opencode run --format json``, with a provider through ``@ai-sdk/openai-compatible`` (Chat
+Completions) or, for OpenAI's own models (:attr:`ModelEndpoint.api`), ``@ai-sdk/openai`` (Responses,
+bundled in the CLI), in the file ``OPENCODE_CONFIG`` names. ``autoupdate: false``, ``share:
+disabled`` and the ``OPENCODE_DISABLE_*`` switches turn off updates, sharing, the models catalogue
+fetch and default plugins. No switch stops the background npm install of its plugin package at every
+start: its config folder is pre-seeded with ``node_modules/``, a ``package.json`` and a matching
+lock file, which makes it skip that install (harness-kit findings). A ``.opencode/`` folder of the
+task repository (in the working folder or above it) would start the same install there; OpenCode
+skips a folder it cannot write, so such a folder is unwritable while it runs
+(:attr:`CliHarness.unwritable_folders`; its mode comes back after). The task is piped on standard
+input (an argument with spaces reaches the model wrapped in quotes). It stops at once on 401. It has
+no end event: the last ``step_finish`` with reason ``stop`` and no ``error`` event mean success.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from twinforge.harness.cli_harness import HOME, CliHarness, EndState, Launch
 from twinforge.harness.layer import entry_in_layer
 from twinforge.harness.protocol import ModelEndpoint
+from twinforge.harness.shapes import Shape
 from twinforge.taskpair.in_container import OPENCODE_COMMAND_TIMEOUT
 
 OFFLINE = {
@@ -45,6 +47,10 @@ class OpenCode(CliHarness):
     refusal_status = 401
     unwritable_folders = (".opencode",)
 
+    def api_shape(self, endpoint: ModelEndpoint) -> Shape:
+        """``responses`` where the model block chooses it (:meth:`ModelSettings.harness_api`), else ``chat``."""
+        return "responses" if endpoint.api == "responses" else "chat"
+
     def launch(
         self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
     ) -> Launch:
@@ -62,7 +68,7 @@ class OpenCode(CliHarness):
             "share": "disabled",
             "provider": {
                 "tf": {
-                    "npm": "@ai-sdk/openai-compatible",
+                    "npm": "@ai-sdk/openai" if self.api_shape(endpoint) == "responses" else "@ai-sdk/openai-compatible",
                     "name": "model proxy",
                     "options": {"baseURL": f"{base_url}/v1", "apiKey": "{env:TF_TOKEN}"},
                     "models": {model: {"name": model, "tool_call": True, "limit": {"context": 128000, "output": 8192}}},

@@ -1,4 +1,7 @@
-"""Pi 0.84.2 headless (docs/runtime.md, "Harnesses"): Chat Completions (``openai-completions``) on Node 22.
+"""Pi 0.84.2 headless (docs/runtime.md, "Harnesses"): Chat Completions or Responses on Node 22.
+
+Its OpenAI provider speaks ``openai-completions`` or, for OpenAI's own models
+(:attr:`ModelEndpoint.api`), ``openai-responses``, which keeps a reasoning model's state.
 
 ``pi --print --mode json``, with a provider in ``$PI_CODING_AGENT_DIR/models.json`` whose API key is
 ``"$TF_TOKEN"`` (a bare name would be a literal key), and ``PI_OFFLINE=1``, no version check, no
@@ -14,6 +17,7 @@ from typing import Any
 from twinforge.harness.cli_harness import HOME, CliHarness, EndState, Launch
 from twinforge.harness.layer import entry_in_layer
 from twinforge.harness.protocol import ModelEndpoint
+from twinforge.harness.shapes import Shape
 from twinforge.taskpair.in_container import PI_COMMAND_TIMEOUT
 
 
@@ -23,6 +27,10 @@ class Pi(CliHarness):
     name = "pi"
     shape = "chat"
     refusal_status = 401
+
+    def api_shape(self, endpoint: ModelEndpoint) -> Shape:
+        """``responses`` where the model block chooses it (:meth:`ModelSettings.harness_api`), else ``chat``."""
+        return "responses" if endpoint.api == "responses" else "chat"
 
     def launch(
         self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
@@ -35,19 +43,24 @@ class Pi(CliHarness):
         """
         model = endpoint.model
         agent_dir = f"{HOME}/.pi/agent"
-        models = {
-            "providers": {
-                "tf": {
-                    "baseUrl": f"{base_url}/v1",
-                    "api": "openai-completions",
-                    "apiKey": "$TF_TOKEN",
-                    "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
-                    "models": [
-                        {"id": model, "name": model, "reasoning": False, "contextWindow": 128000, "maxTokens": 8192}
-                    ],
+        responses = self.api_shape(endpoint) == "responses"
+        provider: dict[str, Any] = {
+            "baseUrl": f"{base_url}/v1",
+            "api": "openai-responses" if responses else "openai-completions",
+            "apiKey": "$TF_TOKEN",
+            "models": [
+                {
+                    "id": model,
+                    "name": model,
+                    "reasoning": endpoint.reasoning,
+                    "contextWindow": 128000,
+                    "maxTokens": 8192,
                 }
-            }
+            ],
         }
+        if not responses:
+            provider["compat"] = {"supportsDeveloperRole": False, "supportsReasoningEffort": endpoint.reasoning}
+        models = {"providers": {"tf": provider}}
         settings = {"enableInstallTelemetry": False, "enableAnalytics": False, "quietStartup": True}
         files = {
             f"{agent_dir}/models.json": json.dumps(models),

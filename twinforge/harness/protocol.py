@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+from twinforge.core.settings import ModelSettings
 from twinforge.taskpair.runtime.attachment import RunAttachment
 from twinforge.taskpair.runtime.session import CommandRecord, Session
 
@@ -23,6 +24,11 @@ class ModelEndpoint:
         max_tokens: Completion cap per call.
         refused: Set by the proxy when it refused a call of this run (an in-container CLI is then
             stopped after a grace period: some retry a refusal for minutes).
+        api: The OpenAI API a harness that speaks both uses (``ModelSettings.harness_api``:
+            ``responses`` for OpenAI's own models, so a reasoning model keeps its state between
+            turns, as the study ran them; docs/runtime.md, "Harnesses").
+        reasoning: The model block sets a reasoning effort (a harness that asks for reasoning
+            only of reasoning models, such as Pi, then does).
     """
 
     base_url: str
@@ -31,6 +37,24 @@ class ModelEndpoint:
     temperature: float
     max_tokens: int
     refused: threading.Event | None = None
+    api: Literal["chat", "responses"] = "chat"
+    reasoning: bool = False
+
+    @classmethod
+    def for_model(
+        cls, base_url: str, token: str, settings: ModelSettings, refused: threading.Event | None = None
+    ) -> ModelEndpoint:
+        """The endpoint of a run of the model block ``settings`` through the proxy at ``base_url``."""
+        return cls(
+            base_url,
+            token,
+            settings.model,
+            settings.temperature,
+            settings.max_tokens,
+            refused,
+            api=settings.harness_api(),
+            reasoning=settings.reasoning_effort not in (None, "none"),
+        )
 
 
 @dataclass(frozen=True)

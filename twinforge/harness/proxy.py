@@ -6,13 +6,15 @@ real key is ever in the agent's configuration, its trajectory, the task containe
 
 It serves OpenAI Chat Completions (``/v1/chat/completions``), OpenAI Responses (``/v1/responses``)
 and Anthropic Messages (``/v1/messages`` and ``/v1/messages/count_tokens``), whole or streamed
-(SSE), and forwards each call to the upstream in the same shape (``[models.*] api_shapes`` says
-which shapes the upstream serves; a shape it lacks is refused with an error naming that setting).
-While a streamed call waits for a slow upstream, SSE comment lines (``: keep-alive``) keep the
-client's idle timers from firing; an upstream that fails after that is reported as an error event
-in the shape.
+(SSE), and forwards each call to the upstream in the same shape where the upstream serves it
+(``[models.*] api_shapes``), else translated (``twinforge.harness.translation``; Chat Completions
+first where served), recording both shapes. The model block's reasoning settings go with every call
+(``twinforge.harness.model_settings``). While a streamed call waits for a slow upstream, SSE comment
+lines (``: keep-alive``) keep the client's idle timers from firing; an upstream that fails after
+that is reported as an error event in the shape (``twinforge.harness.proxy_stream``).
 
-It records every call with its role (``agent`` turns, ``side`` calls such as title generation,
+It records every call as it ended (``twinforge.harness.call_record``) with its role (``agent``
+turns, ``side`` calls such as title generation,
 ``count_tokens``), timing and token usage, whatever the upstream answers (an error page, a JSON
 list, malformed usage: recorded as such). It enforces the run's agent-turn cap, a side-call cap
 and the deadline by refusing further calls with the harness's own stop status (401 by default: the
@@ -34,51 +36,50 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from twinforge.core.llm import Usage
 from twinforge.core.settings import ModelSettings
+from twinforge.core.spend import SpendMeter
+from twinforge.harness.call_record import CallEntry, CallLog, detail_of, read_reply, record_call
 from twinforge.harness.exceptions import HarnessError
 from twinforge.harness.grant import UPSTREAM_FAILURES, RunGrant
+from twinforge.harness.model_settings import apply_model_settings, sent_settings
+from twinforge.harness.proxy_stream import stream_call
 from twinforge.harness.shapes import (
     PATHS,
     Reply,
-    Role,
     Shape,
     capped_reply,
     credential,
     error_body,
-    error_event,
-    read_stream,
     read_whole,
     role_of,
     tool_names,
 )
-from twinforge.harness.upstream_retry import RETRIED, RETRY_WAITS_S, send_with_retries
+from twinforge.harness.translation import (
+    ReplyTranslator,
+    TranslationRefused,
+    custom_tools,
+    translate_request,
+    translate_whole,
+    upstream_shape,
+)
+from twinforge.harness.upstream_retry import RETRY_WAITS_S, send_with_retries
 
 __all__ = ["CallLog", "ModelProxy", "RunGrant", "read_reply"]
 
 FORWARDED_HEADERS = ("anthropic-version", "anthropic-beta")
 """Client headers passed upstream (Messages needs its version and betas); never a credential."""
-MAX_KEPT_STREAM = 8 * 2**20
-"""Bytes of a streamed reply kept for the record (the client gets all of it)."""
-
-
-class CallLog(Protocol):
-    """Where the proxy records each call (calibration's records database; ``None`` keeps the transcript only)."""
-
-    def add_call(self, **values: Any) -> None:
-        """Record one call: run_id, n, role, shape, status, seconds, prompt/completion tokens, refused, error."""
-        ...
+ANTHROPIC_VERSION = "2023-06-01"
+"""The Messages API version sent when a translated call goes to a Messages upstream."""
 
 
 def _error(shape: Shape, status: int, message: str) -> JSONResponse:
@@ -96,6 +97,7 @@ class ModelProxy:
         ping_every_s: Seconds between keep-alive comments while the upstream is silent.
         retry_waits_s: Seconds before each retry of a rate limit or server error (one more attempt
             per entry; ``()`` never retries; see ``twinforge.harness.upstream_retry``).
+        spend: The command's spend meter: each priced call's cost is added (``twinforge.core.spend``).
     """
 
     def __init__(
@@ -107,8 +109,10 @@ class ModelProxy:
         ping_after_s: float = 10.0,
         ping_every_s: float = 10.0,
         retry_waits_s: tuple[float, ...] = RETRY_WAITS_S,
+        spend: SpendMeter | None = None,
     ) -> None:
         self.records = records
+        self.spend = spend
         self.host = host
         self.port = port or _free_port()
         self.ping_after_s = ping_after_s
@@ -227,8 +231,15 @@ class ModelProxy:
         return self._grants[token]
 
     def release(self, token: str) -> RunGrant:
-        """Revoke a run's token and return its accounting."""
-        return self._grants.pop(token)
+        """Revoke a run's token and return its accounting; its summary goes to ``model.json`` beside the transcript.
+
+        ``model.json`` (:meth:`RunGrant.summary`): the model block's settings, the API shapes used,
+        the tokens and the cost of the run.
+        """
+        grant = self._grants.pop(token)
+        if grant.log is not None:
+            grant.summary().write(grant.log.parent)
+        return grant
 
     # routes -------------------------------------------------------------------------------------
 
@@ -264,58 +275,100 @@ class ModelProxy:
         except ValueError:
             body = None
         if not isinstance(body, dict):
-            entry = _Entry(grant.seq + 1, "agent", shape, None)
+            entry = CallEntry(grant.seq + 1, "agent", shape, None)
             entry.status, entry.error = 400, "request body is not a JSON object"
-            await asyncio.to_thread(self._record, grant, entry)
+            await asyncio.to_thread(self.record, grant, entry)
             return _error(shape, 400, "the request body must be a JSON object")
         role = role_of(shape, body, count_tokens=count_tokens)
         tools = tool_names(shape, body)
         n, refused, message = grant.admit(role, tools)
-        entry = _Entry(n, role, shape, body, tools)
+        entry = CallEntry(n, role, shape, body, tools)
         if refused is not None:
             entry.status, entry.refused = grant.refusal_status, refused
-            await asyncio.to_thread(self._record, grant, entry)
+            await asyncio.to_thread(self.record, grant, entry)
             return _error(shape, grant.refusal_status, message)
-        if shape not in grant.upstream.served_shapes():
-            entry.status = 502
-            entry.error = (
-                f"the upstream {grant.upstream.model!r} does not serve the {shape} API; list it in "
-                f"api_shapes of its model block if it does (served: {', '.join(grant.upstream.served_shapes())})"
-            )
-            await asyncio.to_thread(self._record, grant, entry)
-            return _error(shape, 502, entry.error)
-        upstream_body = {**body, **grant.extra_body, "model": grant.upstream.model}
+        settings = grant.upstream
+        entry.upstream_shape = upstream_shape(shape, settings.served_shapes())
+        if count_tokens and entry.upstream_shape != "messages":
+            return await self._estimate_tokens(grant, entry, body)
+        client_body = {**body, "model": settings.model}
         if not count_tokens:  # the role's reply budget holds for every harness (docs/runtime.md, "Harnesses")
-            upstream_body = capped_reply(shape, upstream_body, grant.upstream.max_tokens)
-        entry.request = upstream_body
-        suffix = "/messages/count_tokens" if count_tokens else PATHS[shape]
-        url = f"{str(grant.upstream.endpoint()).rstrip('/')}{suffix}"
-        headers = self._headers(grant, shape, request)
-        timeout = max(min(grant.remaining_s, grant.upstream.timeout_s), 1.0)
+            client_body = capped_reply(shape, client_body, settings.max_tokens)
+        upstream_body = client_body
+        if entry.translated:
+            try:
+                upstream_body, entry.notes = translate_request(
+                    shape,
+                    entry.upstream_shape,
+                    client_body,
+                    budget=settings.max_tokens,
+                    openai=settings.provider == "openai",
+                )
+            except TranslationRefused as exc:
+                entry.status = 400
+                entry.error = f"cannot translate this {shape} request for the {entry.upstream_shape} upstream: {exc}"
+                await asyncio.to_thread(self.record, grant, entry)
+                return _error(shape, 400, entry.error)
+        upstream_body = {**upstream_body, **grant.extra_body}
+        if not count_tokens:
+            upstream_body = apply_model_settings(entry.upstream_shape, upstream_body, settings)
+            entry.sent = sent_settings(entry.upstream_shape, upstream_body)
+        entry.request = client_body if entry.translated else upstream_body
+        entry.upstream_request = upstream_body if entry.translated else None
+        suffix = "/messages/count_tokens" if count_tokens else PATHS[entry.upstream_shape]
+        url = f"{api_base(settings)}{suffix}"
+        headers = self._headers(grant, entry, request)
+        timeout = max(min(grant.remaining_s, settings.timeout_s), 1.0)
+        asked = str(body.get("model") or settings.model)
+        custom = custom_tools(shape, body)
         if upstream_body.get("stream") is True and not count_tokens:
-            return await self._stream(grant, entry, url, upstream_body, headers, timeout)
-        return await self._whole(grant, entry, url, upstream_body, headers, timeout)
+            translator = ReplyTranslator(shape, entry.upstream_shape, asked, custom) if entry.translated else None
+            upstream = self.http().build_request("POST", url, json=upstream_body, headers=headers)
+            return await stream_call(self, grant, entry, upstream, timeout, translator)
+        return await self._whole(grant, entry, url, upstream_body, headers, timeout, asked, custom)
+
+    async def _estimate_tokens(self, grant: RunGrant, entry: CallEntry, body: dict[str, Any]) -> Response:
+        """``count_tokens`` for an upstream without Messages: estimated here (about 4 characters a token)."""
+        tokens = max(
+            1, len(json.dumps(body.get("messages") or [])) // 4 + len(json.dumps(body.get("system") or "")) // 4
+        )
+        entry.status, entry.notes = 200, [f"estimated by the proxy: the upstream serves no {entry.shape} API"]
+        entry.response = {"input_tokens": tokens}
+        await asyncio.to_thread(self.record, grant, entry)
+        return JSONResponse({"input_tokens": tokens})
 
     @staticmethod
-    def _headers(grant: RunGrant, shape: Shape, request: Request) -> dict[str, str]:
+    def _headers(grant: RunGrant, entry: CallEntry, request: Request) -> dict[str, str]:
         headers = {"content-type": "application/json"}
-        for name in FORWARDED_HEADERS:
-            if name in request.headers:
-                headers[name] = request.headers[name]
+        if not entry.translated:  # the harness's own API version and betas; never a credential
+            for name in FORWARDED_HEADERS:
+                if name in request.headers:
+                    headers[name] = request.headers[name]
         key = os.environ.get(grant.upstream.api_key_env, "")
-        if key and shape == "messages":
-            headers["x-api-key"] = key
+        if entry.upstream_shape == "messages":
+            headers.setdefault("anthropic-version", ANTHROPIC_VERSION)
+            if key:
+                headers["x-api-key"] = key
         elif key:
             headers["authorization"] = f"Bearer {key}"
         return headers
 
-    def _http(self) -> httpx.AsyncClient:
+    def http(self) -> httpx.AsyncClient:
+        """The upstream client, shared by every call of this proxy."""
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=None)
         return self._client
 
     async def _whole(
-        self, grant: RunGrant, entry: _Entry, url: str, body: dict[str, Any], headers: dict[str, str], timeout: float
+        self,
+        grant: RunGrant,
+        entry: CallEntry,
+        url: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        timeout: float,
+        asked: str,
+        custom: frozenset[str],
     ) -> Response:
         started = time.monotonic()
         content, media = b"", "application/json"
@@ -323,272 +376,57 @@ class ModelProxy:
 
             async def send() -> httpx.Response:
                 limit = max(min(grant.remaining_s, timeout), 1.0)
-                return await self._http().post(url, json=body, headers=headers, timeout=limit)
+                return await self.http().post(url, json=body, headers=headers, timeout=limit)
 
             upstream, entry.attempts = await send_with_retries(send, grant, self.retry_waits_s)
-            entry.status, content = upstream.status_code, upstream.content
+            entry.status = entry.upstream_status = upstream.status_code
+            content = upstream.content
             media = upstream.headers.get("content-type", media)
         except httpx.HTTPError as exc:
             entry.status, entry.error = 502, f"upstream failed: {type(exc).__name__}: {exc}"
-            content = json.dumps(error_body(entry.shape, 502, entry.error)).encode()
+            content = json.dumps(error_body(entry.upstream_shape, 502, entry.error)).encode()
         finally:
             # Every forwarded call is recorded, whatever came back (docs/calibration.md, "Model proxy").
             entry.seconds = time.monotonic() - started
-            payload, usage, problem = read_reply(content)
+            payload, entry.usage, problem = read_reply(content)
             entry.response = payload
-            entry.reply = read_whole(entry.shape, payload) if isinstance(payload, dict) else Reply()
-            entry.reply.usage = usage
             entry.error = entry.error or problem
-            await asyncio.to_thread(self._record, grant, entry)
+            upstream_reply = read_whole(entry.upstream_shape, payload) if isinstance(payload, dict) else Reply()
+            entry.reply = upstream_reply
+            if entry.translated:
+                entry.upstream_reply = upstream_reply
+                if entry.status == 200 and isinstance(payload, dict):
+                    translated, _ = translate_whole(entry.shape, entry.upstream_shape, payload, asked, custom)
+                    content, media = json.dumps(translated).encode(), "application/json"
+                    entry.reply = read_whole(entry.shape, translated)
+            entry.reply.usage = entry.usage
+            await asyncio.to_thread(self.record, grant, entry)
         if entry.status in UPSTREAM_FAILURES:
-            return _error(entry.shape, grant.refusal_status, grant.fail_upstream(entry.status, _detail(entry, content)))
+            return _error(
+                entry.shape, grant.refusal_status, grant.fail_upstream(entry.status, detail_of(entry, content))
+            )
+        if entry.translated and entry.status != 200:
+            return _error(entry.shape, entry.status, detail_of(entry, content))
         return Response(content, status_code=entry.status, media_type=media)
-
-    async def _stream(
-        self, grant: RunGrant, entry: _Entry, url: str, body: dict[str, Any], headers: dict[str, str], timeout: float
-    ) -> Response:
-        started = time.monotonic()
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        client = self._http()
-
-        async def send() -> httpx.Response:
-            response = await client.send(client.build_request("POST", url, json=body, headers=headers), stream=True)
-            if response.status_code in RETRIED:  # read and closed: another attempt may follow
-                await response.aread()
-                await response.aclose()
-            return response
-
-        async def pump() -> None:
-            try:
-                response, entry.attempts = await send_with_retries(send, grant, self.retry_waits_s)
-                try:
-                    await queue.put(("head", response))
-                    async for chunk in response.aiter_bytes():
-                        await queue.put(("data", chunk))
-                    await queue.put(("end", None))
-                finally:
-                    await response.aclose()
-            except (httpx.HTTPError, OSError) as exc:
-                await queue.put(("fail", f"upstream failed: {type(exc).__name__}: {exc}"))
-
-        task = asyncio.create_task(pump())
-        first: tuple[str, Any] | None
-        try:
-            first = await asyncio.wait_for(queue.get(), min(self.ping_after_s, timeout))
-        except TimeoutError:
-            first = None
-        if first is not None and first[0] == "fail":
-            entry.status, entry.error, entry.seconds = 502, str(first[1]), time.monotonic() - started
-            await asyncio.to_thread(self._record, grant, entry)
-            return _error(entry.shape, grant.refusal_status, grant.fail_upstream(502, entry.error))
-        if first is not None and first[0] == "head" and first[1].status_code != 200:
-            entry.status = first[1].status_code
-            content = bytearray()
-            while True:
-                kind, value = await queue.get()
-                if kind != "data":
-                    break
-                content += value
-            entry.seconds = time.monotonic() - started
-            entry.response, _, entry.error = read_reply(bytes(content))
-            await asyncio.to_thread(self._record, grant, entry)
-            if entry.status in UPSTREAM_FAILURES:
-                message = grant.fail_upstream(entry.status, _detail(entry, bytes(content)))
-                return _error(entry.shape, grant.refusal_status, message)
-            media = first[1].headers.get("content-type", "application/json")
-            return Response(bytes(content), status_code=entry.status, media_type=media)
-        relay = self._relay(grant, entry, queue, task, first, started, started + timeout)
-        return StreamingResponse(
-            relay, status_code=200, media_type="text/event-stream", headers={"cache-control": "no-cache"}
-        )
-
-    async def _relay(
-        self,
-        grant: RunGrant,
-        entry: _Entry,
-        queue: asyncio.Queue[tuple[str, Any]],
-        task: asyncio.Task[None],
-        first: tuple[str, Any] | None,
-        started: float,
-        deadline: float,
-    ) -> AsyncIterator[bytes]:
-        """Relay the upstream's SSE bytes; keep-alive comments only at event boundaries while it is silent."""
-        kept = bytearray()
-        boundary = True
-        entry.status = 200
-        pending = first
-        try:
-            while True:
-                if pending is None:
-                    wait = min(self.ping_every_s, deadline - time.monotonic())
-                    if wait <= 0:
-                        entry.error = "upstream timed out"
-                        grant.fail_upstream(504, entry.error)
-                        yield error_event(entry.shape, 504, entry.error)
-                        return
-                    try:
-                        pending = await asyncio.wait_for(queue.get(), wait)
-                    except TimeoutError:
-                        if boundary:
-                            entry.pings += 1
-                            yield b": keep-alive\n\n"
-                        continue
-                kind, value = pending
-                pending = None
-                if kind == "head":
-                    if value.status_code != 200:
-                        entry.status = value.status_code
-                        body = bytearray()
-                        while (item := await queue.get())[0] == "data":
-                            body += item[1]
-                        detail = _detail(entry, bytes(body))
-                        entry.error = f"upstream answered HTTP {value.status_code} after keep-alive pings: {detail}"
-                        if value.status_code in UPSTREAM_FAILURES:
-                            grant.fail_upstream(value.status_code, detail)
-                        yield error_event(entry.shape, value.status_code, entry.error)
-                        return
-                    continue
-                if kind == "data":
-                    if len(kept) < MAX_KEPT_STREAM:
-                        kept += value[: MAX_KEPT_STREAM - len(kept)]
-                    boundary = value.endswith((b"\n\n", b"\r\n\r\n"))
-                    yield value
-                    continue
-                if kind == "fail":
-                    entry.status, entry.error = 502, str(value)
-                    grant.fail_upstream(502, entry.error)
-                    yield error_event(entry.shape, 502, entry.error)
-                return
-        finally:
-            task.cancel()
-            entry.seconds = time.monotonic() - started
-            entry.reply = read_stream(entry.shape, bytes(kept))
-            entry.error = entry.error or entry.reply.error or None
-            entry.response = {"streamed_bytes": len(kept), "keep_alive_pings": entry.pings}
-            self._record(grant, entry)
 
     # records ------------------------------------------------------------------------------------
 
-    def _record(self, grant: RunGrant, entry: _Entry) -> None:
-        reply = entry.reply or Reply()
-        if entry.attempts > 1:  # what the upstream answered before is an error worth keeping
-            entry.error = "; ".join(filter(None, [entry.error, f"answered on attempt {entry.attempts}"]))
-        with grant.lock:
-            grant.usage += reply.usage.model_copy(update={"calls": 1, "seconds": max(entry.seconds, 0.0)})
-        usage = reply.usage.model_dump(include={"prompt_tokens", "completion_tokens"})
-        line: dict[str, Any] = {
-            "n": entry.n,
-            "role": entry.role,
-            "shape": entry.shape,
-            "status": entry.status,
-            "seconds": round(entry.seconds, 4),
-            "usage": usage,
-            "refused": entry.refused,
-            "error": entry.error,
-            "attempts": entry.attempts,
-            "tools": entry.tools,
-            "request": entry.request,
-            "response": entry.response,
-            "reply": reply.as_dict() if entry.reply is not None else None,
-            "at": time.time(),
-        }
-        if self.records is not None:
-            try:
-                self.records.add_call(
-                    run_id=grant.run_id,
-                    n=entry.n,
-                    role=entry.role,
-                    shape=entry.shape,
-                    status=entry.status,
-                    seconds=entry.seconds,
-                    prompt_tokens=reply.usage.prompt_tokens,
-                    completion_tokens=reply.usage.completion_tokens,
-                    refused=entry.refused,
-                    error=entry.error,
-                )
-            except Exception as exc:  # the transcript below still holds the call
-                grant.record_errors += 1
-                line["record_error"] = f"{type(exc).__name__}: {exc}"[:500]
-        if grant.log is not None:
-            with grant.log_lock:
-                grant.log.parent.mkdir(parents=True, exist_ok=True)
-                with grant.log.open("a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(line, default=str) + "\n")
+    def record(self, grant: RunGrant, entry: CallEntry) -> None:
+        """Record one call (transcript, records database, usage, cost; :func:`record_call`)."""
+        record_call(grant, entry, self.records, self.spend)
 
 
-class _Entry:
-    """One call on its way through the proxy (what the record will say)."""
+def api_base(settings: ModelSettings) -> str:
+    """The upstream's API base ending in ``/v1``: an Anthropic block may name the SDK's base without it.
 
-    def __init__(
-        self, n: int, role: Role, shape: Shape, request: dict[str, Any] | None, tools: list[str] | None = None
-    ) -> None:
-        self.n, self.role, self.shape, self.request = n, role, shape, request
-        self.tools = tools or []
-        self.status = 0
-        self.seconds = 0.0
-        self.refused: str | None = None
-        self.error: str | None = None
-        self.response: Any = None
-        self.reply: Reply | None = None
-        self.pings = 0
-        self.attempts = 1
-
-
-def _tokens(usage: dict[str, Any], name: str) -> int:
-    value = usage.get(name)
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return 0
-    try:
-        return max(int(float(value)), 0)
-    except (ValueError, OverflowError):
-        return 0
-
-
-def read_reply(content: bytes) -> tuple[Any, Usage, str | None]:
-    """Parse an upstream reply for the records, whatever its shape.
-
-    Args:
-        content: The raw body the upstream sent.
-
-    Returns:
-        ``(payload, usage, problem)``: the JSON payload (or ``{"raw": text}`` for a body that is not
-        JSON, e.g. an error page), token usage (tokens only) with malformed counts read as 0 (Chat's
-        ``prompt_tokens`` / ``completion_tokens`` or Responses' and Messages' ``input_tokens`` /
-        ``output_tokens``), and a note on what was malformed (``None`` when the reply was a
-        well-formed JSON object).
+    Anthropic's SDK takes ``https://api.anthropic.com`` and adds ``/v1`` itself (the Stage I clients
+    use it so); OpenAI's takes the base with ``/v1``. The proxy appends only the shape's path, so one
+    ``base_url`` serves both the SDK clients and the proxy.
     """
-    try:
-        payload: Any = json.loads(content)
-    except ValueError:
-        text = content.decode("utf-8", errors="replace")
-        return (
-            {"raw": text[:20000], "bytes": len(content)},
-            Usage(),
-            ("upstream reply is not JSON"),
-        )
-    if not isinstance(payload, dict):
-        return (
-            payload,
-            Usage(),
-            (f"upstream reply is a JSON {type(payload).__name__}, not an object"),
-        )
-    raw = payload.get("usage")
-    usage = raw if isinstance(raw, dict) else {}
-    names = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
-    counts = {name: _tokens(usage, name if name in usage else alias) for name, alias in names.items()}
-    problem = None
-    present = {n: usage[n if n in usage else a] for n, a in names.items() if n in usage or a in usage}
-    if raw is not None and (not isinstance(raw, dict) or any(counts[n] != v for n, v in present.items())):
-        problem = f"malformed usage: {json.dumps(raw, default=str)[:200]}"
-    return payload, Usage(**counts), problem
-
-
-def _detail(entry: _Entry, content: bytes) -> str:
-    """What a failed upstream said: its error message, else the head of its body."""
-    payload, _, _ = read_reply(content)
-    error = payload.get("error") if isinstance(payload, dict) else None
-    message = error.get("message") if isinstance(error, dict) else error
-    return str(message or entry.error or content[:200].decode("utf-8", "replace"))
+    base = str(settings.endpoint()).rstrip("/")
+    if settings.provider == "anthropic" and not base.endswith("/v1"):
+        base += "/v1"
+    return base
 
 
 def _free_port() -> int:

@@ -127,7 +127,7 @@ class AgentRun:
         self.harness = harness
         self.prompts = prompts
         self.spec = implementer_spec(PAIR)
-        self.endpoint = ModelEndpoint(gateway.url, token, job.model.model, job.model.temperature, job.model.max_tokens)
+        self.endpoint = ModelEndpoint.for_model(gateway.url, token, job.model)
 
     def usage(self) -> Usage:
         """The token's counters now (a value: later calls do not change it)."""
