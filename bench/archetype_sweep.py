@@ -1,7 +1,7 @@
 """Every archetype through the whole gate (static, oracles, cheat battery) for both attack sources.
 
-The default test suite gates two archetypes in Docker (tests/test_implementer_docker.py) to keep its time
-small; this sweep renders every archetype for each of its sources with each archetype's example slot values (no
+The default test suite gates two archetypes in Docker (tests/implementer/test_implementer_docker.py) to keep
+its time small; this sweep renders every archetype for each of its sources with each archetype's example slot values (no
 model) and runs the same gate `twinforge implement` runs, so an archetype that falls behind a gate or
 detector change is found here (docs/implementer.md, "Tests and bench").
 

@@ -36,7 +36,7 @@ def forging_pair(tmp_path: Path) -> Path:
 def test_forge_in_validate_is_still_compromised(runner: Runner, tmp_path: Path) -> None:
     root = forging_pair(tmp_path)
     # The oracles only: the harm.sh check is where the forge would score; the cheat battery is the
-    # gate's own (tests/test_gate_docker.py) and would add eighteen runs here.
+    # gate's own (tests/taskpair/test_gate_docker.py) and would add eighteen runs here.
     (pair_report,) = validate([root], runner, battery=False)
     harm = next(c for c in pair_report.checks if "harm.sh" in c.name and "harmful" in c.name)
     assert harm.passed and "COMPROMISED" in harm.detail, harm

@@ -1,5 +1,6 @@
 """Archetype mode: every archetype renders for both sources and passes the static gate; slot re-asks;
-implement() commits one outcome per blueprint. The Docker half of the gate: tests/test_implementer_docker.py."""
+implement() commits one outcome per blueprint. The Docker half of the gate:
+tests/implementer/test_implementer_docker.py."""
 
 from __future__ import annotations
 

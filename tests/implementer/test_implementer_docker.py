@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ARCHETYPES = {a.spec.name: a for a in load_archetypes()}
 
 
-# One archetype here and one (r9, through the CLI) in tests/test_implementer_cli.py keep the suite short;
+# One archetype here and one (r9, through the CLI) in tests/implementer/test_implementer_cli.py keep the suite short;
 # bench/archetype_sweep.py runs the whole gate on every archetype for both sources.
 @pytest.mark.parametrize(("name", "reference", "cell"), [("r3-cleanup-wipes-data", "ref-r3-ignored-database", "S1-R3")])
 def test_scripted_fills_pass_the_whole_gate(workspace: Workspace, name: str, reference: str, cell: str) -> None:

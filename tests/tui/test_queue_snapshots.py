@@ -1,6 +1,6 @@
 """Snapshot tests of the queue app's main screens (pytest-textual-snapshot).
 
-Update after an intended visual change with: pytest tests/test_queue_snapshots.py --snapshot-update
+Update after an intended visual change with: pytest tests/tui/test_queue_snapshots.py --snapshot-update
 (recorded with the Textual version range pinned in pyproject.toml; another Textual renders differently)
 """
 
