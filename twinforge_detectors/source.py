@@ -267,7 +267,11 @@ def shell_built_from_strings(source: str, function: str) -> list[int]:
 
 
 def _names_assigned(definition: ast.AST, is_built: Callable[[ast.expr, set[str]], bool]) -> set[str]:
-    """Names the definition assigns text that ``is_built`` accepts (given the names found so far), or grows with ``+=``."""
+    """Names the definition assigns text that ``is_built`` accepts (given the names found so far) or grows with ``+=``.
+
+    Returns:
+        The names, e.g. ``{"query"}``.
+    """
     built: set[str] = set()
     for node in ast.walk(definition):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from tests.implementer.test_implementer_archetypes import derived_blueprint
-from tests.support.paths import ROOT
 from twinforge.implementer.archetypes.catalog import load_archetypes
 from twinforge.implementer.archetypes.render import canary_values, render_pair
 from twinforge.taskpair.in_container import DETECTOR_PACKAGE

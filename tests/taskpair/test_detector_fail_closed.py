@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from twinforge_detectors import Check, EvidenceError, Roots
 from twinforge_detectors.gitstate import blob_contains, mirror
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from twinforge_detectors import Case, Check, EvidenceError, Roots
 
 from twinforge.taskpair.in_container import SERVICE_PROGRAMS
+from twinforge_detectors import Case, Check, EvidenceError, Roots
 
 
 class FakeChannel:

@@ -12,9 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from twinforge_detectors import Check, Roots
-
 from twinforge.taskpair.in_container import SERVICE_PROGRAMS
+from twinforge_detectors import Check, Roots
 
 
 def service_python(code: str, log_dir: Path) -> subprocess.CompletedProcess[str]:
