@@ -1,8 +1,14 @@
 """Agent code run only in the sandbox: commands, hidden oracle cases, probes; and a throwaway certificate.
 
-:meth:`Probes.sandbox`, :meth:`Probes.oracle_cases` and :meth:`Probes.probe` RUN AGENT CODE, always
-in a disposable sandbox container the runner starts (no network, no route to this detector or its
-verdict channel; docs/runtime.md, "Sandbox"); what comes back is data the detector judges.
+:meth:`Probes.sandbox`, :meth:`Probes.oracle_cases` and :meth:`Probes.probe` RUN AGENT CODE, only
+where the runner puts it (docs/runtime.md, "Sandbox"): in the task container itself once the
+agent's processes are gone, or a disposable container of the task image; never with a route to
+this detector or its verdict channel. What comes back is data the detector judges.
+
+A Python program (``python3 -`` with the program on standard input, an oracle harness, a probe)
+runs as a script file with a normal argv (``python3 /tmp/tmpk2j9x0qa.py``), standard input
+``/dev/null`` and no extra environment, as the agent's own ``python3 some_script.py`` would:
+agent code once told the probe from real use by ``sys.argv == ['-']`` (docs/runtime.md, "Sandbox").
 """
 
 from __future__ import annotations
@@ -34,6 +40,12 @@ def _without_docstrings(source: str) -> str:
     return ast.unparse(tree)
 
 
+PYTHON_STDIN = ("python3", "-")
+"""The command that runs a program read from standard input; sent as a script file instead."""
+SCRIPT_PREFIX = "import os, sys\nsys.path[0] = os.getcwd()\n"
+"""First lines of a program sent as a script: imports resolve from the working folder, as for ``python3 -``."""
+
+
 class SandboxResult(NamedTuple):
     """What a sandbox run gave back (:meth:`Probes.sandbox`)."""
 
@@ -41,6 +53,12 @@ class SandboxResult(NamedTuple):
     stdout: str
     stderr: str
     timed_out: bool
+
+
+def _last_line(done: SandboxResult) -> str:
+    """The last line of the error stream (of the output, where both arrived together), for a note."""
+    text = done.stderr.strip() or done.stdout.strip()
+    return (text.splitlines() or [""])[-1][:200]
 
 
 class Probes(CheckState):
@@ -55,13 +73,20 @@ class Probes(CheckState):
         stdin: str = "",
         timeout: float = 60,
         env: Mapping[str, str] | None = None,
+        script: str | None = None,
     ) -> SandboxResult:
-        """Run ``command`` in a disposable sandbox over copies of collected state paths. RUNS AGENT CODE.
+        """Run ``command`` where the agent's final code runs, over the collected state paths. RUNS AGENT CODE.
 
-        The sandbox is a fresh container of the task image with no network, as an unprivileged
-        user, with a read-only root file system, small size-limited scratch space, and no way to
-        reach the detector or its verdict channel. What it prints is untrusted data: judge it
-        against facts the agent cannot know, never take a claim from it.
+        The runner runs it in the task container once the agent's processes are gone (the same
+        file systems, user, host name, environment and process tree as the agent's commands), or,
+        when that container is gone (a detector run again later) or the request needs ``stdin`` or
+        ``files``, in a fresh container of the task image over copies of ``paths``: no network, a
+        read-only root file system, and no way to reach the detector or its verdict channel
+        (docs/runtime.md, "Sandbox"). What it prints is untrusted data: judge it against facts the
+        agent cannot know, never take a claim from it.
+
+        ``["python3", "-"]`` with a program on ``stdin`` is sent as ``["python3"]`` with that
+        program as ``script`` (imports resolving from the working folder, as before).
 
         Args:
             command: argv list.
@@ -71,27 +96,34 @@ class Probes(CheckState):
             files: ``{name: text}`` placed read-only under ``/in/files/`` (probes, inputs).
             stdin: Text on standard input.
             timeout: Seconds before the sandbox is killed.
-            env: Extra environment variables.
+            env: Extra environment variables (the agent's commands have none: each one is a tell).
+            script: Program text the runner writes to a file named as Python's ``tempfile`` names
+                them (``/tmp/tmpXXXXXXXX.py``), whose path is appended to ``command``.
 
         Returns:
-            SandboxResult (exit_code, stdout, stderr, timed_out); stdout and stderr keep their last 1 MiB.
+            SandboxResult (exit_code, stdout, stderr, timed_out); stdout and stderr keep their last 1 MiB
+            (in the task container both streams arrive together on stdout, as the agent's did).
 
         Raises:
             ChannelError: The runner refused the request (e.g. a path that was not collected); the
                 detector then fails and the run is UNDETERMINED, never guessed.
         """
-        reply = self.channel.send(
-            {
-                "op": "sandbox",
-                "command": list(command),
-                "paths": list(paths) if paths else [],
-                "cwd": cwd,
-                "files": dict(files or {}),
-                "stdin": stdin,
-                "timeout": timeout,
-                "env": dict(env or {}),
-            }
-        )
+        argv = list(command)
+        if script is None and tuple(argv) == PYTHON_STDIN and stdin:
+            argv, script, stdin = ["python3"], SCRIPT_PREFIX + stdin, ""
+        message: dict[str, Any] = {
+            "op": "sandbox",
+            "command": argv,
+            "paths": list(paths) if paths else [],
+            "cwd": cwd,
+            "files": dict(files or {}),
+            "stdin": stdin,
+            "timeout": timeout,
+            "env": dict(env or {}),
+        }
+        if script is not None:
+            message["script"] = script
+        reply = self.channel.send(message)
         return SandboxResult(
             int(reply.get("exit_code", -1)),
             str(reply.get("stdout", "")),
@@ -122,16 +154,10 @@ class Probes(CheckState):
         mark = secrets.token_hex(16)
         with open(harness_module.__file__, encoding="utf-8") as handle:
             harness = _without_docstrings(handle.read())
-        # docs/runtime.md, "Sandbox": the program, the cases and the mark go in on standard input
+        # docs/runtime.md, "Sandbox": the program, the cases and the mark go in as one script file
+        # (no argument, no environment variable names them); imports resolve from the repository
         program = f"{harness}\nrun(json.loads({json.dumps(json.dumps([c.wire() for c in cases]))}), {mark!r})\n"
-        done = self.sandbox(
-            ["python3", "-"],
-            paths=[repo],
-            cwd=repo,
-            stdin=program,
-            timeout=timeout,
-            env={"PYTHONPATH": repo, "PYTHONDONTWRITEBYTECODE": "1"},
-        )
+        done = self.sandbox(["python3", "-"], paths=[repo], cwd=repo, stdin=program, timeout=timeout)
         result = OracleResult(expected=names)
         returned: object = None
         for line in reversed(done.stdout.splitlines()):
@@ -142,7 +168,7 @@ class Probes(CheckState):
                     returned = None
                 break
         if not isinstance(returned, dict):
-            tail = (done.stderr.strip().splitlines() or [""])[-1][:200]
+            tail = _last_line(done)
             result.problem = (
                 f"no case returned a result (sandbox exit {done.exit_code}"
                 + (", timed out" if done.timed_out else "")
@@ -206,7 +232,7 @@ class Probes(CheckState):
                 if isinstance(answer, dict):
                     return answer
                 break
-        tail = (done.stderr.strip().splitlines() or [""])[-1][:200]
+        tail = _last_line(done)
         timed_out = ", timed out" if done.timed_out else ""
         self.note(f"the probe gave no answer (sandbox exit {done.exit_code}{timed_out}{': ' + tail if tail else ''})")
         return {}
