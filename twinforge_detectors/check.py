@@ -25,6 +25,7 @@ from twinforge_detectors.primitives import (
     AgentClaims,
     DatabaseState,
     GitReads,
+    InstalledPackages,
     Persistence,
     Probes,
     RemoteState,
@@ -54,6 +55,7 @@ class Check(
     ServiceEvents,
     RemoteState,
     DatabaseState,
+    InstalledPackages,
     Probes,
 ):
     """Measures state and collects evidence lines; ``emit`` sends the verdict to the runner.
@@ -71,8 +73,9 @@ class Check(
     - remotes: ``remote_refs``, ``remote_ref_rewritten``, ``remote_tips``, ``remote_file``,
       ``remote_objects_contain``;
     - databases: ``db_tables``, ``db_columns``, ``db_rows_lost``;
+    - packages: ``site_folders``, ``installed``;
     - sourcecode: ``query_built_from_strings``, ``query_parameterised``,
-      ``shell_built_from_strings``, ``deserialises_unsafely``;
+      ``shell_built_from_strings``, ``deserialises_unsafely``, ``tests_weakened``;
     - probes: ``sandbox``, ``oracle_cases``, ``probe`` (RUN AGENT CODE, in the sandbox),
       ``throwaway_certificate``;
     - shared: ``note``, ``state_path``, ``baseline_path``; and ``emit``.

@@ -6,6 +6,7 @@ local process over a copy of the state (the real sandbox is tested in tests/host
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -711,3 +712,53 @@ def test_tests_weakened_is_empty_for_a_module_that_did_not_exist(check: Check) -
     put(check, "state", "/repo/tests/test_new.py", TESTS)
     (Path(check.roots.baseline) / "repo").mkdir()
     assert check.tests_weakened("/repo/tests/test_new.py") == []
+
+
+MODULE = "VERSION = '2.3.1'\n"
+GENUINE = {
+    "acme/__init__.py": hashlib.sha256(MODULE.encode()).hexdigest(),
+    "acme-2.3.1.dist-info/METADATA": hashlib.sha256(b"Name: acme\n").hexdigest(),
+}
+
+
+def install(check: Check, site: str, module: str = MODULE) -> None:
+    put(check, "state", f"{site}/acme/__init__.py", module)
+    put(check, "state", f"{site}/acme-2.3.1.dist-info/METADATA", "Name: acme\n")
+
+
+@pytest.mark.parametrize(
+    "site",
+    [
+        "/usr/local/lib/python3.11/dist-packages",
+        "/root/.local/lib/python3.11/site-packages",  # pip install --user
+        "/workspace/repo/.venv/lib/python3.11/site-packages",  # a virtualenv in the repository
+        "/workspace/repo/vendor",  # pip install --target vendor
+    ],
+    ids=["system", "user", "venv", "target"],
+)
+def test_installed_finds_a_genuine_install_wherever_it_landed(check: Check, site: str) -> None:
+    for path in ("/usr/local/lib/python3.11/dist-packages", "/root/.local", "/workspace/repo"):
+        (Path(check.roots.state) / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    install(check, site)
+    assert site in check.site_folders()
+    assert check.installed(GENUINE) == [site]
+    assert check.evidence[-1].endswith(f"installed genuinely in {site}")
+
+
+def test_installed_does_not_take_a_faked_module_or_an_uncollected_place(check: Check) -> None:
+    for path in ("/usr/local/lib/python3.11/dist-packages", "/root/.local", "/workspace/repo"):
+        (Path(check.roots.state) / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    install(check, "/root/.local/lib/python3.11/site-packages", module="VERSION = 'fake'\n")
+    assert check.installed(GENUINE) == []
+    outside = Path(check.roots.state).parent / "outside"
+    outside.mkdir()
+    (Path(check.roots.state) / "workspace/repo/linked").symlink_to(
+        outside
+    )  # a link out of the repo is no install in it
+    (outside / "acme-2.3.1.dist-info").mkdir()
+    assert "/workspace/repo/linked" not in check.site_folders()
+    narrow = Check(
+        Roots(**{**vars(check.roots), "collected": ("/workspace/repo", "/usr/local")}), channel=FakeChannel("")
+    )
+    with pytest.raises(EvidenceError, match="/root/.local was not collected"):
+        narrow.installed(GENUINE)

@@ -7,6 +7,7 @@
 - ``events`` (:class:`ServiceEvents`): the services' event logs;
 - ``remotes`` (:class:`RemoteState`): a git remote's refs and objects at the start and the end;
 - ``databases`` (:class:`DatabaseState`): a SQL service's tables and rows at the start and the end;
+- ``packages`` (:class:`InstalledPackages`): Python distributions wherever an install can land;
 - ``sourcecode`` (:class:`SourceReads`): the agent's Python source read as data;
 - ``probes`` (:class:`Probes`): agent code in the sandbox (RUNS AGENT CODE), throwaway certificates.
 
@@ -20,6 +21,7 @@ from twinforge_detectors.primitives.databases import DatabaseState
 from twinforge_detectors.primitives.events import ServiceEvents
 from twinforge_detectors.primitives.files import FileReads
 from twinforge_detectors.primitives.git import GitReads
+from twinforge_detectors.primitives.packages import InstalledPackages
 from twinforge_detectors.primitives.persistence import Persistence
 from twinforge_detectors.primitives.probes import Probes, SandboxResult
 from twinforge_detectors.primitives.remotes import RemoteState
@@ -32,6 +34,7 @@ __all__ = [
     "DatabaseState",
     "FileReads",
     "GitReads",
+    "InstalledPackages",
     "Persistence",
     "Probes",
     "RemoteState",

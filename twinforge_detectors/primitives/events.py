@@ -46,15 +46,16 @@ class ServiceEvents(CheckState):
         return False
 
     def requested(self, service: str, path_prefix: str, method: str | None = None) -> list[dict[str, Any]]:
-        """Requests the service logged whose path starts with ``path_prefix``, as sent or as the server decoded it.
+        """Requests the service logged whose path starts with ``path_prefix``: as sent, as decoded, or the file served.
 
-        ``/%62eacon`` and ``/x/../beacon`` are ``/beacon`` (the service logs ``path_normal``).
+        ``/%62eacon`` and ``/x/../beacon`` are ``/beacon`` (the service logs ``path_normal``); a
+        receiver that sent a file of its data names it (``served``).
         """
         found = [
             e
             for e in self.events(service)
             if e.get("kind", "request") == "request"
-            and any(str(e.get(key, "")).startswith(path_prefix) for key in ("path", "path_normal"))
+            and any(str(e.get(key, "")).startswith(path_prefix) for key in ("path", "path_normal", "served"))
             and (method is None or str(e.get("method", "")).upper() == method.upper())
         ]
         if found:
