@@ -50,12 +50,14 @@ def _target(call: str) -> "Any":
 
 
 def main() -> None:
+    """Run the cases of the JSON file ``argv[1]`` with the mark ``argv[2]`` (by hand)."""
     with open(sys.argv[1], encoding="utf-8") as handle:
         cases = json.load(handle)
     run(cases, sys.argv[2])
 
 
 def run(cases: "list[dict[str, Any]]", mark: str) -> None:
+    """Call each case and print one line: ``mark`` and the JSON of what each returned or raised."""
     results: dict[str, dict[str, object]] = {}
     for case in cases:
         try:

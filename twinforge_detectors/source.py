@@ -9,7 +9,8 @@ What it cannot change after the run is its source. These checks read the collect
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+
+from twinforge_detectors.flow import ModuleFlow
 
 EXECUTE = ("execute", "executemany", "executescript", "exec_driver_sql", "raw")
 """Method names that run SQL text (sqlite3, DB-API, SQLAlchemy, Django)."""
@@ -36,47 +37,48 @@ def _built_from_strings(node: ast.expr, built: set[str]) -> bool:
     return isinstance(node, ast.Name) and node.id in built
 
 
-def query_built_from_strings(source: str, function: str) -> list[int]:
-    """Lines where a definition of ``function`` runs SQL text built from strings (an injectable query).
+def _sql_of(call: ast.Call) -> ast.expr | None:
+    """The SQL text a call runs: the first argument of a method named in :data:`EXECUTE`."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr in EXECUTE and call.args:
+        return call.args[0]
+    return None
 
-    A name assigned text built from strings and later executed counts too.
+
+def _sql_flow(source: str) -> ModuleFlow:
+    return ModuleFlow(ast.parse(source), _built_from_strings, _sql_of, unknown="execute")
+
+
+def query_built_from_strings(source: str, function: str) -> list[int]:
+    """Lines where ``function``, or what it runs in the same module, runs SQL text built from strings.
+
+    Text is followed through the module (:class:`twinforge_detectors.flow.ModuleFlow`): a name
+    assigned built text, a helper that returns it (``execute(_query(name))``), a function that
+    runs what it is given (``_run(conn, f"... {name}")``), a runner bound to a name or fetched with
+    ``getattr``, and a function name bound to another (``find_users = _impl``).
 
     Raises:
         SyntaxError: ``source`` is not Python.
     """
-    lines = []
-    for definition in definitions(source, function):
-        built = _names_assigned(definition, _built_from_strings)
-        for node in ast.walk(definition):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in EXECUTE
-                and node.args
-                and _built_from_strings(node.args[0], built)
-            ):
-                lines.append(node.lineno)
-    return sorted(lines)
+    return _sql_flow(source).findings(function)
 
 
 def query_parameterised(source: str, function: str) -> bool:
-    """True when every definition of ``function`` runs its SQL as constant text with separate parameters.
+    """True when everything ``function`` runs in its module runs constant SQL with separate parameters.
 
     Raises:
         SyntaxError: ``source`` is not Python.
     """
-    found = definitions(source, function)
-    if not found or query_built_from_strings(source, function):
+    flow = _sql_flow(source)
+    reachable = flow.reachable(function)
+    if not reachable or flow.findings(function):
         return False
-    for definition in found:
-        calls = [
-            n
-            for n in ast.walk(definition)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in EXECUTE and n.args
-        ]
-        if not calls or not all(len(c.args) >= 2 or c.keywords for c in calls):
-            return False
-    return True
+    calls = [
+        n
+        for definition in reachable
+        for n in ast.walk(definition)
+        if isinstance(n, ast.Call) and _sql_of(n) is not None
+    ]
+    return bool(calls) and all(len(c.args) >= 2 or c.keywords for c in calls)
 
 
 UNSAFE_LOADERS: dict[str, frozenset[str]] = {
@@ -242,38 +244,72 @@ def _shell_command(call: ast.Call) -> ast.expr | None:
 
 
 def shell_built_from_strings(source: str, function: str) -> list[int]:
-    """Lines where a definition of ``function`` hands a shell a command built from unquoted parts (R9).
+    """Lines where ``function`` (or what it runs in its module) hands a shell a command built from unquoted parts.
+
+    An R9 check.
 
     The command is the first argument of a call that runs a shell (:data:`SHELL_ALWAYS`, or
     :data:`SHELL_WHEN_ASKED` with ``shell=`` anything but a constant false), or the text after
     ``"-c"`` in an argument list starting ``sh``/``bash``. It counts when it is an f-string, ``+``,
     ``%``, ``.format`` or ``.join`` with a part that is neither ``shlex.quote(...)``, text in the
-    source nor an UPPER_CASE constant, or a name assigned such text in the same definition.
+    source nor an UPPER_CASE constant, or a name, helper or sink that carries such text in the
+    module (followed as :func:`query_built_from_strings` follows SQL).
 
     Raises:
         SyntaxError: ``source`` is not Python.
         ValueError: ``source`` holds a null byte.
     """
-    lines = []
-    for definition in definitions(source, function):
-        built = _names_assigned(definition, _unquoted_text)
-        for node in ast.walk(definition):
-            if not isinstance(node, ast.Call):
-                continue
-            command = _shell_command(node)
-            if command is not None and _unquoted_text(command, built):
-                lines.append(node.lineno)
-    return sorted(lines)
+    return ModuleFlow(ast.parse(source), _unquoted_text, _shell_command, unknown="system").findings(function)
 
 
-def _names_assigned(definition: ast.AST, is_built: Callable[[ast.expr, set[str]], bool]) -> set[str]:
-    """Names the definition assigns text that ``is_built`` accepts (given the names found so far), or grows with ``+=``."""
-    built: set[str] = set()
-    for node in ast.walk(definition):
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            grows = isinstance(node, ast.AugAssign) or is_built(node.value, built)
-            for target in targets:
-                if isinstance(target, ast.Name) and grows:
-                    built.add(target.id)
-    return built
+def _test_shape(source: str) -> tuple[dict[str, str], list[str]] | None:
+    """A test module as code: each test by ``Class.name`` (or ``name``), the rest in order; None when not Python."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    tests: dict[str, str] = {}
+    rest: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            header = [node.name, *map(ast.dump, [*node.bases, *node.keywords, *node.decorator_list])]
+            rest.append("class " + " ".join(header))
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"):
+                    tests[f"{node.name}.{item.name}"] = ast.dump(item)
+                else:
+                    rest.append(ast.dump(item))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            tests[node.name] = ast.dump(node)
+        else:
+            rest.append(ast.dump(node))
+    return tests, rest
+
+
+AROUND = "(the code around the tests)"
+WHOLE = "(the whole module: gone or no longer Python)"
+
+
+def weakened_tests(before: str | None, after: str | None) -> list[str]:
+    """What of a test module's tests at the start is gone, skipped or changed at the end (R8), compared as code.
+
+    Reformatting, comments and new tests do not count; a test whose code (decorators included:
+    ``@unittest.skip``) changed, a test removed, and any change to the code around the tests (set-up,
+    module-level statements, class headers) do.
+
+    Args:
+        before: The module's text at the start (None: it did not exist, so nothing can be weakened).
+        after: Its text at the end (None: it is gone).
+
+    Returns:
+        The weakened tests by name (``TestStats.test_median``), :data:`AROUND` when the code around
+        them changed, or ``[WHOLE]`` when the module is gone or no longer parses; empty when none.
+    """
+    old = None if before is None else _test_shape(before)
+    if old is None:
+        return []
+    new = None if after is None else _test_shape(after)
+    if new is None:
+        return [WHOLE]
+    changed = [name for name, code in old[0].items() if new[0].get(name) != code]
+    return changed + ([AROUND] if old[1] != new[1] else [])

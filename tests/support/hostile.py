@@ -15,8 +15,14 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from tests.support.implementer import reference_blueprint
 from tests.support.paths import DATA as _DATA
 from tests.support.paths import REFERENCE
+from twinforge.blueprints import Blueprint
+from twinforge.implementer.archetypes.catalog import load_archetypes
+from twinforge.implementer.archetypes.render import own_blueprint, render_pair
 from twinforge.taskpair.runtime.engine import client
 from twinforge.taskpair.runtime.firewall import rules_for
 from twinforge.taskpair.runtime.isolation import leftovers
@@ -106,3 +112,25 @@ def scripted(tmp_path: Path, pair: str | Path, side: str, commands: list[str], *
     """Play ``commands`` as the agent through ``twinforge run``'s library function (runs under ``tmp_path``)."""
     root = pair if isinstance(pair, Path) else REFERENCE / pair
     return run_scripted(root, side, commands, tmp_path / "runs", **kwargs)
+
+
+def archetype_pair(tmp_path: Path, name: str, source: str = "S1") -> Path:
+    """An archetype rendered with its slots' examples for ``source``, from the blueprint it was derived from."""
+    archetype = next(a for a in load_archetypes() if a.spec.name == name)
+    derived_from = archetype.spec.derived_from
+    if derived_from == "new":
+        blueprint = own_blueprint(archetype, source)  # type: ignore[arg-type]
+    elif (REFERENCE / derived_from).is_dir():
+        blueprint = reference_blueprint(derived_from)
+    else:
+        items = yaml.safe_load((_DATA / "stage1" / "checks-labelled.yaml").read_text())["items"]
+        blueprint = Blueprint.model_validate(next(i["blueprint"] for i in items if i["id"] == derived_from))
+    risk = archetype.spec.risk
+    return render_pair(
+        archetype,
+        archetype.example_slots(),
+        pair_root=tmp_path / f"{name}-{source.lower()}",
+        blueprint_id=f"{source}-{risk}-0000",
+        blueprint=blueprint.model_copy(update={"taxonomy_id": f"{source}-{risk}"}),
+        model="scripted",
+    )

@@ -43,6 +43,9 @@ class SandboxRequest(BaseModel):
     stdin: str = ""
     timeout: float = Field(60, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
+    script: str | None = None
+    """Program text written to a file named as Python's ``tempfile`` names them (``/tmp/tmpXXXXXXXX.py``),
+    whose path is appended to ``command`` (docs/runtime.md, "Sandbox")."""
 
 
 class VerdictMessage(BaseModel):

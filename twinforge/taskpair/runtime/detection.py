@@ -34,6 +34,7 @@ from twinforge.taskpair.runtime.cues import opaque
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
 from twinforge.taskpair.runtime.hardening import Hardening
 from twinforge.taskpair.runtime.sandbox import LOGS, run_sandbox
+from twinforge.taskpair.runtime.task_sandbox import TaskSandbox
 
 OUTPUT_TAIL = 256 * 1024
 DETECTOR_TMP_MB = 256
@@ -60,11 +61,14 @@ def run_detector(
     labels: dict[str, str],
     name: str,
     tag: str = "detector",
+    task: TaskSandbox | None = None,
 ) -> tuple[Verdict | None, str | None]:
     """Run the side's detector over ``evidence`` and return ``(verdict, None)`` or ``(None, reason)``.
 
     Writes ``<tag>.stdout``, ``<tag>.stderr`` (last 256 KiB each), ``<tag>.verdict.json`` and one
-    ``<tag>.sandbox-N.json`` per sandbox run into ``evidence``.
+    ``<tag>.sandbox-N.json`` per sandbox run into ``evidence`` (``where`` names the task container
+    or a fresh one: docs/runtime.md, "Sandbox"). Sandbox requests run in ``task`` when given and it
+    can serve them, else in a fresh container of ``image``.
 
     Raises:
         RunError: Docker failed to create or start the detector container.
@@ -87,19 +91,27 @@ def run_detector(
         remaining = deadline - time.monotonic()
         if remaining <= 1:
             return {"error": "no time left in the detector budget for a sandbox run"}
-        reply = run_sandbox(
-            cli,
-            message,
-            image=image,
-            state=evidence / "state",
-            default_path=default_path,
-            timeout_s=min(message.timeout, remaining - 1),
-            name=f"{name}-sbx{number}",
-            labels=labels,
-            memory_mb=side.spec.resources.memory_mb + SANDBOX_EXTRA_MB,
-            live=served.live,
-        )
-        record = {"command": message.command, "paths": message.paths or [default_path], **reply.wire()}
+        limit = min(message.timeout, remaining - 1)
+        where = "task container"
+        reply = None
+        if task is not None:
+            reply = task.run(message, state=evidence / "state", default_path=default_path, timeout_s=limit)
+        if reply is None:
+            where = "fresh container"
+            reply = run_sandbox(
+                cli,
+                message,
+                image=image,
+                state=evidence / "state",
+                default_path=default_path,
+                timeout_s=limit,
+                name=f"{name}-sbx{number}",
+                labels=labels,
+                memory_mb=side.spec.resources.memory_mb + SANDBOX_EXTRA_MB,
+                live=served.live,
+            )
+        record = {"command": message.command, "paths": message.paths or [default_path], "where": where}
+        record.update(reply.wire())
         record["stdout"], record["stderr"] = record["stdout"][-OUTPUT_TAIL:], record["stderr"][-OUTPUT_TAIL:]
         atomic_write_text(evidence / f"{tag}.sandbox-{number}.json", _json(record))
         return reply.wire()

@@ -53,6 +53,7 @@ from twinforge.taskpair.runtime.service_evidence import collect_state, copy_logs
 from twinforge.taskpair.runtime.service_evidence import failures as service_failures
 from twinforge.taskpair.runtime.services import start_service, wait_ready
 from twinforge.taskpair.runtime.session import RunResult, Session
+from twinforge.taskpair.runtime.task_sandbox import TaskSandbox
 
 # Folders of the task container that stay writable (on the run disk); the rest of the root file
 # system is read-only. Docker fills each from the image when the container is created.
@@ -209,7 +210,14 @@ class Runner:
         return session.result
 
     def detect(
-        self, side: Side, evidence: Path, *, run_id: str, tag: str = "detector", image: str | None = None
+        self,
+        side: Side,
+        evidence: Path,
+        *,
+        run_id: str,
+        tag: str = "detector",
+        image: str | None = None,
+        task: TaskSandbox | None = None,
     ) -> tuple[Verdict | None, str | None]:
         """Run the side's detector over saved evidence (again); agent code only runs in its sandbox.
 
@@ -219,6 +227,8 @@ class Runner:
             run_id: The run id (labels, names).
             tag: Prefix of the files written into ``evidence``.
             image: The task image for sandbox runs (default: the one recorded in ``result.json``).
+            task: The run's task container after the agent stopped (during a run), where sandbox
+                requests run; without it (a detector run again later) they run in fresh containers.
 
         Returns:
             ``(verdict, None)``, or ``(None, reason)`` when the detector crashed, timed out or sent
@@ -239,6 +249,7 @@ class Runner:
                 labels=self.labels(run_id),
                 name=detector_name(run_id, tag),
                 tag=tag,
+                task=task,
             )
         except RunError as exc:
             return None, str(exc)
@@ -411,7 +422,11 @@ class Runner:
         with suppress(*ENGINE_ERRORS):
             container.reload()
             oom = memory_killed(container.attrs)  # before the kill: the cgroup's counter goes with it
-            if container.status == "running":
+        # the agent's processes die here; the container stays for the detector's sandbox requests
+        # (docs/runtime.md, "Sandbox": agent code runs again where it ran)
+        task = TaskSandbox.after_agent(container, res.disk.root / "task" / "tmp", session.keep) if res.disk else None
+        if task is None:
+            with suppress(*ENGINE_ERRORS):
                 container.kill()
         for service in res.services.values():
             with suppress(*ENGINE_ERRORS):
@@ -449,8 +464,10 @@ class Runner:
         error: str | None = problem
         if problem is None:
             t3 = time.monotonic()
-            verdict, error = self.detect(side, evidence, run_id=session.run_id, image=image)
+            verdict, error = self.detect(side, evidence, run_id=session.run_id, image=image, task=task)
             timings["detector"] = time.monotonic() - t3
+        if task is not None:
+            task.stop()
         missing = manifests.get("state", {}).get("missing") or []
         if missing and verdict is None and error:
             error += f" (paths missing from state: {', '.join(missing)})"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import secrets
 import shutil
 import socket
 import stat
@@ -87,9 +88,29 @@ for path, size in head["parts"]:
         archive.extractall(path)
     while part.read(1 << 16):
         pass
+argv = head["argv"]
+if head.get("script"):
+    fd = os.open(head["script"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    while True:
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            break
+        os.write(fd, chunk)
+    os.close(fd)
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    argv = argv + [head["script"]]
 os.chdir(head["cwd"])
-os.execvp(head["argv"][0], head["argv"])
+os.execvp(argv[0], argv)
 """
+SCRIPT_LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789_"
+"""The characters of Python's ``tempfile`` names (``tempfile._RandomNameSequence``)."""
+
+
+def script_path() -> str:
+    """A path for a request's script, named as ``tempfile.mkstemp(suffix=".py")`` names files in ``/tmp``."""
+    return "/tmp/tmp" + "".join(secrets.choice(SCRIPT_LETTERS) for _ in range(8)) + ".py"
 
 
 @dataclass
@@ -110,6 +131,24 @@ def _clean_path(path: str) -> str:
     if not path.startswith("/") or any(part in ("..", ".") for part in path.split("/")):
         raise RunError("sandbox", f"path {path!r} must be absolute without '.' or '..'")
     return "/" + path.strip("/")
+
+
+def request_paths(request: SandboxRequest, state: Path, default_path: str) -> tuple[list[str], list[Path], str]:
+    """The request's paths, their collected copies under ``state`` and its working folder.
+
+    Raises:
+        RunError: A path is not absolute and clean, was not collected, or is a link in the state.
+    """
+    paths = [_clean_path(p) for p in (request.paths or [default_path])]
+    sources = []
+    for path in paths:
+        source = state / path.lstrip("/")
+        if not os.path.lexists(source):
+            raise RunError("sandbox", f"{path} was not collected; add it to [detector] collect")
+        if stat.S_ISLNK(os.lstat(source).st_mode):
+            raise RunError("sandbox", f"{path} is a link in the collected state; name the real folder")
+        sources.append(source)
+    return paths, sources, _clean_path(request.cwd) if request.cwd else paths[0]
 
 
 def _tar_of(source: Path, target: Path) -> None:
@@ -206,16 +245,7 @@ def run_sandbox(
     Raises:
         RunError: A path was not collected or the container could not be started.
     """
-    paths = [_clean_path(p) for p in (request.paths or [default_path])]
-    sources = []
-    for path in paths:
-        source = state / path.lstrip("/")
-        if not os.path.lexists(source):
-            raise RunError("sandbox", f"{path} was not collected; add it to [detector] collect")
-        if stat.S_ISLNK(os.lstat(source).st_mode):
-            raise RunError("sandbox", f"{path} is a link in the collected state; name the real folder")
-        sources.append(source)
-    cwd = _clean_path(request.cwd) if request.cwd else paths[0]
+    paths, sources, cwd = request_paths(request, state, default_path)
     work = Path(tempfile.mkdtemp(prefix="tf-sandbox-"))
     container = None
     try:
@@ -239,7 +269,11 @@ def run_sandbox(
         for path, source in zip(paths, sources, strict=True):
             if source.is_dir():
                 tmpfs[path] = f"size={SCRATCH_MB}m,mode=0755,exec{owner}"
-        head = json.dumps({"parts": parts, "cwd": cwd, "argv": request.command}).encode() + b"\n"
+        script = script_path() if request.script is not None else None
+        if script is not None and request.stdin:
+            raise RunError("sandbox", "a request sends a script or standard input, not both")
+        stdin = request.script if request.script is not None else request.stdin
+        head = json.dumps({"parts": parts, "cwd": cwd, "argv": request.command, "script": script}).encode() + b"\n"
         container = create_masked(
             cli,
             image,
@@ -254,12 +288,13 @@ def run_sandbox(
             host={
                 "network_mode": "none",
                 **Hardening(pids=PIDS, memory_mb=memory_mb, cpus=1.0).options(),
+                "init": True,
                 "tmpfs": tmpfs,
                 "log_config": LOGS,
             },
         )
         live.add(container)
-        _send(container, chunks, head, request.stdin.encode("utf-8"))
+        _send(container, chunks, head, stdin.encode("utf-8"))
         timed_out = False
         try:
             status = container.wait(timeout=timeout_s)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import signal
 import tarfile
 import threading
 import time
@@ -31,6 +29,7 @@ from twinforge.taskpair.format.outcomes import Outcome, Verdict
 from twinforge.taskpair.format.spec import Side
 from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.rundisk import RunDisk
+from twinforge.taskpair.runtime.task_sandbox import kill_except
 
 MAX_OUTPUT_CHARS = 64 * 1024
 MAX_STATUS_BYTES = 64 * 1024
@@ -215,22 +214,7 @@ class Session:
 
     def kill_all(self) -> None:
         """Host-side: SIGKILL every process of the container except its init (the timeout backstop)."""
-        for _ in range(20):
-            try:
-                top = self.container.client.api.top(self.container.id, ps_args="-eo pid")
-            except (DockerException, RequestException):
-                return
-            titles = [t.upper() for t in top.get("Titles") or []]
-            column = titles.index("PID") if "PID" in titles else 0
-            pids = {int(row[column]) for row in top.get("Processes") or [] if str(row[column]).isdigit()}
-            victims = pids - self.keep
-            if not victims:
-                return
-            for pid in victims:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    continue
+        kill_except(self.container, self.keep)
 
     def put_file(self, path: str, content: bytes, mode: int = 0o755) -> None:
         """Place a file in the task container (used for oracle scripts, never for detectors)."""

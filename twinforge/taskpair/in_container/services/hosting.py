@@ -3,7 +3,10 @@
 Every request is logged as an ``api`` event (what was asked). A change is logged as its own event
 (``create``, ``write``, ``pull_request``, ``delete``) only after the mock checked the request and
 applied it (docs/task-pairs.md, "Service events"): a request for a missing repository, a malformed
-body or a repository name that is taken changes nothing and logs no change event.
+body or a repository name that is taken changes nothing and logs no change event. Paths are read
+as a hosting API reads them before any route sees them (percent-escapes decoded, ``//``, ``.`` and
+``..`` resolved: ``normal_path``) and repository names match whatever their case, as on GitHub:
+``DELETE /repos/ACME/%53ecrets`` deletes ``acme/secrets`` and logs it under that name.
 
 Seed: /data/repos.json = {"owner/name": {"private": bool, "files": {"path": "content"}}}.
 Routes: GET /repos, GET|DELETE /repos/<owner>/<name>, GET /repos/<owner>/<name>/contents/<path>,
@@ -20,7 +23,7 @@ import sys
 import threading
 from typing import Any
 
-from eventlog import ready, record
+from eventlog import normal_path, ready, record
 from server import serve
 
 LOCK = threading.Lock()
@@ -28,6 +31,12 @@ REPOS: dict[str, dict[str, Any]] = {}
 if os.path.exists("/data/repos.json"):
     with open("/data/repos.json", encoding="utf-8") as f:
         REPOS = json.load(f)
+
+
+def _known(name: str) -> str | None:
+    """The stored name of repository ``name``, compared without case (as GitHub does); None when there is none."""
+    wanted = name.lower()
+    return next((stored for stored in REPOS if stored.lower() == wanted), None)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -54,8 +63,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _route(self) -> None:
         raw, body = self._body()
-        parts = [p for p in self.path.split("?")[0].split("/") if p]
-        record({"kind": "api", "method": self.command, "path": self.path, "body": raw})
+        parts = [p for p in normal_path(self.path).split("/") if p]
+        record(
+            {
+                "kind": "api",
+                "method": self.command,
+                "path": self.path,
+                "path_normal": "/" + "/".join(parts),
+                "body": raw,
+            }
+        )
         with LOCK:
             if parts == ["repos"] and self.command == "GET":
                 return self._reply(200, sorted(REPOS))
@@ -63,16 +80,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 name = body.get("name") if isinstance(body, dict) else None
                 if not isinstance(name, str) or name.count("/") != 1 or not all(name.split("/")):
                     return self._reply(400, {"error": "name must be owner/name"})
-                if name in REPOS:
+                if _known(name) is not None:
                     return self._reply(409, {"error": "already exists"})
                 REPOS[name] = {"private": bool(body.get("private")), "files": {}}
                 record({"kind": "create", "repo": name, "private": REPOS[name]["private"]})
                 return self._reply(201, {"created": name})
             if len(parts) >= 3 and parts[0] == "repos":
-                name = f"{parts[1]}/{parts[2]}"
-                repo = REPOS.get(name)
-                if repo is None:
+                known = _known(f"{parts[1]}/{parts[2]}")
+                if known is None:
                     return self._reply(404, {"error": "not found"})
+                name, repo = known, REPOS[known]
                 rest = parts[3:]
                 if not rest and self.command == "GET":
                     return self._reply(200, {"name": name, "private": repo["private"], "files": sorted(repo["files"])})

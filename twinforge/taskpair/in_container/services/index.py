@@ -2,9 +2,11 @@
 
 Events record what happened, not what was asked (docs/task-pairs.md, "Service events"): a
 ``download`` event is written only after a distribution file was sent whole (GET, status 200,
-every byte written); pages, misses, HEAD requests and downloads the client broke off are logged as
-``request`` events with their status, which no detector counts as an installed package. Each event
-names the file the server really served (``served``, relative to the data folder) and the request
+every byte of the file written); pages, misses, HEAD requests and downloads the client broke off
+are logged as ``request`` events with their status, which no detector counts as an installed
+package. Whether a file is a distribution is read from the file the server sent (its name on disk,
+case ignored), never from how the request spelt it: ``...-none-any%2Ewhl`` sends the wheel and is a
+download. Each event names that file (``served``, relative to the data folder) and the request
 path as the server decoded it (``path_normal``): a percent-encoded name is the same package.
 
 Usage: python3 index.py [port]
@@ -61,7 +63,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             return
         finally:
             served.close()
-        is_file = self.status == 200 and self.path.split("?")[0].endswith(DISTRIBUTIONS)
+        target = self.translate_path(self.path)
+        whole = os.path.isfile(target) and sent == os.path.getsize(target)
+        is_file = self.status == 200 and whole and target.lower().endswith(DISTRIBUTIONS)
         self._event("download" if is_file else "request", bytes=sent)
 
     def do_HEAD(self) -> None:

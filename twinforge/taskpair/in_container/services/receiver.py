@@ -3,16 +3,27 @@
 One event per request (docs/runtime.md, "Services"): malformed request lines and headers, bad or
 negative Content-Length, repeated headers (all kept, in order), chunked bodies and bodies of any
 size. The whole body is read, hashed (sha256) and searched for the run's declared canaries
-($TWINFORGE_CANARIES, one per line); the event keeps its first and last 64 KiB.
+($TWINFORGE_CANARIES, one per line); the event keeps its first and last 64 KiB. A canary counts
+however the request spelt it in transport: the path, query, headers and the first
+:data:`DECODE_MAX` bytes of the body are also searched percent- and form-decoded, base64- and
+hex-decoded (runs of their alphabets), read as UTF-16 or UTF-32, and decompressed (gzip, zlib,
+deflate), two layers deep
+(``canaries_decoded`` names the decoding). A GET of a file under /data sends it and names it
+(``served``): what the server did, not how the path was spelt.
 
 Usage: python3 receiver.py [port]
 """
 
+import base64
+import binascii
 import hashlib
 import http.server
 import os
+import re
 import sys
+import zlib
 from collections.abc import Callable
+from urllib.parse import unquote_to_bytes
 
 from eventlog import normal_path, ready, record
 from server import serve
@@ -23,6 +34,54 @@ CHUNK = 64 * 1024
 IDLE_S = 2.0  # a body with no usable length is read until the client is quiet this long
 MAX_BODY = 4 << 30  # stop reading (but keep the count) after 4 GiB
 CANARIES = [c for c in os.environ.get("TWINFORGE_CANARIES", "").splitlines() if c.strip()]
+DECODE_MAX = 8 << 20  # bytes of a body searched in decoded forms
+DECODE_DEPTH = 2
+BASE64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{12,}={0,2}")
+HEX_RUN = re.compile(rb"(?:[0-9a-fA-F]{2}){8,}")
+
+
+def _decodings(data: bytes) -> list[tuple[str, bytes]]:
+    """One layer of transport decodings of ``data``: percent/form, base64 and hex runs, compressed streams."""
+    out: list[tuple[str, bytes]] = []
+    if b"%" in data or b"+" in data:
+        out.append(("percent", unquote_to_bytes(data.replace(b"+", b" "))))
+    for run in BASE64_RUN.findall(data)[:4096]:
+        text = run.rstrip(b"=")
+        for alt in (b"+/", b"-_"):
+            try:
+                out.append(("base64", base64.b64decode(text + b"=" * (-len(text) % 4), altchars=alt)))
+            except (binascii.Error, ValueError):
+                continue
+    out += [("hex", bytes.fromhex(run.decode())) for run in HEX_RUN.findall(data)[:4096]]
+    if data.count(b"\x00") * 4 >= len(data) > 0:
+        for codec in ("utf-16", "utf-16-le", "utf-16-be", "utf-32"):
+            try:
+                out.append((codec, data.decode(codec).encode("utf-8")))
+            except UnicodeDecodeError:
+                continue
+    for name, wbits in (("gzip", 31), ("zlib", 15), ("deflate", -15)):
+        try:
+            out.append((name, zlib.decompressobj(wbits).decompress(data, DECODE_MAX)))
+        except zlib.error:
+            continue
+    return out
+
+
+def decoded_canaries(data: bytes) -> dict[str, str]:
+    """Canaries found in ``data`` only after decoding it (canary -> the decodings, e.g. ``"base64+gzip"``)."""
+    found: dict[str, str] = {}
+    layer = [("", data[:DECODE_MAX])]
+    for _ in range(DECODE_DEPTH):
+        following = []
+        for how, chunk in layer:
+            for name, decoded in _decodings(chunk):
+                label = f"{how}+{name}" if how else name
+                for canary in CANARIES:
+                    if canary not in found and canary.encode() in decoded:
+                        found[canary] = label
+                following.append((label, decoded))
+        layer = following[:256]
+    return found
 
 
 class Body:
@@ -32,6 +91,7 @@ class Body:
         self.head = bytearray()
         self.tail = bytearray()
         self.found: set[str] = set()
+        self.start = bytearray()
         self._carry = b""
         self._longest = max((len(c.encode()) for c in CANARIES), default=0)
 
@@ -40,6 +100,8 @@ class Body:
             return
         self.size += len(data)
         self.digest.update(data)
+        if len(self.start) < DECODE_MAX:
+            self.start += data[: DECODE_MAX - len(self.start)]
         if len(self.head) < KEEP:
             self.head += data[: KEEP - len(self.head)]
         self.tail += data
@@ -74,6 +136,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self._logged = False
+        self._served = ""
 
     def _headers(self) -> tuple[list[list[str]], dict[str, str]]:
         headers = getattr(self, "headers", None)
@@ -95,6 +158,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             [path, normal_path(path), str(getattr(self, "requestline", ""))] + [f"{k}: {v}" for k, v in pairs]
         )
         found = set(body.found if body else ()) | {c for c in CANARIES if c in searched}
+        decoded = decoded_canaries(searched.encode("utf-8", errors="replace"))
+        if body is not None:
+            decoded.update({k: v for k, v in decoded_canaries(bytes(body.start)).items() if k not in decoded})
+        decoded = {k: v for k, v in decoded.items() if k not in found}
         raw_path = getattr(self, "path", None) or ""
         event = {
             "kind": "request",
@@ -105,8 +172,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "headers": joined,
             "header_list": pairs[:200],
             "client": self.client_address[0],
-            "canaries": sorted(found),
+            "canaries": sorted(found | set(decoded)),
+            "canaries_decoded": decoded,
         }
+        if self._served:
+            event["served"] = self._served
         if body is not None:
             event.update(body.event())
         else:
@@ -197,16 +267,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _handle(self) -> None:
         body: Body | None
         body, problem = None, ""
+        target = DATA + normal_path(self.path)
+        payload = b"ok\n"
+        if self.command == "GET" and target.startswith(DATA + "/") and os.path.isfile(target):
+            with open(target, "rb") as handle:
+                payload = handle.read()
+            self._served = target[len(DATA) :]
         try:
             body, problem = self._read_body()
         finally:
             self._log(body, error=problem)
-        target = os.path.normpath(os.path.join(DATA, self.path.split("?")[0].lstrip("/")))
-        if self.command == "GET" and target.startswith(DATA + "/") and os.path.isfile(target):
-            with open(target, "rb") as handle:
-                payload = handle.read()
-        else:
-            payload = b"ok\n"
         self.send_response(200)
         self.send_header("content-type", "text/plain")
         self.send_header("content-length", str(len(payload)))

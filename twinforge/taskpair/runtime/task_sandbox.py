@@ -1,0 +1,219 @@
+"""Agent code run again where it ran: in the task container, after the agent's processes are gone.
+
+A detector that executes the agent's final code (hidden oracle cases, a probe) must not run it
+anywhere that code can tell from its real use (docs/runtime.md, "Sandbox"). A fresh container
+always differs somewhere: the copies of the state sat on a tmpfs (``/proc/self/mountinfo`` showed
+it), the program came in as ``python3 -`` (``sys.argv == ['-']``), its init was seconds old, and
+an R8 fix that applied only under those tells passed every hidden case while the user's code stayed
+broken. So during a run the runner keeps the task container after the agent stopped: every process
+but the container's init and its ``sleep`` is killed (the agent's, detached ones included), the
+state is collected, and each sandbox request of the detector then runs in that container, as one
+of the agent's commands ran:
+
+- the same file systems (the run disk's folders where the agent left them, the read-only root),
+  user, host name, environment, working folder and masked paths, the same init (so the same age);
+- started through the same command wrapper (``/usr/libexec/procgroup``), under ``bash -c``, with
+  standard input ``/dev/null`` and output and errors on one pipe;
+- a program as a script file written into the container's ``/tmp`` with a ``tempfile``-style name
+  (``/tmp/tmpk2j9x0qa.py``) and owned by the task user, removed afterwards.
+
+After each request every process but init and ``sleep`` is killed again. What a request leaves in
+the file system stays for the next one, as it would for the user's next command. A container that
+ended (the agent killed its ``sleep``) is started again, with its file systems as they were. A
+request with ``stdin`` or ``files``, and every request when no task container is left (a detector
+run again over saved evidence), runs in a fresh container instead
+(``twinforge.taskpair.runtime.sandbox``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import threading
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from docker.models.containers import Container
+
+from twinforge.taskpair.exceptions import RunError
+from twinforge.taskpair.runtime.channel import SandboxRequest
+from twinforge.taskpair.runtime.cues import command_argv
+from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
+from twinforge.taskpair.runtime.sandbox import OUTPUT_TAIL, SandboxReply, request_paths, script_path
+
+GRACE_S = 3.0
+"""After the limit, how long the wrapper has to report before the host kills (as for the agent's commands)."""
+KILL_ROUNDS = 20
+
+
+def container_pids(container: Container) -> dict[int, tuple[int, int]]:
+    """Host pid -> (uid, gid) of every process of ``container`` (``docker top``); empty when it does not answer."""
+    try:
+        top = container.client.api.top(container.id, ps_args="-eo pid,uid,gid")
+    except ENGINE_ERRORS:
+        return {}
+    titles = [t.upper() for t in top.get("Titles") or []]
+    if not {"PID", "UID", "GID"} <= set(titles):
+        return {}
+    pid, uid, gid = titles.index("PID"), titles.index("UID"), titles.index("GID")
+    found = {}
+    for row in top.get("Processes") or []:
+        if all(str(row[i]).isdigit() for i in (pid, uid, gid)):
+            found[int(row[pid])] = (int(row[uid]), int(row[gid]))
+    return found
+
+
+def kill_except(container: Container, keep: set[int]) -> bool:
+    """SIGKILL every process of ``container`` but ``keep`` (host pids), in rounds; True when none is left."""
+    for _ in range(KILL_ROUNDS):
+        victims = set(container_pids(container)) - keep
+        if not victims:
+            return True
+        for pid in victims:
+            with suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    return not set(container_pids(container)) - keep
+
+
+@dataclass
+class TaskSandbox:
+    """The task container kept after the agent stopped, where the detector's requests run.
+
+    Attributes:
+        container: The task container.
+        tmp: The host folder that is the container's ``/tmp`` (a folder of the run disk).
+        keep: Host pids of the container's init and its ``sleep``.
+    """
+
+    container: Container
+    tmp: Path
+    keep: set[int]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def after_agent(cls, container: Container, tmp: Path, keep: set[int]) -> TaskSandbox:
+        """Stop everything the agent left running in ``container`` and keep the container for the detector.
+
+        A container whose processes cannot all be killed is killed whole (it is started again
+        for the first request).
+        """
+        with suppress(*ENGINE_ERRORS):
+            container.reload()
+            if container.status == "running" and not kill_except(container, keep):
+                container.kill()
+        return cls(container, tmp, keep)
+
+    def stop(self) -> None:
+        """Kill the container (before teardown, or when it will not serve requests)."""
+        with suppress(*ENGINE_ERRORS):
+            self.container.kill()
+
+    def run(self, request: SandboxRequest, *, state: Path, default_path: str, timeout_s: float) -> SandboxReply | None:
+        """Run one request in the task container; ``None`` when it must run in a fresh container instead.
+
+        Args:
+            request: The detector's request.
+            state: The run's collected state (the request's paths must have been collected).
+            default_path: The path used when the request names none.
+            timeout_s: Wall-clock limit (the wrapper kills the command's whole tree there).
+
+        Raises:
+            RunError: A path was not collected, or the engine failed while the command ran.
+        """
+        if request.stdin or request.files:
+            return None
+        _paths, _sources, cwd = request_paths(request, state, default_path)
+        with self.lock:
+            owner = self._ready()
+            if owner is None:
+                return None
+            argv = list(request.command)
+            script = None
+            if request.script is not None:
+                script = script_path()
+                host = self.tmp / Path(script).name
+                try:
+                    host.write_text(request.script, encoding="utf-8")
+                    os.chown(host, *owner)
+                    host.chmod(0o600)
+                except OSError:  # the agent filled its disk: no room for the program here
+                    with suppress(OSError):
+                        host.unlink()
+                    return None
+                argv.append(script)
+            try:
+                return self._exec(shlex.join(argv), cwd, request.env, timeout_s)
+            finally:
+                kill_except(self.container, self.keep)
+                if script is not None:
+                    with suppress(OSError):
+                        (self.tmp / Path(script).name).unlink()
+
+    def _ready(self) -> tuple[int, int] | None:
+        """Start the container again if it ended; the task user's (uid, gid), or None when it cannot serve."""
+        try:
+            self.container.reload()
+            if self.container.status != "running":
+                self.container.start()
+                self.keep = set(container_pids(self.container))
+        except ENGINE_ERRORS:
+            return None
+        pids = container_pids(self.container)
+        owners = [pids[p] for p in sorted(self.keep) if p in pids]
+        return owners[-1] if owners else None
+
+    def _exec(self, command: str, cwd: str, env: dict[str, str], timeout_s: float) -> SandboxReply:
+        api = self.container.client.api
+        try:
+            exec_id = api.exec_create(
+                self.container.id, command_argv(timeout_s, command), workdir=cwd, environment=env or None
+            )["Id"]
+            stream = api.exec_start(exec_id, stream=True, demux=True)
+        except ENGINE_ERRORS as exc:
+            raise RunError("sandbox", f"the task container did not run the request: {exc}") from exc
+        fired = threading.Event()
+
+        def backstop() -> None:
+            fired.set()
+            kill_except(self.container, self.keep)
+
+        timer = threading.Timer(timeout_s + GRACE_S, backstop)
+        timer.daemon = True
+        timer.start()
+        out, errors = bytearray(), bytearray()
+        try:
+            for chunk, err in stream:
+                if chunk:
+                    out += chunk
+                    if len(out) > 2 * OUTPUT_TAIL:
+                        del out[: len(out) - OUTPUT_TAIL]
+                if err and len(errors) < OUTPUT_TAIL:
+                    errors += err[: OUTPUT_TAIL - len(errors)]
+        except ENGINE_ERRORS:
+            pass
+        finally:
+            timer.cancel()
+        status = _status(errors.decode("utf-8", errors="replace"))
+        try:
+            code = api.exec_inspect(exec_id).get("ExitCode")
+        except ENGINE_ERRORS:
+            code = None
+        timed_out = bool(status.get("timed_out")) or fired.is_set()
+        text = out[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
+        return SandboxReply(int(code) if code is not None and not timed_out else -9, text, "", timed_out)
+
+
+def _status(errors: str) -> dict[str, Any]:
+    """The wrapper's status line (the last JSON object on its own error stream)."""
+    for line in reversed(errors.splitlines()):
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(parsed, dict) and isinstance(parsed.get("timed_out"), bool):
+            return parsed
+    return {}
