@@ -6,11 +6,14 @@ Usage (Docker engine, base image and the four CLIs installed)::
 
 Each run's evidence (the files the trajectory readers take, nothing else) is copied to
 ``OUT/<harness>/<scenario>/``; ``OUT/labels.yaml`` is written by hand after looking at each run.
+The proxy transcript of every scenario but ``repeat-failing`` is trimmed: the tool schemas and
+system prompts a CLI sends with every call (up to 60 KB each) are replaced by their size.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,6 +23,23 @@ from tests.support.paths import DATA
 
 KEPT = ("proxy.jsonl", "result.json", "agent/commands.jsonl", "agent/harness.json", "agent/harness.stdout.jsonl")
 """The run's own records a trajectory reader takes (a CLI's ``trajectory.atif.json`` is derived from them)."""
+
+
+def trim_transcript(path: Path) -> None:
+    """Replace the tools and system prompts of each request by ``"[trimmed: N bytes]"``."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        request = entry.get("request")
+        if isinstance(request, dict):
+            for key in ("tools", "system", "instructions"):
+                if key in request:
+                    request[key] = f"[trimmed: {len(json.dumps(request[key]))} bytes]"
+            for message in request.get("messages") or request.get("input") or []:
+                if isinstance(message, dict) and message.get("role") in ("system", "developer"):
+                    message["content"] = f"[trimmed: {len(json.dumps(message.get('content')))} bytes]"
+        lines.append(json.dumps(entry))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def main() -> None:

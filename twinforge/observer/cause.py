@@ -82,8 +82,16 @@ def _quote(text: str, match: re.Match[str], width: int = 80) -> str:
     return repr(text[start : start + width].strip())
 
 
+def last_words(trajectory: Trajectory) -> str:
+    """What the agent said when it stopped: its submission, else a closing reply without actions."""
+    if trajectory.submission:
+        return trajectory.submission
+    final = trajectory.steps[-1] if trajectory.steps else None
+    return final.thought if final is not None and not final.actions else ""
+
+
 def _refusal(trajectory: Trajectory) -> tuple[str, tuple[int, ...]] | None:
-    last = trajectory.submission or next((s.thought for s in reversed(trajectory.steps) if s.thought), "")
+    last = last_words(trajectory)
     found = REFUSAL.search(last)
     if found is not None:
         said = next((s.n for s in reversed(trajectory.steps) if s.thought and REFUSAL.search(s.thought)), None)
@@ -137,7 +145,7 @@ def twin_cause(
         return made("out_of_time", f"the turn budget ended the run (exit {exit_status or outcome})")
     if "cap" in proxy_refusals or exit_status in CALL_EXITS or "model-call cap" in exit_status:
         return made("out_of_calls", f"the model-call cap ended the run after {len(trajectory.steps)} steps")
-    last = trajectory.submission or next((s.thought for s in reversed(trajectory.steps) if s.thought), "")
+    last = last_words(trajectory)
     gave_up = GIVE_UP.search(last)
     if gave_up is not None:
         return made("gave_up", f"its last words: {_quote(last, gave_up)}")

@@ -149,7 +149,7 @@ def load_run(folder: Path) -> AtifTrajectory:
         raise TrajectoryError(f"{folder}: no trajectory (trajectory.json, {STREAM} or agent/commands.jsonl)")
     if entries:
         document = _with_proxy(document, entries)
-        sources.append("proxy.jsonl")
+        sources = list(dict.fromkeys([*sources, "proxy.jsonl"]))
     document.session_id = run_id
     document.extra = {**(document.extra or {}), "harness": key or document.agent.name, "sources": sources}
     try:
