@@ -11,8 +11,12 @@ writes every note it would have delivered).
 Conditions, each (condition, think time, repetition) in its own child process (its peak RSS):
 - ``off``: ``DefaultAgent``, no observer;
 - ``rules``: ``ObservedAgent``, rules and template guidance;
-- ``llm``: ``ObservedAgent``, guidance written by the observer model (and, with ``--classifier``,
-  the LLM classifier deciding every class as ``either``), on the embedded llama-server.
+- ``llm-remote``: guidance written by an observer model on another machine, played by a second
+  scripted server that answers valid DO / DON'T JSON after ``--remote-s`` seconds and uses no CPU
+  here: does the agent wait for its observer?
+- ``llm-local``: guidance written by the embedded model (llama-server, ``--observer-model``) on
+  the same two cores as the agent: the model's CPU is taken from everything else on the machine.
+With ``--classifier`` the LLM classifier also decides every class (``either``) in the LLM conditions.
 
 Printed per think time and condition: agent step latency (median, p90; the whole ``step()`` on
 the agent's thread: model call, command, the hand-over to the observer, the delivery check; the
@@ -42,18 +46,26 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out" / "observer_latency.jsonl"
-CONDITIONS = ("off", "rules", "llm")
+CONDITIONS = ("off", "rules", "llm-remote", "llm-local")
+ADVICE = '{"do": ["Read the error output before the next command."], "dont": ["Do not run the same command again."]}'
+"""The remote observer model's answer (valid guidance JSON)."""
 COMMAND = "cat config/missing-settings.yaml"
 
 
 class CountingChat:
-    """A chat model that counts its calls and the seconds they took (the observer model's load)."""
+    """A chat model that counts its calls and the seconds they took, a call still running included."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.calls = 0
         self.seconds = 0.0
+        self.running: float | None = None
         self.lock = threading.Lock()
+
+    def busy(self) -> float:
+        """Seconds spent in calls so far."""
+        with self.lock:
+            return self.seconds + (time.perf_counter() - self.running if self.running is not None else 0.0)
 
     @property
     def name(self) -> str:
@@ -61,12 +73,15 @@ class CountingChat:
 
     def complete(self, messages: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
+        with self.lock:
+            self.running = started
         try:
             return self.inner.complete(messages, **kwargs)
         finally:
             with self.lock:
                 self.calls += 1
                 self.seconds += time.perf_counter() - started
+                self.running = None
 
 
 def child(args: argparse.Namespace) -> None:
@@ -106,12 +121,14 @@ def child(args: argparse.Namespace) -> None:
 
     counting: CountingChat | None = None
     observer: Observer | None = None
+    remote = scripted_upstream(Script(side_text=ADVICE, think_s=args.remote_s))
+    remote_url, _ = remote.__enter__()
     if args.child != "off":
         writer = GuidanceWriter()
         plan = None
-        if args.child == "llm":
+        if args.child.startswith("llm"):
             settings = ModelSettings(
-                base_url=args.observer_url,
+                base_url=remote_url if args.child == "llm-remote" else args.observer_url,
                 model="local",
                 structured_output="json_object",
                 temperature=0.0,
@@ -145,19 +162,21 @@ def child(args: argparse.Namespace) -> None:
         info = agent.run(task="Fix the failing configuration loader.")
         wall = time.perf_counter() - started
         summary = observer.summary() if observer is not None else {}
+        busy = counting.busy() if counting is not None else 0.0
         if observer is not None:
             observer.close()
+    remote.__exit__(None, None, None)
     print(
         json.dumps(
             {
                 "condition": args.child,
                 "think_s": think,
-                "classifier": bool(args.classifier and args.child == "llm"),
+                "classifier": bool(args.classifier and args.child.startswith("llm")),
                 "exit": info.get("exit_status"),
                 "steps": durations,
                 "wall_s": wall,
                 "llm_calls": counting.calls if counting else 0,
-                "llm_seconds": counting.seconds if counting else 0.0,
+                "llm_seconds": busy,
                 "checks": summary.get("checks", 0),
                 "notes": len(summary.get("shadowed", [])),
                 "errors": len(summary.get("errors", [])),
@@ -181,6 +200,7 @@ def main() -> None:
     parser.add_argument("--observer-model", default="gemma3-270m", help="embedded model of the observer")
     parser.add_argument("--observer-url", default="", help="an OpenAI-compatible observer model instead")
     parser.add_argument("--port", type=int, default=8093, help="port of the embedded observer model")
+    parser.add_argument("--remote-s", type=float, default=3.0, help="seconds per answer of the remote observer model")
     parser.add_argument("--classifier", action="store_true", help="the LLM classifier decides too (either)")
     parser.add_argument("--child", choices=CONDITIONS, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -200,6 +220,7 @@ def main() -> None:
             for condition in CONDITIONS:  # interleaved: machine load drifts alike over every condition
                 command = [sys.executable, __file__, "--child", condition, "--steps", str(args.steps)]
                 command += ["--think", str(think), "--interval", str(args.interval), "--observer-url", url]
+                command += ["--remote-s", str(args.remote_s)]
                 command += ["--classifier"] if args.classifier else []
                 done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
                 if done.returncode != 0:
@@ -218,7 +239,7 @@ def main() -> None:
         f"{args.observer_url or args.observer_model}"
         f"{' (guidance + classifier)' if args.classifier else ' (guidance)'}"
     )
-    print(f"  {'think':>5} {'condition':9} {'steps':>5} {'median ms':>9} {'p90 ms':>7} {'ratio':>6} "
+    print(f"  {'think':>5} {'condition':10} {'steps':>5} {'median ms':>9} {'p90 ms':>7} {'ratio':>6} "
           f"{'LLM calls':>9} {'LLM busy':>8} {'notes':>5} {'peak RSS MB':>11}")  # fmt: skip
     for think in args.think:
         base = 0.0
@@ -230,7 +251,7 @@ def main() -> None:
             busy = sum(r["llm_seconds"] for r in mine) / sum(r["wall_s"] for r in mine)
             p90 = percentile(steps, 0.9)
             print(
-                f"  {think:5.1f} {condition:9} {len(steps):5} {median * 1000:9.1f} {p90 * 1000:7.1f} "
+                f"  {think:5.1f} {condition:10} {len(steps):5} {median * 1000:9.1f} {p90 * 1000:7.1f} "
                 f"{median / base:6.3f} {sum(r['llm_calls'] for r in mine):9} {busy:8.0%} "
                 f"{sum(r['notes'] for r in mine):5} {max(r['rss_mb'] for r in mine):11.0f}"
             )
