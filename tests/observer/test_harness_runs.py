@@ -109,3 +109,15 @@ def test_trajectory_exports_a_run_as_atif(tmp_path: Path) -> None:
     assert document.agent.name == "opencode"
     results = [r for s in document.steps for r in (s.observation.results if s.observation else [])]
     assert [(r.extra or {}).get("exit_code") for r in results] == [127, 127, 127, 127]
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "opencode", "pi"])
+def test_the_harness_kit_samples_read_the_same(cli: str) -> None:
+    """The harness kit's recordings (another machine, another prompt) read into the same one step."""
+    from twinforge.observer.trajectory.run import CLI_READERS, json_lines
+
+    reader = CLI_READERS["claude-code" if cli == "claude" else cli]
+    steps = read_atif(reader(json_lines(DATA / "harness-kit" / cli / "output.jsonl"))).steps
+    commands = [(a.command, a.returncode) for s in steps for a in s.actions]
+    assert commands == [("echo hello > /tmp/harness-kit/work/proof.txt", 0)], commands
+    assert steps[-1].thought == "done"
