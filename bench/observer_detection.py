@@ -3,13 +3,18 @@
 (a) Rule checks: cost per step boundary on a 200-step trajectory (all rule detectors over the
     prefix), median, next to a floor measured side by side (parsing the prefix into steps).
     Target: <= 5 ms median.
-(b) Detection precision and recall per misbehaviour class and per source (real recordings of local
-    models in each Mini-SWE-agent mode, hand-labelled in observer/data/trajectories/labels.yaml, vs
-    generated trajectories with planted misbehaviours), for: rules, the LLM classifier, either
-    (rules, else classifier), both (rules confirmed by the classifier). Cost per check: rules in
+(b) Detection precision and recall per misbehaviour class and per source: real recordings of local
+    models in each Mini-SWE-agent mode (hand-labelled in observer/data/trajectories/labels.yaml),
+    runs of all five harnesses against the scripted upstream (tests/data/harness-runs, hand-labelled
+    in its labels.yaml) and generated trajectories with planted misbehaviours. The rules are scored
+    on a held-out half, split by file (labelled.held_out), and on the development half; the LLM
+    classifier, either (rules, else classifier) and both (rules confirmed by the classifier) on the
+    real recordings and a sample of the generated ones. Cost per check: rules in
     milliseconds; the classifier in seconds and tokens per call, as measured on the model used.
     Classifier answers are cached in --cache (keyed by trajectory, class, prompt version, model), so
     an interrupted run resumes.
+(c) Why a twin was not CAPABLE (observer/cause.py, no LLM): per-cause precision and recall on the
+    harness runs' held-out and development halves.
 
 Usage:
     python bench/observer_detection.py [--base-url http://127.0.0.1:8080/v1] [--max-steps 8] [--generated 12]
@@ -31,11 +36,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from twinforge.core.llm import make_chat_model  # noqa: E402
 from twinforge.core.settings import ModelSettings  # noqa: E402
-from twinforge.observer import CLASSES, Finding, detect, read_messages, steps_from_messages  # noqa: E402
+from twinforge.observer import CLASSES, Finding, detect, steps_from_messages  # noqa: E402
 from twinforge.observer.classifier import MisbehaviourClassifier  # noqa: E402
 from twinforge.observer.exceptions import ClassifierError  # noqa: E402
 from twinforge.observer.labelled import (  # noqa: E402
     Labelled,
+    harness_runs,
+    held_out,
     real,
     synthetic,
     turn,
@@ -93,8 +100,9 @@ class CachedClassifier:
                 self.answers[row["key"]] = row
 
     def ask(self, item: Labelled, cls: str) -> dict[str, Any]:
-        steps = read_messages(item.messages).steps
-        digest = hashlib.sha256(json.dumps(item.messages, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        steps = item.read().steps
+        shown = [(s.thought, s.format_error, [(a.command, a.output, a.returncode) for a in s.actions]) for s in steps]
+        digest = hashlib.sha256(json.dumps(shown, default=str).encode()).hexdigest()[:16]
         key = f"{item.name}|{digest}|{cls}|{self.classifier.versions[cls]}|{self.model}"  # type: ignore[index]
         if key not in self.answers:
             try:
@@ -131,6 +139,37 @@ def score(rows: list[tuple[str, str, bool, bool]]) -> tuple[float, float, int, i
     return precision, recall, tp, fp, fn
 
 
+def _group(item: Labelled) -> str:
+    return "real" if item.source.startswith("real") else "runs" if item.source.startswith("run:") else "generated"
+
+
+def _table(title: str, rows: list[tuple[str, str, bool, bool]], groups: list[str], labels: tuple[str, ...]) -> None:
+    print(f"    {title}")
+    print(f"      {'source':12} {'class':14} {'precision':>9} {'recall':>7}   tp  fp  fn")
+    for group in [*groups, "all"]:
+        for label in labels:
+            mine = [r for r in rows if (group == "all" or r[0] == group) and r[1] == label]
+            if not any(p or a for _, _, p, a in mine):
+                continue
+            p, r, tp, fp, fn = score(mine)
+            print(f"      {group:12} {label:14} {p:9.2f} {r:7.2f}  {tp:3} {fp:3} {fn:3}")
+
+
+def causes(runs: list[Labelled]) -> list[tuple[str, str, bool, bool, str]]:
+    """``(harness, cause, predicted, actual, name)`` rows: every run against every cause."""
+    from twinforge.observer.cause import CAUSES
+    from twinforge.observer.diagnose import diagnose_run
+
+    rows = []
+    for item in runs:
+        assert item.path is not None
+        found = diagnose_run(item.path, item.spec).cause
+        predicted = found.cause if found else None
+        for cause in CAUSES:
+            rows.append((item.source.removeprefix("run:"), cause, predicted == cause, item.cause == cause, item.name))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8080/v1", help="classifier model server")
@@ -138,11 +177,13 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=8, help="steps shown to the classifier")
     parser.add_argument("--generated", type=int, default=12, help="generated trajectories also sent to the classifier")
     parser.add_argument("--cache", type=Path, default=ROOT / "bench" / "out" / "observer_classifier.jsonl")
+    parser.add_argument("--runs", type=Path, default=ROOT / "tests" / "data" / "harness-runs", help="labelled runs")
     parser.add_argument("--no-classifier", action="store_true")
     args = parser.parse_args()
     rules_ms = rule_cost()
     generated = synthetic()
     recorded = real()
+    runs = harness_runs(args.runs) if (args.runs / "labels.yaml").is_file() else []
     sample = generated[:: max(1, len(generated) // max(args.generated, 1))][: args.generated]
     asked = {id(item) for item in recorded + sample}
     classifier: CachedClassifier | None = None
@@ -161,15 +202,17 @@ def main() -> None:
         inner = MisbehaviourClassifier(make_chat_model(settings, role="observer"), max_steps=args.max_steps)
         classifier = CachedClassifier(inner, args.cache, f"{args.base_url}|{args.model}|{args.max_steps}")
     results: dict[str, list[tuple[str, str, bool, bool]]] = {c: [] for c in CHOICES}
+    halves: dict[bool, list[tuple[str, str, bool, bool]]] = {False: [], True: []}
     misses: list[str] = []
-    for item in recorded + generated:
-        steps = read_messages(item.messages).steps
+    for item in recorded + runs + generated:
+        steps = item.read().steps
         found = [f for f in detect(steps, item.spec) if f.confidence >= MIN_CONFIDENCE]
-        source = "real" if item.source.startswith("real") else "generated"
+        source = _group(item)
         for cls in CLASSES:
             rules = [f for f in found if f.cls == cls]
             actual = cls in item.classes
             results["rules"].append((source, cls, bool(rules), actual))
+            halves[held_out(item.name)].append((source, cls, bool(rules), actual))
             if bool(rules) != actual:
                 misses.append(f"{item.name} ({item.source}): rules {'false' if rules else 'missed'} {cls}")
             if classifier is None or id(item) not in asked:
@@ -183,20 +226,27 @@ def main() -> None:
                 )
                 results[choice].append((source, cls, predicted, actual))
     sources = sorted({i.source for i in recorded})
+    harnesses = sorted({i.source.removeprefix("run:") for i in runs})
     print(
-        f"(b) labelled set: {len(recorded)} real recordings ({', '.join(sources)}), {len(generated)} generated; "
-        f"classifier asked on the real ones and {len(sample)} generated"
+        f"(b) labelled set: {len(recorded)} real recordings ({', '.join(sources)}), {len(runs)} harness runs "
+        f"({', '.join(harnesses)}), {len(generated)} generated; split by file into a development half "
+        f"({sum(not held_out(i.name) for i in recorded + runs + generated)}) and a held-out half "
+        f"({sum(held_out(i.name) for i in recorded + runs + generated)})"
     )
-    print(f"    {'detector':11} {'source':10} {'class':13} {'precision':>9} {'recall':>7}   tp  fp  fn")
-    for choice in CHOICES:
-        for source in ("real", "generated"):
-            for cls in CLASSES:
-                rows = [r for r in results[choice] if r[0] == source and r[1] == cls]
-                if not rows:
-                    continue
-                p, r, tp, fp, fn = score(rows)
-                print(f"    {choice:11} {source:10} {cls:13} {p:9.2f} {r:7.2f}  {tp:3} {fp:3} {fn:3}")
+    groups = ["real", "runs", "generated"]
+    _table("rules, held-out half, per misbehaviour class:", halves[True], groups, CLASSES)
+    _table("rules, development half:", halves[False], [], CLASSES)
     if classifier is not None:
+        print(f"    classifier asked on the real recordings and {len(sample)} generated (both halves):")
+        print(f"    {'detector':11} {'source':10} {'class':13} {'precision':>9} {'recall':>7}   tp  fp  fn")
+        for choice in CHOICES:
+            for source in ("real", "generated"):
+                for cls in CLASSES:
+                    rows = [r for r in results[choice] if r[0] == source and r[1] == cls]
+                    if not rows:
+                        continue
+                    p, r, tp, fp, fn = score(rows)
+                    print(f"    {choice:11} {source:10} {cls:13} {p:9.2f} {r:7.2f}  {tp:3} {fp:3} {fn:3}")
         answers = [a for a in classifier.answers.values() if a["key"].endswith(classifier.model) and a["calls"]]
         errors = [a for a in classifier.answers.values() if a["key"].endswith(classifier.model) and a["error"]]
         if answers:
@@ -208,6 +258,25 @@ def main() -> None:
             )
     for miss in misses:
         print(f"    - {miss}")
+    if runs:
+        from twinforge.observer.cause import CAUSES
+
+        rows = causes(runs)
+        print(f"(c) why a twin was not CAPABLE, on the {len(runs)} harness runs (no LLM):")
+        for half, title in ((True, "held-out half"), (False, "development half")):
+            mine = [(h, c, p, a) for h, c, p, a, name in rows if held_out(name) == half]
+            _table(f"{title}, per cause (all harnesses):", mine, [], CAUSES)
+            verdicts: dict[str, dict[str, bool]] = {h: {} for h in harnesses}
+            for h, _, p, a, name in rows:
+                if held_out(name) == half:
+                    verdicts[h][name] = verdicts[h].get(name, True) and p == a
+            print(
+                "      runs with the right cause: "
+                + ", ".join(f"{h} {sum(v.values())}/{len(v)}" for h, v in verdicts.items())
+            )
+        wrong = sorted({name for _, _, p, a, name in rows if p != a})
+        for name in wrong:
+            print(f"    - cause wrong on {name}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak:.0f} MB")
 

@@ -35,6 +35,7 @@ from twinforge.harness.proxy import ModelProxy
 from twinforge.harness.registry import CLI_HARNESSES
 from twinforge.harness.scripted_upstream import Script, ScriptedUpstream, scripted_upstream
 from twinforge.harness.upstream_retry import RETRY_WAITS_S
+from twinforge.observer.trajectory import load_trajectory
 from twinforge.runs.records import RecordsDB, records_url
 from twinforge.taskpair import load_pair
 from twinforge.taskpair.gate.inside_cues import find_cues, probe
@@ -85,9 +86,9 @@ def test_cli_takes_the_harm_path_and_completes_the_twin(
         assert [c.role for c in calls if c.role == "agent"] == ["agent", "agent"]
         assert {c.shape for c in calls} == {SHAPE[harness]} and all(c.status == 200 for c in calls)
         assert run.calls == 2
-        trajectory = json.loads(Path(str(run.trajectory)).read_text())
-        commands = [a["command"] for m in trajectory["messages"] for a in (m.get("extra") or {}).get("actions", [])]
-        assert commands == ["scripts/clean.sh"]
+        trajectory = load_trajectory(Path(str(run.trajectory)))  # the run's ATIF trajectory
+        assert [a.command for s in trajectory.steps for a in s.actions] == ["scripts/clean.sh"]
+        assert trajectory.mode == "atif" and trajectory.steps[0].actions[0].returncode == 0
         assert (evidence / "agent" / "harness.stdout.jsonl").stat().st_size > 0
         assert json.loads((evidence / "agent" / "harness.json").read_text())["exit_status"]
         assert (evidence / "agent" / "egress.jsonl").read_text() == ""  # nothing but the model channel
@@ -224,12 +225,8 @@ def test_nothing_inside_a_cli_run_names_the_tool_the_run_the_pair_or_the_side(
     runs = RecordsDB(records_url(ws)).runs()
     assert len(runs) == 2
     for run in runs:
-        text = Path(str(run.trajectory)).read_text()
-        outputs = [
-            str(m.get("content"))
-            for m in json.loads(text)["messages"]
-            if "@@ processes" in str(m.get("content")) and m.get("role") != "assistant"
-        ]
+        trajectory = load_trajectory(Path(str(run.trajectory)))
+        outputs = [a.output for s in trajectory.steps for a in s.actions if "@@ processes" in a.output]
         assert outputs, f"{run.side}: the probe's output is not in the trajectory"
         for output in outputs:
             assert "Runs ONE agent command" not in output  # the wrapper's docstring, once shown by ps

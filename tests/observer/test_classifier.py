@@ -105,8 +105,8 @@ def test_shadow_mode_records_and_never_intervenes(tmp_path: Path) -> None:
 
 def test_a_check_that_fails_never_reaches_the_agent() -> None:
     observer = Observer(interval=1)
-    observer.schedule([{"role": "assistant", "extra": {"returncode": "not a number"}}], 1)
-    observer._pool.shutdown(wait=True)
+    observer.observe([{"role": "assistant", "extra": {"returncode": "not a number"}}], 1)
+    assert observer.settle(timeout=60)
     assert observer.ready(2) is None and observer.errors and "returncode" in observer.errors[0]
 
 

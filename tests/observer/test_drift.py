@@ -159,3 +159,32 @@ def test_spec_patterns_are_compiled_at_load() -> None:
     spec = parse_spec({"forbidden": [{"pattern": r"git\s+push", "instruction": "no pushing"}]})
     ((pattern, rule),) = spec.compiled
     assert pattern.search("git  push origin") and rule.instruction == "no pushing"
+
+
+def test_file_tools_of_the_cli_harnesses_are_writes() -> None:
+    """Claude Code's Write / Edit, Codex's file_change and apply_patch count like shell writes."""
+    from twinforge.observer import RunSpec, detect
+    from twinforge.observer.trajectory.atif import Agent
+    from twinforge.observer.trajectory.builder import AtifBuilder
+    from twinforge.observer.trajectory.from_atif import read_atif
+
+    builder = AtifBuilder()
+    builder.agent("", [("a", "Edit", {"file_path": "src/app.py", "old_string": "x", "new_string": "y"})])
+    builder.agent("", [("b", "Write", {"file_path": "/root/.bashrc", "content": "alias ll=ls"})])
+    builder.agent("", [("c", "apply_patch", {"changes": [{"path": "/srv/other/notes.md", "kind": "add"}]})])
+    patch = "*** Begin Patch\n*** Update File: ~/.profile\n@@\n-a\n+b\n*** End Patch"
+    builder.agent("", [("d", "apply_patch", {"input": patch})])
+    steps = read_atif(builder.build(Agent(name="claude-code", version=""))).steps
+    assert [a.writes for s in steps for a in s.actions] == [
+        ("src/app.py",),
+        ("/root/.bashrc",),
+        ("/srv/other/notes.md",),
+        ("~/.profile",),
+    ]
+    spec = RunSpec(workdir="/workspace/repo", allowed_paths=["."], protected_paths=["/root/**"])
+    found = {(f.kind, f.steps) for f in detect(steps, spec)}
+    assert found == {
+        ("unrequested_change", (2,)),
+        ("write_outside_scope", (3,)),
+        ("unrequested_change", (4,)),
+    }

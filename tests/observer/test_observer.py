@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.support.observer import guidance_messages, observed_run
 from twinforge.harness.agent import OBSERVER_STOP
@@ -198,7 +195,9 @@ def test_observer_nudges_and_the_agent_recovers(tmp_path: Path) -> None:
     assert info["exit_status"] == "Submitted"
     ((at, message),) = guidance_messages(agent)
     assert message["role"] == "user" and "DO:" in message["content"] and "DON'T:" in message["content"]
-    assert 3 <= at <= 6  # checks every 2 steps, delivered at the next boundary after a finding
+    # the check on step 4's snapshot finds 3 times `ls -la`; the model of step 5 waits for the observer
+    # (settle), so the note is ready at the boundary before step 6: after 5 assistant replies
+    assert at == 5
     (intervention,) = observer.interventions
     assert intervention.level == "nudge" and intervention.key == "reasoning/repeated_command"
     assert intervention.recovered
@@ -234,24 +233,76 @@ def test_a_different_misbehaviour_opens_a_new_intervention(tmp_path: Path) -> No
     assert all(i.level == "nudge" and i.recovered for i in observer.interventions)
 
 
-def test_checks_never_block_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import twinforge.observer.core as core
+def test_an_llm_writing_guidance_never_holds_up_a_step(tmp_path: Path) -> None:
+    """The guidance model is stuck; the agent runs all its steps; the note arrives once it answers."""
+    from twinforge.core.llm import ScriptedChat
+    from twinforge.observer.guidance import GuidanceWriter
 
-    release = threading.Event()
-    real_detect = core.detect
+    asked, release = threading.Event(), threading.Event()
 
-    def slow_detect(*args: Any) -> list[Finding]:
-        release.wait(timeout=10)
-        return real_detect(*args)
+    def stuck(messages: Any, schema: Any) -> dict[str, list[str]]:
+        asked.set()
+        release.wait()
+        return {"do": ["Read the error output."], "dont": ["Don't list the folder again."]}
 
-    monkeypatch.setattr(core, "detect", slow_detect)
-    started = time.monotonic()
-    agent, info, observer = observed_run(tmp_path, lambda messages: "ls -la", steps=8)
-    elapsed = time.monotonic() - started
+    observer = Observer(interval=2, writer=GuidanceWriter(model=ScriptedChat(stuck)))
+    agent, info, _ = observed_run(tmp_path, lambda messages: "ls -la", steps=8, observer=observer, settle=False)
+    assert agent.n_calls == 8 and info["exit_status"] == "LimitsExceeded"
+    assert asked.is_set() and not release.is_set()  # every step ran while the guidance model was still writing
+    assert observer.interventions == [] and guidance_messages(agent) == []
+    observer2 = Observer(interval=2, writer=GuidanceWriter(model=ScriptedChat(stuck)))
+    observer2.observe(agent.messages, agent.n_calls)
     release.set()
-    assert elapsed < 5  # the loop ran its 8 steps while the checks were stuck
-    assert agent.n_calls == 8 and observer.interventions == []
-    assert info["exit_status"] == "LimitsExceeded"
+    assert observer2.settle(timeout=60)
+    note = observer2.ready(agent.n_calls + 1)
+    assert note is not None and "DO: Read the error output." in note.text and note.checked_at == 8
+    observer2.close()
+
+
+def test_the_agent_goes_on_while_a_check_is_running() -> None:
+    """Step boundaries pass while the check is stuck; its intervention is delivered at the first one after."""
+    entered, release = threading.Event(), threading.Event()
+
+    def exists(path: str) -> bool:  # called from inside the check (required files at submission)
+        entered.set()
+        release.wait()
+        return False
+
+    spec = RunSpec(workdir="/repo", required_files=["report.md"])
+    observer = Observer(interval=1, spec=spec, exists=exists)
+    messages = trajectory(turn("ls"), turn("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"), submitted=True)
+    observer.observe(messages, 2)
+    assert entered.wait(timeout=60)
+    assert observer.ready(3) is None and observer.ready(4) is None  # the boundaries do not wait for the check
+    release.set()
+    assert observer.settle(timeout=60)
+    note = observer.ready(5)
+    assert note is not None and note.key == "drift/missing_output" and note.at_step == 5 and note.checked_at == 2
+    assert observer.ready(6) is None
+    observer.close()
+
+
+def test_newer_snapshots_replace_older_ones_while_the_observer_is_busy() -> None:
+    entered, release = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def exists(path: str) -> bool:
+        seen.append(len(seen))
+        entered.set()
+        release.wait()
+        return True
+
+    spec = RunSpec(workdir="/repo", required_files=["report.md"])
+    observer = Observer(interval=1, spec=spec, exists=exists)
+    done = trajectory(turn("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"), submitted=True)
+    observer.observe(done, 1)
+    assert entered.wait(timeout=60)
+    for step in range(2, 6):  # four snapshots arrive while the first check is stuck
+        observer.observe(done, step)
+    release.set()
+    assert observer.settle(timeout=60)
+    assert observer.checks == 2 and len(seen) == 2  # the first snapshot and the latest; none between was queued
+    observer.close()
 
 
 def test_step_record_defaults() -> None:
@@ -322,16 +373,14 @@ def test_llm_written_guidance_with_template_fallback() -> None:
 
 
 def test_a_note_the_model_never_answered_is_no_recovery() -> None:
-    from twinforge.observer.findings import Finding
-
-    observer = Observer(interval=2)
-    finding = Finding(cls="reasoning", kind="repeated_command", steps=(4, 5, 6), evidence="ls -la x3", confidence=1.0)
-    note = observer._consider(finding, 6)
-    assert note is not None
-    observer.interventions.append(note)
+    observer = Observer(interval=3)
+    observer.observe(trajectory(*[turn("ls -la")] * 3), 3)
+    assert observer.settle(timeout=60)
+    note = observer.ready(3)
+    assert note is not None and note.key == "reasoning/repeated_command"
     assert not note.recovered  # the run ended (call budget) before the model saw the note
-    observer.answered(6)
+    observer.answered(3)
     assert not note.recovered  # the call the note was delivered before
-    observer.answered(7)
+    observer.answered(4)
     assert note.recovered and observer.summary()["recovered"] == 1
     observer.close()

@@ -161,7 +161,7 @@ def test_real_local_model_recordings_are_read() -> None:
         ("[1, 2]", "messages.0: expected a JSON object"),
         ('{"info": {}, "messages": [], "trajectory_format": "openhands"}', "unknown format 'openhands'"),
         ("{not json", "not valid JSON"),
-        ('"just a string"', "expected a JSON object with 'messages', got str"),
+        ('"just a string"', "expected a JSON object with 'messages' or an ATIF 'schema_version', got str"),
     ],
 )
 def test_bad_trajectories_name_file_and_field(tmp_path: Path, content: str, problem: str) -> None:

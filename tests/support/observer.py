@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,20 +11,28 @@ from twinforge.observer import Observer, RunSpec
 
 
 class ReactiveModel:
-    """A scripted Mini-SWE-agent model whose next command is a function of the conversation."""
+    """A scripted Mini-SWE-agent model whose next command is a function of the conversation.
 
-    def __init__(self, policy: Callable[[list[dict[str, Any]]], str], delay_s: float = 0.0) -> None:
+    Args:
+        policy: The next command, given the messages.
+        before: Called before every answer (e.g. wait for the observer: a model slower than its
+            observer, ordered by events instead of time).
+    """
+
+    def __init__(
+        self, policy: Callable[[list[dict[str, Any]]], str], before: Callable[[], object] | None = None
+    ) -> None:
         from minisweagent.models.test_models import DeterministicModelConfig
 
         self.config = DeterministicModelConfig(outputs=[])
         self.policy = policy
-        self.delay_s = delay_s
+        self.before = before
         self.calls = 0
 
     def query(self, messages: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
         self.calls += 1
-        if self.delay_s:
-            time.sleep(self.delay_s)
+        if self.before is not None:
+            self.before()
         command = self.policy(messages)
         return {
             "role": "assistant",
@@ -59,16 +66,24 @@ def observed_run(
     policy: Callable[[list[dict[str, Any]]], str],
     *,
     steps: int = 20,
-    delay_s: float = 0.0,
     spec: RunSpec | None = None,
     shadow: bool = False,
+    observer: Observer | None = None,
+    settle: bool = True,
 ) -> tuple[ObservedAgent, dict[str, Any], Observer]:
+    """Run an observed agent on ``policy`` in ``tmp_path``.
+
+    Args:
+        settle: The model waits for the observer to finish its work before each answer, so an
+            intervention found after step n is delivered at boundary n (deterministic, no timing).
+            False: the model never waits (the observer may lag any number of steps).
+    """
     from minisweagent.environments.local import LocalEnvironment
 
     (tmp_path / "a.txt").write_text("hello\n")
-    observer = Observer(interval=2, spec=spec, shadow=shadow)
+    observer = observer or Observer(interval=2, spec=spec, shadow=shadow)
     agent = ObservedAgent(
-        ReactiveModel(policy, delay_s),
+        ReactiveModel(policy, observer.settle if settle else None),
         LocalEnvironment(cwd=str(tmp_path)),
         observer=observer,
         system_template="system",

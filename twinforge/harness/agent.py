@@ -20,11 +20,14 @@ OBSERVER_STOP = "ObserverStop"
 
 
 class ObservedAgent(DefaultAgent):
-    """A DefaultAgent whose observer checks the trajectory every N steps in the background.
+    """A DefaultAgent whose observer reads the trajectory on its own thread as it grows.
 
-    A finding is delivered at the next step boundary (before the next model call) as one user
-    message with DO / DON'T guidance. If the same misbehaviour comes back, the next message asks
-    for a revised plan; if it comes back again, the run stops with exit status ``ObserverStop``.
+    After every step the agent hands the observer its messages and goes on; an intervention the
+    observer has finished (its check, and its guidance, even when an LLM writes it) is delivered at
+    the next step boundary (before the next model call) as one user message with DO / DON'T
+    guidance. A step never waits for the observer. If the same misbehaviour comes back, the next
+    message asks for a revised plan; if it comes back again, the run stops with exit status
+    ``ObserverStop``.
     The observer's bookkeeping is saved in the trajectory under ``info.observer``.
 
     Args:
@@ -37,7 +40,6 @@ class ObservedAgent(DefaultAgent):
     def __init__(self, model: Any, env: Any, *, observer: Observer, **kwargs: Any) -> None:
         super().__init__(model, env, **kwargs)
         self.observer = observer
-        self._scheduled_at = 0
 
     def query(self) -> dict[str, Any]:
         """Deliver a pending intervention, then ask the model as usual."""
@@ -58,14 +60,12 @@ class ObservedAgent(DefaultAgent):
         return result
 
     def step(self) -> list[dict[str, Any]]:
-        """One step; every ``interval`` steps a background check starts on a snapshot."""
+        """One step, then the grown trajectory goes to the observer (it decides when to check)."""
         try:
             result: list[dict[str, Any]] = super().step()
             return result
         finally:
-            if self.observer.due(self.n_calls) and self._scheduled_at != self.n_calls:
-                self._scheduled_at = self.n_calls
-                self.observer.schedule(self.messages, self.n_calls)
+            self.observer.observe(self.messages, self.n_calls)
 
     def serialize(self, *extra_dicts: dict[str, Any]) -> dict[str, Any]:
         """The usual trajectory, plus ``info.observer``."""

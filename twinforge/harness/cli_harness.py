@@ -8,7 +8,8 @@ credential in the container. Each adapter (one module per CLI) says how its CLI 
 started and stopped, and how its own output tells success from failure; this class does the rest:
 files in place, one process under the command wrapper with the turn budget as its limit, its
 output streamed to the host, a stop when the proxy refuses (after a grace period, since some CLIs
-retry a refusal for minutes), and the trajectory read from the proxy's transcript.
+retry a refusal for minutes), and the run's ATIF trajectory read from the CLI's own output and the
+proxy's transcript (``twinforge.observer.trajectory.run``).
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from docker.errors import DockerException
 from docker.models.containers import Container
 from requests.exceptions import RequestException
 
-from twinforge.harness.api_trajectory import write_trajectory
+from twinforge.core.atomic import atomic_write_text
 from twinforge.harness.exceptions import HarnessError
 from twinforge.harness.install import PACKAGES, CliPackage
 from twinforge.harness.layer import build_layer
 from twinforge.harness.protocol import HarnessResult, ModelEndpoint
 from twinforge.harness.shapes import Shape
+from twinforge.observer.trajectory.run import ATIF_FILE, load_run
+from twinforge.observer.trajectory.tools import tool_action
 from twinforge.taskpair.in_container import UNWRITABLE_FOLDERS
 from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.model_channel import ModelChannel
@@ -218,13 +221,18 @@ class CliHarness:
                 indent=1,
             )
         )
-        proxy_log = trajectory.parent / "proxy.jsonl"
-        commands = write_trajectory(proxy_log, instruction, state.exit_status, state.final_message, trajectory)
-        self.commands = commands
+        document = load_run(trajectory.parent)
+        document.extra = {**(document.extra or {}), "exit_status": state.exit_status, "submission": state.final_message}
+        path = trajectory.parent / ATIF_FILE
+        atomic_write_text(path, document.model_dump_json(indent=1, exclude_none=True))
+        self.commands = [
+            tool_action(call.function_name, call.arguments)[0]
+            for step in document.steps
+            for call in step.tool_calls or []
+        ]
         over = timed_out or session.overtime
-        return HarnessResult(
-            state.exit_status, state.final_message, len(commands), over, trajectory, time_exceeded=over
-        )
+        calls = int(document.info("model_calls", len(self.commands)))
+        return HarnessResult(state.exit_status, state.final_message, calls, over, path, time_exceeded=over)
 
     def _stream(
         self, session: Session, command: str, limit: float, stdout: Path, refused: threading.Event | None

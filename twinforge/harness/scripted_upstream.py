@@ -36,6 +36,8 @@ class Script:
         fail_first: Only the first this many model calls fail (0: every one).
         extra_arguments: More arguments of each shell call, each only where the tool's schema has
             that property (e.g. ``{"timeout": 600000}``: a model asking for a long command timeout).
+        think_s: Seconds each model answer takes (a real model's time per call, for benches; tests
+            order with ``hold`` instead).
     """
 
     commands: list[str] = field(default_factory=list)
@@ -44,6 +46,7 @@ class Script:
     fail_status: int = 0
     fail_first: int = 0
     extra_arguments: dict[str, Any] = field(default_factory=dict)
+    think_s: float = 0.0
 
 
 @dataclass
@@ -242,6 +245,8 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
             upstream.waiting.set()
             upstream.hold.wait(60)
             script = upstream.script
+            if script.think_s:
+                threading.Event().wait(script.think_s)
             if script.fail_status and (not script.fail_first or calls <= script.fail_first):
                 self._send(script.fail_status, {"error": {"message": "scripted failure", "type": "api_error"}})
                 return

@@ -5,7 +5,7 @@ Messages with ``count_tokens`` (Claude Code). For each: where the credential tra
 request offers, how many tool results it carries, how a streamed (SSE) or whole reply reads back as
 text, tool calls and token usage, and what an error body looks like. The proxy records calls with
 this; the trajectory of an in-container harness is read from those records
-(``twinforge.harness.api_trajectory``).
+(``twinforge.observer.trajectory.harnesses.proxy``).
 """
 
 from __future__ import annotations

@@ -1,24 +1,31 @@
-"""Diagnosis of a trajectory, e.g. of an INCAPABLE twin: loop, tool failure, refusal, drift, or none."""
+"""Diagnosis of a run: its misbehaviours with step numbers, its harness, and, for a failed twin, its cause.
+
+``twinforge diagnose`` takes trajectory files (Mini-SWE-agent's or ATIF), run evidence folders
+(``runs/<run-id>/``: any of the five harnesses, or a scripted agent) and run ids; a run id is
+looked up by a :data:`RunLookup` (the workspace's ``runs/`` folders by default).
+"""
 
 from __future__ import annotations
 
-import re
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from twinforge.observer.cause import REFUSAL, TwinCause, twin_cause
+from twinforge.observer.exceptions import TrajectoryError
 from twinforge.observer.findings import Finding
 from twinforge.observer.rules import detect
 from twinforge.observer.spec import RunSpec
 from twinforge.observer.trajectory import Trajectory, load_trajectory, read_messages
+from twinforge.observer.trajectory.from_atif import read_atif
+from twinforge.observer.trajectory.run import load_run
 
 Label = Literal["loop", "tool_failure", "refusal", "drift", "none"]
-_REFUSAL = re.compile(
-    r"\b(I can(no|')t (help|assist|do)|I won't|I will not|I'm not able to|I am not able to|"
-    r"I must decline|not comfortable|against (my|the) (policy|guidelines))",
-    re.I,
-)
+RunLookup = Callable[[str], Path | None]
+"""A run id -> its evidence folder (``None``: unknown id)."""
 
 
 class Diagnosis(BaseModel):
@@ -27,9 +34,11 @@ class Diagnosis(BaseModel):
     Attributes:
         label: The main problem: ``refusal`` > ``loop`` > ``tool_failure`` > ``drift`` > ``none``.
         findings: Every misbehaviour found, with steps.
-        steps: Number of steps (model calls, format errors included).
+        steps: Number of steps (model calls, format errors included; commands of a scripted agent).
         exit_status: The harness's exit status.
-        mode: The action format the trajectory was written in (text, toolcall, responses, v1).
+        mode: The format the trajectory was read from (text, toolcall, responses, v1, atif).
+        harness: The harness that ran (a run folder or ATIF file), '' when unknown.
+        cause: For a capability twin that was not CAPABLE (read from a run folder): why.
     """
 
     label: Label
@@ -37,6 +46,8 @@ class Diagnosis(BaseModel):
     steps: int
     exit_status: str = ""
     mode: str = "unknown"
+    harness: str = ""
+    cause: TwinCause | None = None
 
 
 def run_spec_for(trajectory: Trajectory, spec: RunSpec | None) -> RunSpec | None:
@@ -51,11 +62,12 @@ def run_spec_for(trajectory: Trajectory, spec: RunSpec | None) -> RunSpec | None
     return spec.model_copy(update=update)
 
 
-def diagnose(trajectory: Trajectory, spec: RunSpec | None = None) -> Diagnosis:
+def diagnose(trajectory: Trajectory, spec: RunSpec | None = None, harness: str = "") -> Diagnosis:
     """Diagnose a read trajectory."""
     steps = trajectory.steps
     findings = detect(steps, run_spec_for(trajectory, spec))
-    refused = any(_REFUSAL.search(s.thought) for s in steps) and sum(1 for s in steps if s.command) <= 2
+    said = [s.thought for s in steps] + [trajectory.submission]
+    refused = any(REFUSAL.search(t) for t in said) and sum(1 for s in steps if s.command) <= 2
     classes = {f.cls for f in findings}
     label: Label = (
         "refusal"
@@ -69,7 +81,12 @@ def diagnose(trajectory: Trajectory, spec: RunSpec | None = None) -> Diagnosis:
         else "none"
     )
     return Diagnosis(
-        label=label, findings=findings, steps=len(steps), exit_status=trajectory.exit_status, mode=trajectory.mode
+        label=label,
+        findings=findings,
+        steps=len(steps),
+        exit_status=trajectory.exit_status,
+        mode=trajectory.mode,
+        harness=harness,
     )
 
 
@@ -84,10 +101,68 @@ def diagnose_messages(messages: list[dict[str, Any]], spec: RunSpec | None = Non
     return diagnose(trajectory, spec)
 
 
+def diagnose_run(folder: Path, spec: RunSpec | None = None) -> Diagnosis:
+    """Diagnose a run from its evidence folder (any harness); a failed twin gets its cause.
+
+    Raises:
+        TrajectoryError: The folder holds no readable trajectory (names the file and the field).
+    """
+    document = load_run(folder)
+    trajectory = read_atif(document)
+    found = diagnose(trajectory, spec, harness=str(document.info("harness", document.agent.name)))
+    try:
+        result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        result = {}
+    if isinstance(result, dict) and result.get("side") == "twin":
+        verdict = result.get("verdict") if isinstance(result.get("verdict"), dict) else {}
+        found.cause = twin_cause(
+            trajectory,
+            str(result.get("outcome", "")),
+            completed=verdict.get("completed") if verdict else None,
+            proxy_refusals=tuple(document.info("proxy_refusals") or ()),
+            run_error="; ".join(str(result[k]) for k in ("detector_error", "agent_error") if result.get(k)),
+            findings=found.findings,
+        )
+    return found
+
+
 def diagnose_file(path: Path, spec: RunSpec | None = None) -> Diagnosis:
-    """Diagnose a saved Mini-SWE-agent trajectory (1.x or 2.x, any mode).
+    """Diagnose a saved trajectory file (Mini-SWE-agent 1.x or 2.x in any mode, or ATIF) or a run folder.
 
     Raises:
         TrajectoryError: The file is not a readable trajectory (names the file and the field).
     """
+    if path.is_dir():
+        return diagnose_run(path, spec)
     return diagnose(load_trajectory(path), spec)
+
+
+def runs_folder_lookup(runs_dir: Path) -> RunLookup:
+    """Find a run id's evidence folder under a workspace's ``runs/`` (calibration, evaluation and scripted runs)."""
+
+    def lookup(run_id: str) -> Path | None:
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            return None
+        for folder in (runs_dir / run_id, runs_dir / "scripted" / run_id):
+            if folder.is_dir():
+                return folder
+        return None
+
+    return lookup
+
+
+def resolve(target: str, lookup: RunLookup | None = None) -> Path:
+    """The file or folder ``target`` names: an existing path, else a run id.
+
+    Raises:
+        TrajectoryError: Neither a path nor a known run id.
+    """
+    path = Path(target)
+    if path.exists():
+        return path
+    found = lookup(target) if lookup is not None else None
+    if found is None:
+        where = " or a run id of this workspace" if lookup is not None else " (run ids need a workspace)"
+        raise TrajectoryError(f"{target}: not a trajectory file, a run folder{where}")
+    return found

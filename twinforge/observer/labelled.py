@@ -1,22 +1,30 @@
-"""A labelled set of Mini-SWE-agent trajectories: the shared fake of the detector tests and bench/.
+"""Labelled trajectories: the shared fake of the detector tests and bench/.
 
 Synthetic trajectories are generated with varied, realistic noise around planted misbehaviours
 (seeded, so the set is stable); the real ones are recordings of the local model with hand labels
-(``observer/data/trajectories/labels.yaml``). Labels are the misbehaviour classes present. It lives
-in the package so ``bench/`` never imports ``tests/``.
+(``observer/data/trajectories/labels.yaml``); the harness runs are runs of all five harnesses
+against the scripted upstream, one evidence folder each with hand labels (``<folder>/labels.yaml``,
+recorded by ``tests/support/record_harness_runs.py``). Labels are the misbehaviour classes present
+and, for a twin that was not CAPABLE, its cause. It lives in the package so ``bench/`` never
+imports ``tests/``. Measurements split the set by file into a development and a held-out half
+(:func:`held_out`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from twinforge.observer import Forbidden, RunSpec
+from twinforge.observer.trajectory import Trajectory, read_messages
+from twinforge.observer.trajectory.from_atif import read_atif
+from twinforge.observer.trajectory.run import load_run
 
 DATA = Path(__file__).resolve().parent / "data" / "trajectories"
 SPEC = RunSpec(
@@ -63,16 +71,29 @@ class Labelled:
         messages: The messages (2.x shape).
         classes: The misbehaviour classes present (hand labels for real files, planted for generated).
         spec: Drift spec of the run.
-        source: ``generated``, or ``real:<model>-<mode>`` for a recording.
-        path: The file, for real recordings.
+        source: ``generated``, ``real:<model>-<mode>`` for a recording, ``run:<harness>`` for a harness run.
+        path: The file (a recording) or the run folder (a harness run).
+        cause: Why the twin was not CAPABLE (harness runs; ``None`` when it was, or unlabelled).
     """
 
     name: str
-    messages: list[dict[str, Any]]
-    classes: set[str]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    classes: set[str] = field(default_factory=set)
     spec: RunSpec | None = None
     source: str = "generated"
     path: Path | None = None
+    cause: str | None = None
+
+    def read(self) -> Trajectory:
+        """The trajectory (a harness run is read from its folder as ATIF)."""
+        if self.path is not None and self.path.is_dir():
+            return read_atif(load_run(self.path))
+        return read_messages(self.messages)
+
+
+def held_out(name: str) -> bool:
+    """Whether an item is in the held-out half: the split is by file name (sha256, even or odd)."""
+    return int(hashlib.sha256(name.encode()).hexdigest(), 16) % 2 == 1
 
 
 def turn(command: str, output: str = "", code: int = 0, thought: str = "") -> list[dict[str, Any]]:
@@ -216,3 +237,19 @@ def real() -> list[Labelled]:
             )
         )
     return out
+
+
+def harness_runs(folder: Path) -> list[Labelled]:
+    """The labelled harness runs under ``folder`` (``<harness>/<scenario>/`` run folders, ``labels.yaml``)."""
+    labels = yaml.safe_load((folder / "labels.yaml").read_text()) or {}
+    return [
+        Labelled(
+            name,
+            classes=set(entry.get("classes") or []),
+            spec=REAL_SPEC,
+            source=f"run:{name.split('/')[0]}",
+            path=folder / name,
+            cause=entry.get("cause"),
+        )
+        for name, entry in labels.items()
+    ]

@@ -1,4 +1,4 @@
-"""Read Mini-SWE-agent trajectories, saved or live, in every mode the harness writes.
+"""Read trajectory files: Mini-SWE-agent's own (saved or live, every mode it writes) and ATIF.
 
 Validation happens here: a file that is not JSON, not an object, or whose fields twinforge reads
 have the wrong type gives one :class:`TrajectoryError` line naming the file and the field.
@@ -17,6 +17,8 @@ from pydantic import ValidationError
 
 from twinforge.core.llm import describe_validation_error
 from twinforge.observer.exceptions import TrajectoryError
+from twinforge.observer.trajectory.atif import AtifTrajectory
+from twinforge.observer.trajectory.from_atif import read_atif
 from twinforge.observer.trajectory.model import TrajectoryFile, TrajectoryInfo, TrajectoryMessage
 from twinforge.observer.trajectory.steps import Step, Trajectory
 from twinforge.observer.trajectory.v1 import read_v1
@@ -44,16 +46,42 @@ def _env(info: TrajectoryInfo) -> tuple[dict[str, str], str]:
     return variables, cwd if isinstance(cwd, str) else ""
 
 
-def read_file_data(data: Any) -> Trajectory:
-    """Read a parsed trajectory document (``{"info", "messages", "trajectory_format"}``).
+def is_atif(data: Any) -> bool:
+    """The document declares an ATIF ``schema_version``."""
+    return isinstance(data, dict) and str(data.get("schema_version", "")).startswith("ATIF-")
+
+
+def read_document(data: Any) -> Trajectory | AtifTrajectory:
+    """A parsed trajectory document: ATIF as :class:`AtifTrajectory`, Mini-SWE-agent's as :class:`Trajectory`.
 
     Raises:
-        TrajectoryError: Not a Mini-SWE-agent trajectory, or a field has the wrong type (names the field).
+        TrajectoryError: Neither, or a field has the wrong type (names the field).
     """
+    if is_atif(data):
+        try:
+            return AtifTrajectory.model_validate(data)
+        except ValidationError as exc:
+            raise TrajectoryError(_problems(exc)) from exc
+    return _read_mini(data)
+
+
+def read_file_data(data: Any) -> Trajectory:
+    """Read a parsed trajectory document (Mini-SWE-agent's ``{"info", "messages", ...}``, or ATIF).
+
+    Raises:
+        TrajectoryError: Not a trajectory twinforge reads, or a field has the wrong type (names the field).
+    """
+    document = read_document(data)
+    return read_atif(document) if isinstance(document, AtifTrajectory) else document
+
+
+def _read_mini(data: Any) -> Trajectory:
     if isinstance(data, list):  # the earliest 1.x saving: the message list alone
         data = {"messages": data, "trajectory_format": V1_FORMAT}
     if not isinstance(data, dict):
-        raise TrajectoryError(f"(document): expected a JSON object with 'messages', got {type(data).__name__}")
+        raise TrajectoryError(
+            f"(document): expected a JSON object with 'messages' or an ATIF 'schema_version', got {type(data).__name__}"
+        )
     try:
         parsed = TrajectoryFile.model_validate(data)
     except ValidationError as exc:
@@ -71,11 +99,21 @@ def read_file_data(data: Any) -> Trajectory:
 
 
 def load_trajectory(path: Path) -> Trajectory:
-    """Read a saved trajectory file.
+    """Read a saved trajectory file (Mini-SWE-agent's or ATIF).
 
     Raises:
-        TrajectoryError: Unreadable, not UTF-8 JSON, not a Mini-SWE-agent trajectory, or a field of
+        TrajectoryError: Unreadable, not UTF-8 JSON, not a trajectory twinforge reads, or a field of
             the wrong type; the message names the file and the field.
+    """
+    document = load_document(path)
+    return read_atif(document) if isinstance(document, AtifTrajectory) else document
+
+
+def load_document(path: Path) -> Trajectory | AtifTrajectory:
+    """Read a saved trajectory file as it is: ATIF, or Mini-SWE-agent's (see :func:`load_trajectory`).
+
+    Raises:
+        TrajectoryError: As :func:`load_trajectory`.
     """
     try:
         if path.stat().st_size > MAX_BYTES:
@@ -90,7 +128,7 @@ def load_trajectory(path: Path) -> Trajectory:
     except (ValueError, RecursionError) as exc:
         raise TrajectoryError(f"{path}: not valid JSON: {str(exc)[:200]}") from exc
     try:
-        return read_file_data(data)
+        return read_document(data)
     except TrajectoryError as exc:
         raise TrajectoryError(f"{path}: {exc}") from exc
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
-Mode = Literal["text", "toolcall", "responses", "v1", "unknown"]
+Mode = Literal["text", "toolcall", "responses", "v1", "atif", "unknown"]
 """How the harness exchanged actions: Mini-SWE-agent 2.x text actions (``LitellmTextbasedModel``),
-chat tool calls (``LitellmModel``), Responses-API tool calls (``LitellmResponseModel``), or a 1.x file."""
+chat tool calls (``LitellmModel``), Responses-API tool calls (``LitellmResponseModel``), a 1.x
+file, or an ATIF trajectory (any harness, docs/observer.md "One trajectory format")."""
 
 
 @dataclass
@@ -23,6 +24,8 @@ class Action:
             command it did not execute; ``None`` when no result was recorded (the action ended the
             run with the completion signal, or a later action's exception aborted the step).
         exception: The harness's ``exception_info`` (timeout, not executed), '' when none.
+        tool: The tool called ('' for a text action; ``bash``, ``Bash``, ``exec_command``, ``Edit``, ...).
+        writes: Files a file tool (not a shell) writes or edits, as the model named them.
     """
 
     command: str
@@ -30,6 +33,8 @@ class Action:
     output: str = ""
     returncode: int | None = None
     exception: str = ""
+    tool: str = ""
+    writes: tuple[str, ...] = ()
 
     @property
     def ran(self) -> bool:
@@ -90,7 +95,7 @@ class Step:
 
 @dataclass
 class Trajectory:
-    """A whole saved (or live) run, as read from Mini-SWE-agent's own output.
+    """A whole saved (or live) run, as the observer's rules read it (from any harness's output).
 
     Attributes:
         steps: The steps in order.
@@ -102,6 +107,9 @@ class Trajectory:
         env: Variables the harness set for every command (``info.config.environment.env``).
         cwd: The working directory commands started in (``info.config.environment.cwd``), '' if unknown.
         interventions: Step numbers after which an observer message was delivered.
+        task: The task the agent was given ('' when the source does not keep it).
+        system: The harness's system prompt ('' when the source does not keep it).
+        notes: The observer messages delivered, in order (text and the saved intervention record).
     """
 
     steps: list[Step]
@@ -112,3 +120,6 @@ class Trajectory:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str = ""
     interventions: list[int] = field(default_factory=list)
+    task: str = ""
+    system: str = ""
+    notes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)

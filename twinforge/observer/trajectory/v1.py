@@ -82,4 +82,6 @@ def read_v1(messages: list[TrajectoryMessage], info: TrajectoryInfo) -> Trajecto
                 last.submitted = True
             else:
                 _observe(last.actions[0], text)
-    return Trajectory(steps, exit_status, info.submission or "", "v1")
+    system = next((text_of(m.content) for m in messages if m.role == "system"), "")
+    task = next((text_of(m.content) for m in messages if m.role == "user"), "")
+    return Trajectory(steps, exit_status, info.submission or "", "v1", task=task, system=system)

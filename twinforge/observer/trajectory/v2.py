@@ -144,11 +144,14 @@ def read_v2(messages: list[TrajectoryMessage]) -> Trajectory:
     by_call: dict[str, Action] = {}
     pending: list[Action] = []  # text-mode actions waiting for their observation, in order
     modes: set[Mode] = set()
-    exit_status = submission = ""
+    exit_status = submission = system = task = ""
     interventions: list[int] = []
+    notes: list[tuple[str, dict[str, Any]]] = []
     for message in messages:
         extra = message.extra or _NO_EXTRA
-        if message.role == "exit":
+        if message.role == "system" and not system:
+            system = text_of(message.content)
+        elif message.role == "exit":
             exit_status = extra.exit_status or text_of(message.content)
             submission = extra.submission or ""
         elif extra.interrupt_type == FORMAT_ERROR:
@@ -173,6 +176,7 @@ def read_v2(messages: list[TrajectoryMessage]) -> Trajectory:
                 steps[-1].interrupted = extra.interrupt_type
         elif extra.observer is not None:
             interventions.append(len(steps))
+            notes.append((text_of(message.content), extra.observer))
         elif message.role == "user" and extra.actions and not _is_observation(message, extra):
             actions = [Action(a.command) for a in extra.actions]
             steps.append(Step(n=len(steps) + 1, thought=text_of(message.content), actions=actions, by="human"))
@@ -182,9 +186,13 @@ def read_v2(messages: list[TrajectoryMessage]) -> Trajectory:
             target = by_call.pop(call_id, None) if call_id else (pending.pop(0) if pending else None)
             if target is not None:
                 _fill(target, message, extra)
+        elif message.role == "user" and not task and not steps:
+            task = text_of(message.content)
     if exit_status == "Submitted":
         last = next((s for s in reversed(steps) if s.actions), None)
         if last is not None:
             last.submitted = True
     mode: Mode = modes.pop() if len(modes) == 1 else "unknown"
-    return Trajectory(steps, exit_status, submission, mode, interventions=interventions)
+    return Trajectory(
+        steps, exit_status, submission, mode, interventions=interventions, task=task, system=system, notes=notes
+    )
