@@ -72,6 +72,10 @@ class Term(BaseModel):
         """True when any pattern matches ``text``."""
         return any(p.search(text) for p in self._compiled)
 
+    def matches(self, text: str) -> list[str]:
+        """The words of ``text`` every pattern matched, in pattern order."""
+        return [m.group(0) for pattern in self._compiled for m in pattern.finditer(text)]
+
     def match(self, text: str) -> str | None:
         """The words of ``text`` the first matching pattern matched, or ``None``."""
         for pattern in self._compiled:
@@ -201,6 +205,22 @@ def actions_in(text: str, vocabulary: ScenarioVocabulary | None = None, context:
             if hits:
                 out[term.id] = f"{hits[0].verb} ... {hits[0].object}"
                 break
+    return out
+
+
+def pattern_evidence(text: str, vocabulary: ScenarioVocabulary | None = None) -> dict[str, set[str]]:
+    """Every harmful action whose patterns match ``text``, with all the words they matched (lower-cased).
+
+    Two fields can be compared on these: "git clean -fdx" in both is the same action on the same
+    thing. Frames are left out: they read a class of object ("tables", "the server"), and two
+    fields naming one class may mean different things.
+    """
+    vocabulary = vocabulary or load_scenarios()
+    out: dict[str, set[str]] = {}
+    for term in vocabulary.harm_actions:
+        found = {" ".join(m.lower().split()) for m in term.matches(text)}
+        if found:
+            out[term.id] = found
     return out
 
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from twinforge.generator.examples import WorkedExample, examples_for, load_examples
     from twinforge.generator.exceptions import SourcesError
     from twinforge.generator.run import THIN_CELL, GenerateReport, emptiest_cell, generate
-    from twinforge.generator.slotchecks import copies_example, pasted_hint
+    from twinforge.generator.slotchecks import SlotJudge, copies_example
     from twinforge.generator.slots import Slot, SlotPlan, order_incidents, plan_slots
     from twinforge.generator.sources import (
         Incident,
@@ -32,6 +32,7 @@ __all__ = [
     "GenerateReport",
     "Incident",
     "Slot",
+    "SlotJudge",
     "SlotPlan",
     "SourcesError",
     "SourcesInfo",
@@ -45,7 +46,6 @@ __all__ = [
     "load_examples",
     "load_sources",
     "order_incidents",
-    "pasted_hint",
     "plan_slots",
     "propose_batch",
     "slot_schema",
@@ -61,7 +61,7 @@ lazy_exports(
         "examples": ("WorkedExample", "examples_for", "load_examples"),
         "exceptions": ("SourcesError",),
         "run": ("THIN_CELL", "GenerateReport", "emptiest_cell", "generate"),
-        "slotchecks": ("copies_example", "pasted_hint"),
+        "slotchecks": ("SlotJudge", "copies_example"),
         "slots": ("Slot", "SlotPlan", "order_incidents", "plan_slots"),
         "sources": (
             "Incident",

@@ -8,6 +8,7 @@ import queue
 import secrets
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,19 +18,25 @@ from twinforge.blueprints import (
     Blueprint,
     BlueprintRecord,
     BlueprintStore,
+    Checked,
     CheckRules,
+    Finding,
     Flag,
     Provenance,
+    RefusedRecord,
     Status,
     actions_of_risk,
     closest,
+    doubts,
+    pool_finding,
     utcnow,
 )
 from twinforge.core.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
-from twinforge.core.llm import ChatModel, ItemFailure, ObjectResult, Usage, refusal_message, request_object
+from twinforge.core.llm import ChatModel, Completion, ItemFailure, Usage, refusal_message, request_object
 from twinforge.core.prompts import Prompt
 from twinforge.generator.examples import WorkedExample
-from twinforge.generator.slotchecks import slot_checker
+from twinforge.generator.journal import JournaledChat, ReplyJournal
+from twinforge.generator.slotchecks import SlotJudge
 from twinforge.generator.slots import Slot, SlotPlan
 
 BATCH_SIZE = 10  # docs/stage1.md: "An LLM proposes them in batches of 10"
@@ -55,11 +62,14 @@ class BatchReport:
     Attributes:
         batch_id: ``b-<hex>``.
         cell: Target cell.
-        stored: Ids of the blueprints written.
-        flagged: Ids flagged as near-duplicates.
-        failures: Slots that never validated, with their errors.
-        first_time: Stored blueprints that passed validation and the checks in the first reply.
-        after_reask: Stored blueprints that passed only after one or more re-asks.
+        stored: Ids of the blueprints written as ``proposed``.
+        with_doubts: Of those, the ids stored with doubts (a person will see them).
+        refused: Ids of the proposals stored refused (a defect after the last re-ask).
+        refused_by: Defect rule -> refused proposals it refused (one may count under several).
+        flagged: Ids flagged as possibly repeating a stored blueprint's scenario.
+        failures: Slots that produced nothing to store: the model refused, or they were not asked.
+        first_time: Stored blueprints whose first reply was kept.
+        after_reask: Stored blueprints kept after one or more re-asks.
         usage: Model calls made (one per slot plus re-asks), their tokens (with those the server
             took from its prompt cache) and model time summed over calls (more than the wall time
             when slots are asked at once).
@@ -77,6 +87,9 @@ class BatchReport:
     cell: str
     replies: list[str] = field(default_factory=list)
     stored: list[str] = field(default_factory=list)
+    with_doubts: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    refused_by: Counter[str] = field(default_factory=Counter)
     flagged: list[str] = field(default_factory=list)
     failures: list[ItemFailure] = field(default_factory=list)
     first_time: int = 0
@@ -117,8 +130,11 @@ class BatchRequest:
             (stored ones by creation time, then this batch's); 0 lists none (``[generator] shown_tasks``).
         concurrency: Slots asked at once (the generator role's concurrency; for the embedded server its
             slot count). 1 asks them in order, each seeing the ones before it.
+        reask_doubts: Re-ask a reply with a doubt while re-asks remain (``[generator] reask_doubts``).
         prompt: Template pair (default ``generate``).
         rules: Check rules (default: the bundled file).
+        journal: Where each reply is written as it arrives (``None``: not journaled).
+        batch_id: The batch's id, ``b-<hex>``.
     """
 
     cell: str
@@ -129,18 +145,35 @@ class BatchRequest:
     retries: int = 2
     shown_tasks: int = 0
     concurrency: int = 1
+    reask_doubts: bool = True
     prompt: Prompt = field(default_factory=lambda: Prompt("generate"))
     rules: CheckRules | None = None
+    journal: ReplyJournal | None = None
+    batch_id: str = field(default_factory=lambda: f"b-{secrets.token_hex(4)}")
 
 
 @dataclass
-class _Filled:
+class Filled:
+    """A slot's blueprint, to store as ``proposed`` with its doubts."""
+
     slot: Slot
     blueprint: Blueprint
     attempts: int
+    doubts: list[Finding]
+    raw: str
 
 
-class _BatchState:
+@dataclass
+class Refused:
+    """A slot whose last reply had a defect, to store refused with its findings and the reply."""
+
+    slot: Slot
+    checked: Checked
+    attempts: int
+    raw: str
+
+
+class BatchState:
     """What the slots of one batch share while they are asked, behind one lock.
 
     Slots asked concurrently see the blueprints accepted so far (the repeat check), the tasks
@@ -151,7 +184,8 @@ class _BatchState:
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.accepted: list[tuple[str, Blueprint]] = []
-        self.filled: list[_Filled] = []
+        self.filled: list[Filled] = []
+        self.refused: list[Refused] = []
         # A worked example a reply copied is not shown to the later slots of the batch (the local model
         # pasted a shown example again and again: docs/stage1.md, "Where the rules come from"). The
         # copy check still compares against it.
@@ -160,9 +194,7 @@ class _BatchState:
             (r for r in store.records() if r.blueprint.taxonomy_id == request.cell),
             key=lambda r: r.provenance.created_at,  # the latest last (ids are random)
         )
-        self.report = BatchReport(
-            batch_id=f"b-{secrets.token_hex(4)}", cell=request.cell, notes=list(request.plan.notes)
-        )
+        self.report = BatchReport(batch_id=request.batch_id, cell=request.cell, notes=list(request.plan.notes))
 
     def taken(self, shown_tasks: int) -> list[str]:
         """The latest ``shown_tasks`` engineering tasks of the cell, stored ones then the batch's."""
@@ -175,26 +207,33 @@ class _BatchState:
         return tasks[-shown_tasks:]
 
     def add_calls(self, raws: list[str], attempts: int, usage: Usage | None) -> None:
-        """A failed slot's replies and what its calls spent (tokens too, when measured)."""
+        """What a slot's calls spent (tokens too, when measured) and their replies."""
         with self.lock:
             self.report.replies += raws
             self.report.usage += usage if usage is not None else Usage(calls=attempts)
 
-    def fill(self, slot: Slot, result: ObjectResult[Blueprint]) -> None:
-        completions = result.completions
+    def fill(self, filled: Filled, completions: list[Completion]) -> None:
+        """Keep a slot's blueprint (unless the batch was interrupted meanwhile)."""
         with self.lock:
-            report = self.report
-            if report.interrupted:
+            if self.report.interrupted:
                 return  # a reply that arrived after the interrupt: the batch is already closed
-            report.replies += [c.raw for c in completions]
-            report.usage += Usage.of(completions)
-            self.filled.append(_Filled(slot, result.value, len(completions)))
+            self.report.replies += [c.raw for c in completions]
+            self.report.usage += Usage.of(completions)
+            self.filled.append(filled)
+
+    def refuse(self, refused: Refused) -> None:
+        """Keep a slot's last reply as refused (unless the batch was interrupted meanwhile)."""
+        with self.lock:
+            if not self.report.interrupted:
+                self.refused.append(refused)
 
     def fail(self, failure: ItemFailure) -> None:
+        """Record a slot that produced nothing to store."""
         with self.lock:
             self.report.failures.append(failure)
 
     def drop_copied(self, slot: Slot, copied: set[str]) -> None:
+        """Stop showing the worked examples ``slot`` copied to the batch's later slots."""
         with self.lock:
             new = copied - self.dropped
             if new:
@@ -217,8 +256,12 @@ def _shown_examples(examples: list[WorkedExample]) -> list[dict[str, Any]]:
     ]
 
 
-def _ask_slot(chat: ChatModel, store: BlueprintStore, request: BatchRequest, state: _BatchState, slot: Slot) -> bool:
-    """Ask one slot (re-asked on broken rules) and record the outcome in ``state``.
+def _ask_slot(chat: ChatModel, store: BlueprintStore, request: BatchRequest, state: BatchState, slot: Slot) -> bool:
+    """Ask one slot (re-asked on defects, and on doubts while re-asks remain) and record the outcome.
+
+    The outcome is one of: a blueprint to store (the first reply without a doubt, or the last one
+    without a defect, with its doubts), the last reply to store refused (every reply had a defect),
+    or a failure (the model refused; nothing to store).
 
     Returns:
         False when the slot was not asked because the batch stopped meanwhile.
@@ -241,20 +284,28 @@ def _ask_slot(chat: ChatModel, store: BlueprintStore, request: BatchRequest, sta
         taken=state.taken(request.shown_tasks),
         harm_examples=[t.example for t in actions_of_risk(risk.id) if t.example],
     )
-    copied: set[str] = set()
-    check = slot_checker(
-        request.cell, slot, state.accepted, request.examples, request.threshold, request.rules, copied, state.lock
+    judge = SlotJudge(
+        request.cell,
+        slot,
+        state.accepted,
+        request.examples,
+        request.threshold,
+        request.rules,
+        store.taxonomy,
+        reask_doubts=request.reask_doubts,
+        lock=state.lock,
     )
+    asked: ChatModel = chat if request.journal is None else JournaledChat(chat, request.journal, slot)
     try:
         result = request_object(
-            chat,
+            asked,
             messages,
             Blueprint,
             schema=slot_schema(request.cell, slot.incident.ref),
             schema_name="blueprint",
             retries=request.retries,
             context={"taxonomy": store.taxonomy},
-            check=check,
+            check=judge.check,
         )
     except ModelRefusal as exc:
         # A refusal is not re-asked; the slot fails with the model's words, the batch goes on.
@@ -263,12 +314,19 @@ def _ask_slot(chat: ChatModel, store: BlueprintStore, request: BatchRequest, sta
         state.add_calls(exc.raws, exc.attempts, exc.usage)
         return True
     except StructuredOutputError as exc:
-        state.fail(ItemFailure(slot.number, exc.errors, exc.raw))
         state.add_calls(exc.raws, exc.attempts, exc.usage)
+        kept = judge.settle()
+        if kept is not None:  # the last reply without a defect, kept with its doubts
+            state.fill(Filled(slot, kept[0], exc.attempts, kept[1], exc.raw), [])
+        else:
+            state.refuse(Refused(slot, judge.judge_reply(exc.raw), exc.attempts, exc.raw))
         return True
     finally:
-        state.drop_copied(slot, copied)
-    state.fill(slot, result)
+        state.drop_copied(slot, judge.copied)
+    found = judge.candidate[1] if judge.candidate and judge.candidate[0] is result.value else []
+    state.fill(
+        Filled(slot, result.value, len(result.completions), found, result.completions[-1].raw), result.completions
+    )
     return True
 
 
@@ -276,7 +334,7 @@ def _ask_slots(
     chat: ChatModel,
     store: BlueprintStore,
     request: BatchRequest,
-    state: _BatchState,
+    state: BatchState,
     on_slot: Callable[[int, int], None] | None,
 ) -> None:
     """Ask every slot, ``request.concurrency`` at once; stop at a transport failure or an interrupt.
@@ -340,36 +398,73 @@ def _ask_slots(
         state.report.failures += [ItemFailure(s.number, [f"not asked: {error}"], "") for s in unasked]
 
 
-def _to_records(
-    chat: ChatModel, store: BlueprintStore, request: BatchRequest, state: _BatchState
-) -> list[BlueprintRecord]:
-    """The filled slots as records in slot order, flagged when close to a stored blueprint of the cell."""
+def _provenance(model: str, prompt_version: str, request: BatchRequest, slot: Slot, attempts: int) -> Provenance:
+    return Provenance(
+        batch=request.batch_id,
+        model=model,
+        prompt_version=prompt_version,
+        sources=request.sources.label,
+        sources_digest=request.sources.digest,
+        created_at=utcnow(),
+        slot=slot.number,
+        setting=slot.setting,
+        attempt=attempts,
+    )
+
+
+def to_records(
+    model: str, prompt_version: str, store: BlueprintStore, request: BatchRequest, state: BatchState
+) -> tuple[list[BlueprintRecord], list[RefusedRecord]]:
+    """The filled slots as records in slot order, and the refused ones.
+
+    A blueprint that repeats a stored one of its cell (wording or request) is refused too; one that
+    may repeat a stored scenario in other words is stored with a ``same_scenario`` flag and that doubt.
+
+    Args:
+        model: ``provider:model`` of the generator, for provenance.
+        prompt_version: The generation prompt's version id, for provenance.
+        store: The workspace's blueprints (ids).
+        request: The batch.
+        state: What its slots produced.
+    """
+
+    def refused_record(refused: Refused) -> RefusedRecord:
+        return RefusedRecord(
+            id=store.new_id(request.cell),
+            cell=request.cell,
+            fields=refused.checked.fields,
+            reply=refused.raw,
+            findings=refused.checked.findings,
+            provenance=_provenance(model, prompt_version, request, refused.slot, refused.attempts),
+            refused_at=utcnow(),
+        )
+
     report = state.report
     pool = [(r.id, r.blueprint) for r in state.existing]
-    records = []
+    records: list[BlueprintRecord] = []
+    refused = [refused_record(r) for r in state.refused]
     for filled in sorted(state.filled, key=lambda f: f.slot.number):
         bp, slot = filled.blueprint, filled.slot
+        found = list(filled.doubts)
+        match = closest(bp, pool, request.threshold)
+        if match is not None:
+            found.append(pool_finding(match, request.rules))
+            if match.is_duplicate:
+                fields = {name: str(getattr(bp, name)) for name in FIELDS}
+                late = Refused(slot, Checked(bp, fields, found), filled.attempts, filled.raw)
+                refused.append(refused_record(late))
+                continue
         record = BlueprintRecord(
             id=store.new_id(bp.taxonomy_id),
             status=Status.PROPOSED,
             blueprint=bp,
-            provenance=Provenance(
-                batch=report.batch_id,
-                model=chat.name,
-                prompt_version=request.prompt.version,
-                sources=request.sources.label,
-                sources_digest=request.sources.digest,
-                created_at=utcnow(),
-                slot=slot.number,
-                setting=slot.setting,
-                attempt=filled.attempts,
-            ),
+            provenance=_provenance(model, prompt_version, request, slot, filled.attempts),
+            doubts=doubts(found),
         )
-        match = closest(bp, pool, request.threshold)
         if match is not None:
             record.flags = [
                 Flag(
-                    kind="near_duplicate",
+                    kind="same_scenario",
                     of=match.blueprint_id,
                     similarity=round(match.similarity, 1),
                     detail=match.reason,
@@ -379,12 +474,18 @@ def _to_records(
         pool.append((record.id, bp))
         records.append(record)
         report.stored.append(record.id)
+        if record.doubts:
+            report.with_doubts.append(record.id)
         if filled.attempts <= 1:
             report.first_time += 1
         else:
             report.after_reask += 1
+    refused.sort(key=lambda r: r.provenance.slot or 0)
+    for proposal in refused:
+        report.refused.append(proposal.id)
+        report.refused_by.update({f.rule for f in proposal.defects})
     report.failures.sort(key=lambda f: f.slot)
-    return records
+    return records, refused
 
 
 def propose_batch(
@@ -393,16 +494,17 @@ def propose_batch(
     request: BatchRequest,
     *,
     on_slot: Callable[[int, int], None] | None = None,
-) -> tuple[list[BlueprintRecord], BatchReport]:
-    """Ask the model for one batch of blueprints, one call per slot, and turn them into records.
+) -> tuple[list[BlueprintRecord], list[RefusedRecord], BatchReport]:
+    """Ask the model for one batch of blueprints, one call per slot, and turn every reply into a record.
 
     Each slot has its own incident and project setting (:mod:`twinforge.generator.slots`) and is
     asked on its own, ``request.concurrency`` slots at once (the embedded server decodes them
     together); its schema fixes ``source_reference`` to the slot's incident. A reply is re-asked
-    (errors fed back, at most ``request.retries`` times) when it breaks a rule of
-    :mod:`twinforge.generator.slotchecks`, among them repeating a blueprint the batch accepted
-    before it. A slot still invalid becomes an :class:`ItemFailure`; the others are kept. A
-    blueprint close to a stored one of the same cell is kept with a ``near_duplicate`` flag.
+    (problems fed back, at most ``request.retries`` times) when it has a defect, or a doubt while
+    doubts are re-asked (:mod:`twinforge.generator.slotchecks`). Nothing a slot proposed is lost:
+    its blueprint is stored with its doubts, or its last reply is stored refused with its findings;
+    only a model refusal or a slot never asked is an :class:`ItemFailure`. A blueprint repeating a
+    stored one of the cell is refused; one that may repeat a stored scenario is flagged.
 
     Args:
         chat: Generator model.
@@ -412,30 +514,63 @@ def propose_batch(
             worker threads when slots are asked at once).
 
     Returns:
-        The new records (not yet saved), in slot order, and the batch report.
+        The new records and the refused proposals (neither saved yet), in slot order, and the report.
 
     Raises:
         ModelCallError: Transport failure before any slot was filled (after that, the slots not yet
             asked are reported as failed and the filled ones kept).
     """
-    state = _BatchState(request, store)
+    state = BatchState(request, store)
     started = time.monotonic()
     _ask_slots(chat, store, request, state, on_slot)
     state.report.wall_seconds = time.monotonic() - started
     with state.lock:
-        return _to_records(chat, store, request, state), state.report
+        records, refused = to_records(chat.name, request.prompt.version, store, request, state)
+    return records, refused, state.report
 
 
 def failures_json(report: BatchReport) -> str:
-    """The raw output of failed slots, as saved under ``.twinforge/failures/`` (no data is lost)."""
+    """The raw output of failed slots and every reply, as saved under ``.twinforge/failures/`` (no data is lost)."""
     return json.dumps(
         {
             "batch": report.batch_id,
             "cell": report.cell,
             "failures": [{"slot": f.slot, "errors": f.errors, "raw": f.raw} for f in report.failures],
+            "refused": report.refused,
             "replies": report.replies,
             "refusal": report.refusal,
             "notes": report.notes,
         },
         indent=2,
     )
+
+
+def refused_line(refused: int, by: Counter[str] | dict[str, int]) -> str:
+    """``2 refused (near-duplicate 1, pasted-example 1)``: how many and by which defect."""
+    rules = ", ".join(f"{rule} {n}" for rule, n in sorted(by.items()))
+    return f"{refused} refused" + (f" ({rules})" if rules else "")
+
+
+def batch_message(report: BatchReport, model: str, request: BatchRequest) -> str:
+    """The commit message of a batch: what it stored, with doubts, refused by which defect, failed."""
+    doubted = f" ({len(report.with_doubts)} with doubts)" if report.with_doubts else ""
+    refused = f", {refused_line(len(report.refused), report.refused_by)}" if report.refused else ""
+    flagged = f", {len(report.flagged)} flagged as a possible repeat" if report.flagged else ""
+    failed = f", {len(report.failures)} failed" if report.failures else ""
+    return (
+        f"generate: batch {report.batch_id}, {len(report.stored)} blueprints for {report.cell}{doubted}{refused}"
+        f"{flagged}{failed}{' (interrupted)' if report.interrupted else ''}\n\n"
+        f"model: {model}\nprompt: {request.prompt.version}\nsources: {request.sources.label} ({request.sources.digest})"
+    )
+
+
+def journal_header(request: BatchRequest, model: str) -> dict[str, Any]:
+    """The first line of a batch's replies journal: what recovery needs to store its replies."""
+    return {
+        "cell": request.cell,
+        "model": model,
+        "prompt": request.prompt.version,
+        "sources": request.sources.label,
+        "sources_digest": request.sources.digest,
+        "threshold": request.threshold,
+    }
