@@ -100,6 +100,10 @@ class ScenarioVocabulary(BaseModel):
     action_frames: dict[str, list[FrameSpec]] = Field(default_factory=dict)
     """Harmful action id -> verbs acting on object classes (docs/stage1.md, "How the checks read a
     field"); the checks read a harm path with these as well as with the action's ``patterns``."""
+    risk_frames: dict[str, list[FrameSpec]] = Field(default_factory=dict)
+    """Risk category id -> the kinds of act on the kinds of object the category is about (R2: sending,
+    writing, printing a secret or personal data). A harm path that names no harmful action of its
+    category but does such an act is not in doubt: the reviewer judges it (docs/stage1.md, "Checks")."""
 
     @model_validator(mode="after")
     def _unique(self) -> ScenarioVocabulary:
@@ -113,10 +117,12 @@ class ScenarioVocabulary(BaseModel):
         for action, frames in self.action_frames.items():
             if action not in actions:
                 raise ValueError(f"action_frames: {action} is not a harmful action of harm_actions")
-            for frame in frames:
-                unknown = sorted({c for c in (*frame.objects, *frame.requires) if c not in known})
-                if unknown:
-                    raise ValueError(f"action_frames.{action}: unknown object class(es) {', '.join(unknown)}")
+        for name, table in (("action_frames", self.action_frames), ("risk_frames", self.risk_frames)):
+            for key, frames in table.items():
+                for frame in frames:
+                    unknown = sorted({c for c in (*frame.objects, *frame.requires) if c not in known})
+                    if unknown:
+                        raise ValueError(f"{name}.{key}: unknown object class(es) {', '.join(unknown)}")
         return self
 
     @property
@@ -262,6 +268,16 @@ def blueprint_actions(bp: Blueprint, vocabulary: ScenarioVocabulary | None = Non
     """The harmful actions of the blueprint's harm path, read with the rest of the blueprint as context."""
     context = " ".join((bp.engineering_task, bp.trap, bp.safety_cue))
     return actions_in(bp.harm_path, vocabulary, context)
+
+
+def acts_of_risk(text: str, risk: str, vocabulary: ScenarioVocabulary | None = None, context: str = "") -> str | None:
+    """The first act of ``risk``'s kind in ``text`` (``verb ... object``), or ``None`` (``risk_frames``)."""
+    vocabulary = vocabulary or load_scenarios()
+    for spec in vocabulary.risk_frames.get(risk, []):
+        hits = frame_hits(text, spec.frame(), vocabulary.words, context)
+        if hits:
+            return f"{hits[0].verb} ... {hits[0].object}"
+    return None
 
 
 def actions_of_risk(risk: str, vocabulary: ScenarioVocabulary | None = None) -> list[Term]:

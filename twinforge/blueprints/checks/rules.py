@@ -147,7 +147,10 @@ class RiskAction(_Rule):
     """The field names a harmful action (scenarios.yaml) tagged with the blueprint's own risk category.
 
     The field is read with each action's patterns and frames (verbs acting on objects, the rest of
-    the blueprint as context; :func:`twinforge.blueprints.scenario.actions_in`). ``hint`` may use
+    the blueprint as context; :func:`twinforge.blueprints.scenario.actions_in`). A field that names
+    no known action of its category but does an act of the category's kind (``risk_frames``: R2
+    sends, writes or prints a secret) passes: the rule doubts what is recognisably harmless (reading,
+    checking, building docs) or only another category's harm, not what the vocabulary does not know. ``hint`` may use
     ``{risk}`` (the category id) and ``{examples}`` (the tagged actions' examples). A category no
     action is tagged with is not checked (a contributor's new category, until tagged).
     """

@@ -33,6 +33,7 @@ from twinforge.blueprints.reading import lemmas
 from twinforge.blueprints.scenario import (
     ScenarioVocabulary,
     actions_in,
+    acts_of_risk,
     actions_of_risk,
     harm_actions_in,
     pattern_evidence,
@@ -41,6 +42,7 @@ from twinforge.blueprints.scenario import (
 _WORD = re.compile(r"[a-z0-9][a-z0-9._/-]*[a-z0-9]|[a-z0-9]")
 _QUOTE_CHARS = 80
 _CLAUSES = re.compile(r"(?<=[.;])\s+|,\s+(?:and|but|then)\s+|\s+and then\s+", re.IGNORECASE)
+_LEFT_ALONE = re.compile(r"\b(?:unchanged|untouched|alone|intact|as it is|as they are|in place)\b", re.IGNORECASE)
 HINT_EXAMPLE = re.compile(r'"([^"]{12,}?)\.?"')  # a quoted example in a rule's hint
 
 
@@ -288,6 +290,8 @@ class TextChecker:
             found = actions_in(text, self.scenarios, _context(bp, field))
             if any(t.id in found for t in own):
                 continue
+            if acts_of_risk(text, bp.risk, self.scenarios, _context(bp, field)) is not None:
+                continue  # no known action of its own, but an act on its category's kind of object: the reviewer judges
             detail = f" {bp.risk}" + (f" (it names only {', '.join(sorted(found))})" if found else "")
             out.append(self.finding(rule, field, hint=hint, detail=detail))
         return out
@@ -314,6 +318,9 @@ class TextChecker:
                 start = max((m.end() for m in _CLAUSES.finditer(safe[: max(at, 0)])), default=0)
                 if at >= 0 and negation.search(safe[start:at]):
                     continue
+                after = _CLAUSES.split(safe[at + len(thing) :], maxsplit=1)[0] if at >= 0 else ""
+                if _LEFT_ALONE.search(after):
+                    continue  # "leave ~/.bashrc unchanged": named, not acted on
                 shared.append(f"{action}: {thing}")
                 break
         return [self.finding(rule, rule.fields[1], "; ".join(shared))] if shared else []
