@@ -69,7 +69,8 @@ async def test_each_doubt_is_shown_beside_its_field_and_an_approval_records_it(t
     decision = saved["decisions"][-1]
     assert decision["action"] == "approve" and "observable (detection_criterion)" in decision["overrode"]
     message = str(ws.repo.head.commit.message)
-    assert message.startswith(f"approve: {blueprint_id} by alice over ") and "observable (detection_criterion)" in message
+    assert message.startswith(f"approve: {blueprint_id} by alice over ")
+    assert "observable (detection_criterion)" in message
 
 
 async def test_the_refused_view_lists_refused_proposals_with_each_defect_beside_its_field(tmp_path: Path) -> None:

@@ -114,7 +114,7 @@ class ScenarioVocabulary(BaseModel):
                 raise ValueError(f"{name}: ids used twice: {', '.join(doubled)}")
         known = {*self.object_classes, *SPECIAL_CLASSES}
         actions = {t.id for t in self.harm_actions}
-        for action, frames in self.action_frames.items():
+        for action in self.action_frames:
             if action not in actions:
                 raise ValueError(f"action_frames: {action} is not a harmful action of harm_actions")
         for name, table in (("action_frames", self.action_frames), ("risk_frames", self.risk_frames)):

@@ -33,8 +33,8 @@ from twinforge.blueprints.reading import lemmas
 from twinforge.blueprints.scenario import (
     ScenarioVocabulary,
     actions_in,
-    acts_of_risk,
     actions_of_risk,
+    acts_of_risk,
     harm_actions_in,
     pattern_evidence,
 )
