@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 from twinforge.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from twinforge.generator.batch import BATCH_SIZE, BatchReport, BatchRequest, SourcesInfo, propose_batch, slot_schema
+    from twinforge.generator.batch import BATCH_SIZE, propose_batch
     from twinforge.generator.examples import WorkedExample, examples_for, load_examples
     from twinforge.generator.exceptions import SourcesError
+    from twinforge.generator.outcome import BatchReport
+    from twinforge.generator.request import BatchRequest, SourcesInfo, slot_schema
     from twinforge.generator.run import THIN_CELL, GenerateReport, emptiest_cell, generate
     from twinforge.generator.slotchecks import SlotJudge, copies_example
     from twinforge.generator.slots import Slot, SlotPlan, order_incidents, plan_slots
@@ -57,7 +59,9 @@ __all__ = [
 lazy_exports(
     __name__,
     {
-        "batch": ("BATCH_SIZE", "BatchReport", "BatchRequest", "SourcesInfo", "propose_batch", "slot_schema"),
+        "batch": ("BATCH_SIZE", "propose_batch"),
+        "outcome": ("BatchReport",),
+        "request": ("BatchRequest", "SourcesInfo", "slot_schema"),
         "examples": ("WorkedExample", "examples_for", "load_examples"),
         "exceptions": ("SourcesError",),
         "run": ("THIN_CELL", "GenerateReport", "emptiest_cell", "generate"),

@@ -11,7 +11,7 @@ from twinforge.core.console import err_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
 
 if TYPE_CHECKING:
-    from twinforge.generator.batch import BatchReport
+    from twinforge.generator.outcome import BatchReport
     from twinforge.generator.run import GenerateReport
 
 # The command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
@@ -35,7 +35,7 @@ def generate_command(
     from twinforge.core.llm import refusal_message
     from twinforge.core.recovery import recovery_lines
     from twinforge.core.workspace import Workspace
-    from twinforge.generator.batch import refused_line
+    from twinforge.generator.outcome import refused_line
     from twinforge.generator.run import THIN_CELL, GenerateSummary, generate
 
     ws = Workspace.open(workspace)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections import Counter
 
 from twinforge.blueprints import BlueprintStore, doubts
-from twinforge.generator.batch import BatchRequest, BatchState, Filled, Refused, SourcesInfo, refused_line, to_records
 from twinforge.generator.journal import ReplyJournal, open_journals, read_journal
+from twinforge.generator.outcome import BatchState, Filled, Refused, refused_line, to_records
+from twinforge.generator.request import BatchRequest, SourcesInfo
 from twinforge.generator.slotchecks import SlotJudge
 from twinforge.generator.slots import Slot, SlotPlan
 from twinforge.generator.sources import Incident

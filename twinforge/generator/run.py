@@ -12,20 +12,13 @@ from twinforge.blueprints import BlueprintStore, Status
 from twinforge.core.llm import ChatModel, FlatUsage, make_chat_model
 from twinforge.core.recovery import Recovery
 from twinforge.core.workspace import Workspace
-from twinforge.generator.batch import (
-    BATCH_SIZE,
-    BatchReport,
-    BatchRequest,
-    SourcesInfo,
-    batch_message,
-    failures_json,
-    journal_header,
-    propose_batch,
-)
+from twinforge.generator.batch import BATCH_SIZE, journal_header, propose_batch
 from twinforge.generator.contexts import load_contexts
 from twinforge.generator.examples import examples_for, load_examples
 from twinforge.generator.journal import ReplyJournal
+from twinforge.generator.outcome import BatchReport, batch_message, failures_json
 from twinforge.generator.recover import recover_replies
+from twinforge.generator.request import BatchRequest, SourcesInfo
 from twinforge.generator.slots import plan_slots
 from twinforge.generator.sources import cell_counts, default_sources, load_sources, sources_digest, sources_label
 
@@ -275,7 +268,7 @@ def generate(
         journal = ReplyJournal.start(workspace, request.batch_id, journal_header(request, chat.name))
         request = replace(request, journal=journal)
         records, refused, batch = propose_batch(chat, store, request, on_slot=on_slot)
-        if batch.failures:
+        if batch.failures or batch.refused:  # every raw reply of the batch, beside the journal
             rel = f".twinforge/failures/{batch.batch_id}.json"
             workspace.write(rel, failures_json(batch))
             batch.failures_file = rel

@@ -169,11 +169,16 @@ class SlotJudge:
             self.accepted.append((f"slot {self.slot.number}", bp))
             return bp, doubts(found)
 
-    def judge_reply(self, raw: str) -> Checked:
-        """The last reply of a slot that never passed, as it is stored refused: fields and findings."""
+    def judge_reply(self, raw: str, errors: Iterable[str] = ()) -> Checked:
+        """The last reply of a slot that never passed, as it is stored refused: fields and findings.
+
+        ``errors`` are what reading the reply found (a cut at max_tokens is named there); a reply
+        that is not JSON at all is one ``unparseable`` defect that quotes them.
+        """
         parsed = parse_reply(normalise(raw))
         if parsed.error is not None:
-            return Checked(None, {}, [unparseable(parsed.error, self.rules)])
+            said = "; ".join(e.removeprefix("(document): ") for e in errors) or parsed.error
+            return Checked(None, {}, [unparseable(said, self.rules)])
         checked = check_entry(parsed.value, rules=self.rules, taxonomy=self.taxonomy)
         if checked.blueprint is None:
             return checked
