@@ -49,6 +49,10 @@ def _row(items: list[Item], found: dict[str, list[Any]]) -> dict[str, int]:
     for item in items:
         findings = found[item.id]
         has_defect = any(f.is_defect for f in findings)
+        # What Stage I does with it when the reviewer scores at the keep line (24 of 30): no finding is
+        # kept, a doubt goes to a person, a defect is stored refused; nothing is lost.
+        outcome = "refused" if has_defect else "person" if findings else "kept"
+        row[f"{item.label}_at_keep_line_{outcome}"] += 1
         if item.label == "good":
             row["good"] += 1
             row["good_passed"] += not has_defect
@@ -146,6 +150,11 @@ def _print(result: dict[str, Any], misses_of: str) -> None:
             f"{_pct(row.get('bad_caught', 0), row.get('bad', 0)):13} "
             f"{_pct(row.get('bad_expected_found', 0), row.get('bad_expecting', 0))}"
         )
+    print("\nwith a reviewer at the keep line (24/30): kept automatically / sent to a person / stored refused / lost")
+    for half, row in result["halves"].items():
+        for label in ("good", "bad"):
+            kept, person, refused = (row.get(f"{label}_at_keep_line_{k}", 0) for k in ("kept", "person", "refused"))
+            print(f"  {half:12} {label:4}  {kept:3} / {person:3} / {refused:3} / 0")
     for half in ("held_out", "development"):
         print(f"\nper rule, {half} half    severity  good fired  bad fired  precision  recall (of bad expecting it)")
         for rule, row in result["rules"][half].items():
