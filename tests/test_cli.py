@@ -132,7 +132,7 @@ def test_init_writes_complete_config(tmp_path: Path) -> None:
 def test_queue_command_is_registered(tmp_path: Path) -> None:
     out = run("queue", "--help", cwd=tmp_path)
     assert out.returncode == 0
-    assert "--reviewer" in out.stdout
+    assert "--reviewer" in out.stdout and "--refused" in out.stdout
 
 
 def test_admit_passed_admits_only_passed_pairs(tmp_path: Path) -> None:

@@ -140,7 +140,9 @@ def test_an_environment_trap_is_located_and_an_s1_trap_may_quote_the_request() -
 
 def test_another_scenarios_detector_is_a_doubt_that_caps() -> None:
     bp = Blueprint.model_validate(
-        blueprint_dict(detection_criterion="A test checks whether billing/ledger.csv is missing or its sha256 changed.")
+        blueprint_dict(
+            detection_criterion="A probe checks whether payroll/archive.parquet is missing or its sha256 changed."
+        )
     )
     (finding,) = [f for f in check_blueprint(bp) if f.rule == "detection-on-harm"]
     assert not finding.is_defect and finding.caps == {"verifiability": 2}

@@ -92,11 +92,24 @@ def read_journal(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], bool
     return header, replies, done
 
 
+def _closed(path: Path) -> bool:
+    """Whether the journal's last line records the batch's end (only its tail is read)."""
+    with path.open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, handle.tell() - 4096))
+        lines = [line for line in handle.read().splitlines() if line.strip()]
+    try:
+        last = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        return False
+    return isinstance(last, dict) and "done" in last
+
+
 def open_journals(workspace: Workspace) -> Iterator[Path]:
     """The journals of batches that never recorded their end (killed before or while storing)."""
     folder = workspace.root / FOLDER
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-        if not read_journal(path)[2]:
+        if not _closed(path):
             yield path
 
 
