@@ -84,10 +84,10 @@ class Commit:
     defer: bool = False
 
 
-Tolerance = Literal["absent", "refused"]
+Tolerance = Literal["absent", "disallowed"]
 """What a move may meet without raising: ``absent``, a blueprint not in this workspace (a copied
 reference pair's), which stays unmoved with a note while the move's files are still committed;
-``refused``, a step the lifecycle refuses, which becomes a note."""
+``disallowed``, a step the lifecycle does not allow, which becomes a note."""
 
 
 @dataclass(frozen=True)
@@ -341,7 +341,7 @@ class BlueprintStore:
 
         Raises:
             BlueprintFileError: The blueprint file is missing (unless ``absent`` is tolerated) or invalid.
-            InvalidTransition: The lifecycle does not allow a step (unless ``refused`` is tolerated).
+            InvalidTransition: The lifecycle does not allow a step (unless ``disallowed`` is tolerated).
             ForeignChangeError: The file holds a person's uncommitted edits; nothing was written.
             WorkspaceError: git refused the commit (the written files are journaled).
         """
@@ -361,7 +361,7 @@ class BlueprintStore:
             try:
                 note = "" if record.status is not before else _apply(record, move)
             except InvalidTransition as exc:
-                if "refused" not in move.tolerate:
+                if "disallowed" not in move.tolerate:
                     raise
                 record, note = self.load(move.blueprint_id), f"not moved: {exc}"
             files += move.write() if move.write is not None else ()
@@ -394,7 +394,7 @@ class BlueprintStore:
         if missing_ok:
             tolerate.add("absent")
         if invalid_ok:
-            tolerate.add("refused")
+            tolerate.add("disallowed")
         return self.apply(
             LifecycleMove(
                 blueprint_id,
