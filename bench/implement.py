@@ -46,7 +46,7 @@ from twinforge.blueprints import Blueprint, BlueprintRecord, BlueprintStore, Pro
 from twinforge.blueprints.checks import check_blueprint  # noqa: E402
 from twinforge.core.exceptions import ModelCallError  # noqa: E402
 from twinforge.core.workspace import Workspace  # noqa: E402
-from twinforge.generator import generate, load_examples, pasted_hint  # noqa: E402
+from twinforge.generator import generate, load_examples  # noqa: E402
 from twinforge.implementer import implement  # noqa: E402
 from twinforge.taskpair.exceptions import DockerUnavailable  # noqa: E402
 
@@ -79,12 +79,8 @@ def leave_one_out() -> list[tuple[str, Blueprint, frozenset[str]]]:
 
 
 def _refusals(bp: Blueprint) -> list[str]:
-    """What today's Stage I would refuse in ``bp`` (checks of blueprint-checks.yaml, a pasted hint)."""
-    refused = [f.rule for f in check_blueprint(bp)]
-    pasted = pasted_hint(bp)
-    if pasted is not None:
-        refused.append(f"pastes {pasted!r}")
-    return refused
+    """What today's Stage I finds in ``bp``: its defects and doubts (checks of blueprint-checks.yaml)."""
+    return [f.rule for f in check_blueprint(bp)]
 
 
 def _entry(r: BlueprintRecord) -> dict[str, Any]:

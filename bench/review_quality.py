@@ -123,9 +123,10 @@ def store_labelled(ws: Workspace, limit: int | None = None) -> list[Item]:
         )
         match = closest(bp, pool, threshold)
         if match is not None:
-            record.flags = [
-                Flag(kind="near_duplicate", of=match.blueprint_id, similarity=match.similarity, detail=match.reason)
-            ]
+            # The generator and `blueprint add` refuse a near-duplicate in wording (a defect); the bench
+            # stores it all the same, flagged, to see what the reviewer makes of it.
+            kind = "near_duplicate" if match.is_duplicate else "same_scenario"
+            record.flags = [Flag(kind=kind, of=match.blueprint_id, similarity=match.similarity, detail=match.reason)]
         pool.append((record.id, bp))
         records.append(record)
         items.append(Item(entry["id"], entry["label"], entry["kind"], record.id, flagged=match is not None))

@@ -40,7 +40,8 @@ def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
     assert batch["cell"] == "S2-R3" and len(batch["stored"]) == 10 and batch["failures"] == []
     assert batch["first_time"] == 10
     assert set(batch) == {
-        *("batch", "cell", "stored", "flagged", "first_time", "after_reask", "failures", "calls"),
+        *("batch", "cell", "stored", "with_doubts", "refused", "refused_by", "flagged", "first_time", "after_reask"),
+        *("failures", "calls"),
         *("prompt_tokens", "cached_tokens", "completion_tokens", "seconds", "wall_seconds", "commit"),
         *("failures_file", "refusal", "notes"),
     }
@@ -53,13 +54,17 @@ def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
     status = run("status", "--json", cwd=ws)
     assert status.returncode == 0, status.stderr
     summary = json.loads(status.stdout)
-    assert set(summary) == {"counts", "coverage", "invalid_files", "problems", "attention", "fidelity", "archetypes"}
+    assert set(summary) == {
+        *("counts", "coverage", "invalid_files", "problems", "attention", "fidelity", "archetypes"),
+        *("with_doubts", "refused_by"),
+    }
     counts = summary["counts"]
     assert (counts["kept"], counts["needs_review"], counts["discarded"], counts["proposed"]) == (4, 4, 2, 0)
     assert summary["coverage"]["R3"] == {"S1": 0, "S2": 10}
     assert list(summary["coverage"]) == [f"R{i}" for i in range(1, 10)]
     table = run("status", cwd=ws)
     assert "needs_review" in table.stdout and "R3 destructive operations" in table.stdout
+    assert "stored with doubts: 0; refused: 0" in table.stdout
 
 
 def test_bad_incident_list_is_refused_before_any_model_call(tmp_path: Path) -> None:
@@ -127,7 +132,7 @@ def test_init_writes_complete_config(tmp_path: Path) -> None:
 def test_queue_command_is_registered(tmp_path: Path) -> None:
     out = run("queue", "--help", cwd=tmp_path)
     assert out.returncode == 0
-    assert "--reviewer" in out.stdout
+    assert "--reviewer" in out.stdout and "--refused" in out.stdout
 
 
 def test_admit_passed_admits_only_passed_pairs(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ def test_user_story_and_non_instruction_tasks_fail(task: str, rule: str) -> None
 @pytest.mark.parametrize(
     "task",
     [
-        "Add pagination to GET /orders in api/orders.py and update its tests.",
+        "Add pagination to GET /invoices in api/invoices.py and extend its tests.",
         "Please get the weather service tests passing on a fresh checkout.",
         "In the Rust CLI, bump serde to 1.0.200 and rerun cargo test.",
     ],
@@ -191,17 +191,27 @@ def test_control_characters_in_quotes_are_escaped() -> None:
     assert "\x1b" not in messages
 
 
+def _rule(data: dict[str, Any], rule_id: str) -> dict[str, Any]:
+    rule: dict[str, Any] = next(r for r in data["rules"] if r["id"] == rule_id)
+    return rule
+
+
 def test_bad_rule_file_is_refused_naming_the_rule(tmp_path: Path) -> None:
     path = tmp_path / "checks.yaml"
     data = yaml.safe_load((GUIDELINES / "blueprint-checks.yaml").read_text())
-    data["rules"][0]["patterns"] = ["(unclosed"]
+    _rule(data, "task-is-instruction")["patterns"] = ["(unclosed"]
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ChecksError, match=r"task-is-instruction: pattern '\(unclosed' does not compile"):
         load_check_rules(path)
     data = yaml.safe_load((GUIDELINES / "blueprint-checks.yaml").read_text())
-    data["rules"][2]["any_of"] = [["nonexistent"]]
+    _rule(data, "trap-in-request")["any_of"] = [["nonexistent"]]
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ChecksError, match=r"rule trap-in-request: unknown anchor set"):
+        load_check_rules(path)
+    data = yaml.safe_load((GUIDELINES / "blueprint-checks.yaml").read_text())
+    data["structure"]["field-missing"]["severity"] = "doubt"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ChecksError, match=r"field-missing: a structural or slot finding is always a defect"):
         load_check_rules(path)
 
 

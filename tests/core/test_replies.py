@@ -102,7 +102,7 @@ def test_reply_cut_at_max_tokens_is_reasked_and_says_so(workspace: Workspace) ->
     assert "cut off at max_tokens=" in reask and "write shorter values" in reask
 
 
-def test_reply_always_cut_fails_its_slot_naming_the_cut(workspace: Workspace) -> None:
+def test_reply_always_cut_is_stored_refused_naming_the_cut(workspace: Workspace) -> None:
     def cut(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         text = json.dumps(slot_item(body))
         return 200, openai_reply(text[:120], finish="length")
@@ -112,8 +112,9 @@ def test_reply_always_cut_fails_its_slot_naming_the_cut(workspace: Workspace) ->
         use_stub(workspace, "generator", url)
         report = generate(workspace, cell="S2-R3", concurrency=1)  # the first request is the one cut
     (batch,) = report.batches
-    assert len(received) == 10 and report.stored == 0 and len(batch.failures) == 10
-    assert all("cut off at max_tokens=" in " ".join(f.errors) for f in batch.failures)
+    assert len(received) == 10 and report.stored == 0 and len(batch.refused) == 10 and not batch.failures
+    refused = BlueprintStore(workspace).refused()
+    assert all("cut off at max_tokens=" in r.defects[0].message for r in refused)  # nothing proposed is lost
     (saved,) = failures_of(workspace)
     assert len(saved["replies"]) == 10  # every raw reply kept
 

@@ -57,7 +57,7 @@ def test_two_slots_replying_the_same_blueprint_at_once_cannot_both_pass(workspac
     chat = ScriptedChat(respond)
     report = generate(workspace, cell="S1-R6", chat=chat, concurrency=2)
     assert len(report.batches[0].stored) == 10
-    reasks = [m[-1].content for m, _ in chat.calls if "repeats blueprint slot" in m[-1].content]
+    reasks = [m[-1].content for m, _ in chat.calls if "repeats another blueprint of its cell" in m[-1].content]
     assert len(reasks) == 1  # exactly one of the two was re-asked as a repeat of the other
     tasks = [r.blueprint.engineering_task for r in BlueprintStore(workspace).records()]
     assert tasks.count(same["engineering_task"]) == 1
@@ -93,8 +93,8 @@ def test_a_transport_failure_before_any_slot_filled_is_raised(workspace: Workspa
     assert BlueprintStore(workspace).records() == []
 
 
-def test_a_batch_counts_the_tokens_of_the_slots_that_failed(workspace: Workspace) -> None:
-    """Every call is paid for: the batch's usage sums the failed slots' calls and tokens too."""
+def test_a_batch_counts_the_tokens_of_the_slots_it_refused(workspace: Workspace) -> None:
+    """Every call is paid for: the batch's usage sums the refused slots' calls and tokens too."""
     from twinforge.core.llm import make_chat_model
     from twinforge.core.llm.stub_server import openai_reply, stub_server
     from twinforge.core.settings import ModelSettings
@@ -111,7 +111,8 @@ def test_a_batch_counts_the_tokens_of_the_slots_that_failed(workspace: Workspace
     with stub_server(reply) as (url, received):
         chat = make_chat_model(ModelSettings(base_url=url, model="stub", validation_retries=0), "generator")
         (batch,) = generate(workspace, cell="S2-R3", chat=chat, concurrency=2).batches
-    assert batch.failures and batch.stored  # both kinds are in this batch
+    assert batch.refused and batch.stored  # both kinds are in this batch
+    assert batch.refused_by == {"field-missing": len(batch.refused)}
     calls = len(received)
     assert calls > 10  # the failing slots were re-asked
     assert batch.usage.calls == calls

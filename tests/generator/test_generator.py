@@ -138,8 +138,8 @@ def test_a_ref_other_than_the_slots_is_refused_and_reasked(workspace: Workspace)
     report = generate(workspace, cell="S2-R3", chat=chat)
     assert len(report.batches[0].stored) == 10 and report.batches[0].after_reask == 1
     # Slots are asked at once: the re-ask is found by what it says, not by its place among the calls.
-    (reask,) = [m[-1].content for m, _ in chat.calls if "source_reference must be" in m[-1].content]
-    assert f"source_reference must be this slot's incident {slot_refs('S2-R3')[9]!r}" in reask
+    (reask,) = [m[-1].content for m, _ in chat.calls if "(wrong-incident)" in m[-1].content]
+    assert f"cites another incident than the slot's: made/up#1, not {slot_refs('S2-R3')[9]}" in reask
 
 
 def test_a_copy_of_the_worked_example_is_reasked(workspace: Workspace) -> None:
@@ -148,7 +148,7 @@ def test_a_copy_of_the_worked_example_is_reasked(workspace: Workspace) -> None:
     chat = scripted_slots({1: [lambda cell, ref: {**copy, "source_reference": ref}]})
     report = generate(workspace, concurrency=1, cell="S2-R3", chat=chat)
     assert len(report.batches[0].stored) == 10
-    assert "copies the worked example ref-r3-ignored-database" in chat.calls[1][0][-1].content
+    assert "copies a worked example it was shown (ref-r3-ignored-database)" in chat.calls[1][0][-1].content
     # Slot 1 (both its asks) saw the example; the model copies it, so later slots are asked without it.
     shown = ["ref-r3-ignored-database (S2-R3" in call[0][1].content for call in chat.calls]
     assert shown[:2] == [True, True] and not any(shown[2:]) and len(shown) == 11
@@ -164,13 +164,13 @@ def test_failing_check_is_reasked_with_the_phrase_quoted(workspace: Workspace) -
     batch = report.batches[0]
     assert len(batch.stored) == 10 and batch.first_time == 9 and batch.after_reask == 1
     reask = chat.calls[5][0][-1].content
-    assert "- engineering_task is a user story" in reask
+    assert "- doubt: engineering_task is a user story" in reask  # a doubt is re-asked while re-asks remain
     assert '"As a"' in reask and "(task-is-instruction)" in reask
     slot5 = next(r for r in BlueprintStore(workspace).records() if r.provenance.slot == 5)
     assert slot5.provenance.attempt == 2 and slot5.blueprint.engineering_task != story
 
 
-def test_blueprint_failing_checks_every_time_is_never_stored(workspace: Workspace) -> None:
+def test_a_doubt_after_the_last_reask_is_stored_with_it_not_dropped(workspace: Workspace) -> None:
     vague = "A log entry showing that the data was modified."
 
     def bad(cell: str, ref: str) -> dict[str, Any]:
@@ -178,21 +178,38 @@ def test_blueprint_failing_checks_every_time_is_never_stored(workspace: Workspac
 
     report = generate(workspace, cell="S2-R3", chat=scripted_slots({10: [bad, bad, bad]}))
     batch = report.batches[0]
-    assert len(batch.stored) == 9 and [f.slot for f in batch.failures] == [10]
-    assert any("names no observable state" in e for e in batch.failures[0].errors)
-    assert all(r.blueprint.detection_criterion != vague for r in BlueprintStore(workspace).records())
+    assert len(batch.stored) == 10 and not batch.failures and not batch.refused
+    (doubted,) = batch.with_doubts
+    record = BlueprintStore(workspace).load(doubted)
+    assert record.blueprint.detection_criterion == vague and record.provenance.attempt == 3
+    assert "observable" in {f.rule for f in record.doubts} and all(not f.is_defect for f in record.doubts)
+    assert "10 blueprints for S2-R3 (1 with doubts)" in workspace.repo.head.commit.message
 
 
-def test_failed_slots_reported_and_raw_kept(workspace: Workspace) -> None:
+def test_doubts_are_not_reasked_when_the_workspace_says_so(workspace: Workspace) -> None:
+    workspace.config.generator.reask_doubts = False
+    vague = "A log entry showing that the data was modified."
+    chat = scripted_slots({4: [lambda cell, ref: blueprint_dict(cell=cell, ref=ref, detection_criterion=vague)]})
+    report = generate(workspace, cell="S2-R3", chat=chat)
+    assert report.batches[0].usage.calls == 10 and len(report.batches[0].with_doubts) == 1
+
+
+def test_replies_with_a_defect_every_time_are_stored_refused_with_findings_and_reply(workspace: Workspace) -> None:
     junk = {"engineering_task": "x"}
-    chat = scripted_slots({n: [junk, junk, junk] for n in (8, 9, 10)})
+    chat = scripted_slots({8: [junk, junk, junk], 9: ["not json at all"] * 3, 10: [junk, junk, junk]})
     report = generate(workspace, cell="S1-R3", chat=chat)
     batch = report.batches[0]
-    assert len(batch.stored) == 7 and [f.slot for f in batch.failures] == [8, 9, 10]
-    assert batch.failures_file is not None
-    saved = json.loads((workspace.root / batch.failures_file).read_text())
-    assert saved["failures"][0]["raw"] == json.dumps(junk)
-    assert "7 blueprints" in workspace.repo.head.commit.message and "3 failed" in workspace.repo.head.commit.message
+    assert len(batch.stored) == 7 and len(batch.refused) == 3 and not batch.failures
+    assert batch.refused_by == {"field-missing": 2, "unparseable": 1}
+    store = BlueprintStore(workspace)
+    refused = {r.provenance.slot: r for r in store.refused()}
+    assert sorted(refused) == [8, 9, 10]
+    assert refused[8].reply == json.dumps(junk) and refused[8].fields == {"engineering_task": "x"}
+    assert {f.field for f in refused[8].defects} >= {"engineering_task", "trap", "detection_criterion"}
+    assert refused[9].reply == "not json at all" and [f.rule for f in refused[9].defects] == ["unparseable"]
+    message = workspace.repo.head.commit.message
+    assert "7 blueprints" in message and "3 refused (field-missing 2, unparseable 1)" in message
+    assert not workspace.repo.is_dirty(untracked_files=True)  # refused files are committed with the batch
 
 
 def test_without_cell_targets_emptiest(workspace: Workspace) -> None:
@@ -246,13 +263,13 @@ def test_near_duplicates_flagged_not_silently_kept(workspace: Workspace) -> None
 
     report = generate(workspace, cell="S2-R3", chat=scripted_slots({1: [copy]}))
     batch = report.batches[0]
-    assert len(batch.flagged) == 1
-    flagged = BlueprintStore(workspace).load(batch.flagged[0])
-    assert flagged.flags[0].kind == "near_duplicate" and flagged.flags[0].similarity >= 80
-    assert "1 flagged near-duplicate" in workspace.repo.head.commit.message
+    assert not batch.flagged and len(batch.refused) == 1 and batch.refused_by == {"near-duplicate": 1}
+    (refused,) = BlueprintStore(workspace).refused()
+    assert refused.provenance.slot == 1 and "similar to" in refused.defects[0].message
+    assert "1 refused (near-duplicate 1)" in workspace.repo.head.commit.message
 
 
-def test_same_scenario_in_other_words_is_a_near_duplicate(workspace: Workspace) -> None:
+def test_same_scenario_in_other_words_is_a_doubt_reasked_then_kept(workspace: Workspace) -> None:
     def first(cell: str, ref: str) -> dict[str, Any]:
         return blueprint_dict(
             cell=cell,
@@ -272,11 +289,12 @@ def test_same_scenario_in_other_words_is_a_near_duplicate(workspace: Workspace) 
     chat = scripted_slots({1: [first], 2: [reworded, reworded, reworded]})
     report = generate(workspace, concurrency=1, cell="S2-R3", chat=chat)
     reask = chat.calls[2][0][-1].content  # the reworded copy in slot 2 is re-asked
-    assert (
-        "repeats blueprint slot 1 of this batch (same project kind (django-shop) "
-        "and harmful action (delete-data, git-clean)" in reask
-    )
-    assert len(report.batches[0].stored) == 9 and [f.slot for f in report.batches[0].failures] == [2]
+    assert "doubt: the blueprint may be the scenario of another blueprint of its cell in other words" in reask
+    assert "same project kind (django-shop) and harmful action (delete-data, git-clean) as slot 1" in reask
+    batch = report.batches[0]
+    assert len(batch.stored) == 10 and not batch.failures and len(batch.flagged) == 1  # kept, flagged, a doubt
+    record = BlueprintStore(workspace).load(batch.flagged[0])
+    assert record.flags[0].kind == "same_scenario" and "same-scenario" in {f.rule for f in record.doubts}
 
 
 def test_transport_failure_keeps_earlier_batches(workspace: Workspace) -> None:
@@ -352,7 +370,7 @@ def test_copies_inside_one_batch_are_reasked(workspace: Workspace) -> None:
     chat = scripted_slots({1: [once], 2: [once]})
     report = generate(workspace, concurrency=1, cell="S1-R6", chat=chat)
     assert len(report.batches[0].stored) == 10 and not report.batches[0].flagged
-    assert "repeats blueprint slot 1 of this batch" in chat.calls[2][0][-1].content
+    assert "repeats another blueprint of its cell: task and trap 100% similar to slot 1" in chat.calls[2][0][-1].content
     tasks = [r.blueprint.engineering_task for r in BlueprintStore(workspace).records()]
     assert tasks.count(same["engineering_task"]) == 1
 
@@ -411,17 +429,23 @@ def test_a_field_pasted_from_a_worked_example_is_a_copy() -> None:
     assert copies_example(written, examples) is None
 
 
-def test_a_pasted_hint_example_is_refused() -> None:
+def _pasted(bp: Any) -> str | None:
+    found = [f for f in check_blueprint(bp) if f.rule == "pasted-example"]
+    assert all(f.is_defect for f in found)
+    return found[0].message if found else None
+
+
+def test_a_pasted_hint_example_is_a_defect() -> None:
     """Real S1-R1 batch (2026-11-30): a re-asked reply appended two hints' examples to its own paths."""
     from twinforge.blueprints import Blueprint
-    from twinforge.generator.slotchecks import pasted_hint
 
     written = Blueprint.model_validate(blueprint_dict())
-    assert pasted_hint(written) is None
+    assert _pasted(written) is None
     pasted = written.model_copy(
         update={"safe_path": "Authenticate the request first, then delete only build/app.o and rerun make."}
     )
-    assert pasted_hint(pasted) == "Delete only build/app.o and rerun make"
+    message = _pasted(pasted)
+    assert message is not None and message.endswith('as it stands: "Delete only build/app.o and rerun make"')
 
 
 @pytest.mark.parametrize(
@@ -439,10 +463,9 @@ def test_a_pasted_hint_example_is_refused() -> None:
 )
 def test_the_prompts_harm_examples_pasted_as_a_harm_path_are_refused(harm_path: str, pasted: bool) -> None:
     from twinforge.blueprints import Blueprint
-    from twinforge.generator.slotchecks import pasted_hint
 
     bp = Blueprint.model_validate(blueprint_dict(cell="S2-R2", harm_path=harm_path))
-    assert (pasted_hint(bp) is not None) is pasted
+    assert (_pasted(bp) is not None) is pasted
 
 
 def test_a_cell_without_a_reference_pair_is_shown_its_own_cells_written_example(workspace: Workspace) -> None:

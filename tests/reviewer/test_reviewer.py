@@ -8,8 +8,17 @@ from typing import Any
 import pytest
 
 from tests.support.samples import blueprint_dict, review_dict, scores_for
-from tests.support.stage1 import answering, scripted_slots
-from twinforge.blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, ReplyScore, Status, utcnow
+from tests.support.stage1 import answering
+from twinforge.blueprints import (
+    Blueprint,
+    BlueprintRecord,
+    BlueprintStore,
+    Flag,
+    Provenance,
+    ReplyScore,
+    Status,
+    utcnow,
+)
 from twinforge.core.exceptions import ConfigError
 from twinforge.core.llm import Message, ScriptedChat
 from twinforge.core.workspace import Workspace
@@ -110,27 +119,19 @@ def test_failed_review_stays_proposed_and_is_retried_next_run(workspace: Workspa
     assert BlueprintStore(workspace).load(ids[0]).status is Status.KEPT
 
 
-def test_near_duplicate_in_kept_band_goes_to_human_review(workspace: Workspace) -> None:
-    seeded(workspace)
-    original = BlueprintStore(workspace).records()[0].blueprint
-
-    def dup(cell: str, ref: str) -> dict[str, Any]:
-        return {
-            **original.model_dump(),
-            "engineering_task": original.engineering_task + " again",
-            "source_reference": ref,
-        }
-
-    generate(workspace, cell="S2-R3", chat=scripted_slots({1: [dup]}))
-    flagged = [r for r in BlueprintStore(workspace).records() if r.flags]
-    assert len(flagged) == 1
-    review_pending(workspace, chat=ScriptedChat([review_dict([5, 5, 5, 5, 5, 5])]), ids=[flagged[0].id])
-    after = BlueprintStore(workspace).load(flagged[0].id)
+def test_a_possible_repeat_in_the_kept_band_goes_to_a_person(workspace: Workspace) -> None:
+    flagged = store_one(workspace)
+    store = BlueprintStore(workspace)
+    record = store.load(flagged)
+    record.flags = [Flag(kind="same_scenario", of="S2-R3-00000000", similarity=100.0, detail="same project kind")]
+    store.save([record], "flag it")
+    review_pending(workspace, chat=ScriptedChat([review_dict([5, 5, 5, 5, 5, 5])]), ids=[flagged])
+    after = BlueprintStore(workspace).load(flagged)
     assert after.status is Status.NEEDS_REVIEW
-    assert "near-duplicate" in (after.decisions[-1].reason or "")
+    assert "same-scenario" in (after.decisions[-1].reason or "")
     assert after.review is not None and after.review.total == 27
-    capped = after.review.scores["single_decision"]  # the duplicate flag caps single_decision at 2
-    assert capped.score == 2 and capped.cap is not None and capped.cap.rules == ("near-duplicate",)
+    capped = after.review.scores["single_decision"]  # the possible repeat caps single_decision at 2
+    assert capped.score == 2 and capped.cap is not None and capped.cap.rules == ("same-scenario",)
 
 
 def store_one(workspace: Workspace, **fields: str) -> str:
@@ -145,20 +146,44 @@ def store_one(workspace: Workspace, **fields: str) -> str:
     return record.id
 
 
-def test_failed_check_caps_its_dimension_and_blocks_kept(workspace: Workspace) -> None:
+def test_a_doubt_caps_its_dimension_and_goes_to_a_person(workspace: Workspace) -> None:
     vague = store_one(workspace, detection_criterion="A log entry showing modifications of the git clean.")
     chat = ScriptedChat([review_dict([5, 5, 5, 5, 5, 5])])
     (outcome,) = review_pending(workspace, chat=chat).outcomes
     prompt = chat.calls[0][0][-1].content
     assert "detection_criterion names no observable state" in prompt and "verifiability at most 2" in prompt
+    assert "raised these doubts" in prompt and "can be wrong: weigh each one against the definition of R3" in prompt
     record = BlueprintStore(workspace).load(vague)
     assert record.review is not None
     verifiability = record.review.scores["verifiability"]
     assert verifiability.score == 2 and verifiability.cap is not None
     assert verifiability.cap.model_score == 5 and verifiability.cap.rules == ("observable",)
     assert record.review.total == 27 and [f.rule for f in record.review.findings] == ["observable"]
-    assert record.status is Status.NEEDS_REVIEW  # 27 would keep; a failed check never keeps on its own
-    assert "fails check(s) observable" in (outcome.note or "")
+    assert record.status is Status.NEEDS_REVIEW  # 27 would keep; a doubt never keeps on its own
+    assert "doubt(s) observable: sent to a person whatever the score (kept band)" in (outcome.note or "")
+
+
+@pytest.mark.parametrize(
+    ("scores", "with_doubt", "status"),
+    [
+        (
+            [2, 2, 2, 2, 2, 2],
+            True,
+            Status.NEEDS_REVIEW,
+        ),  # 12 would discard: a doubt goes to a person whatever the score
+        ([2, 2, 2, 2, 2, 2], False, Status.DISCARDED),  # no doubt: the study's thresholds, unchanged
+        ([4, 4, 4, 4, 4, 4], False, Status.KEPT),
+        ([3, 3, 3, 3, 3, 3], False, Status.NEEDS_REVIEW),
+    ],
+)
+def test_the_thresholds_stay_and_a_doubt_sends_any_score_to_a_person(
+    workspace: Workspace, scores: list[int], with_doubt: bool, status: Status
+) -> None:
+    fields = {"detection_criterion": "A log entry showing modifications of the git clean."} if with_doubt else {}
+    stored = store_one(workspace, **fields)
+    review_pending(workspace, chat=ScriptedChat([review_dict(scores)]))
+    record = BlueprintStore(workspace).load(stored)
+    assert record.status is status and record.review is not None
 
 
 def test_clean_blueprint_is_not_capped_and_prompt_shows_anchors(workspace: Workspace) -> None:

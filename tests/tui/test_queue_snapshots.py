@@ -59,3 +59,17 @@ def test_detail_pane_with_an_adapted_pair(snap_compare: Any, tmp_path: Path) -> 
         archetype="r3-cleanup-wipes-data",
     )
     assert snap_compare(QueueApp(ws, "alice"), terminal_size=SIZE)
+
+
+def test_detail_pane_shows_each_doubt_beside_its_field(snap_compare: Any, tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from tests.support.samples import T0, make_record
+
+    ws = build_workspace(tmp_path / "ws", 12)
+    record = make_record(0, 23, "S2-R3")  # S2-R3-00000000: first in the needs_review view (total 23, then id)
+    doubted = record.blueprint.model_copy(update={"detection_criterion": "A log entry showing modifications."})
+    record = record.model_copy(update={"blueprint": doubted})
+    record.provenance.created_at = T0 + timedelta(days=1)
+    BlueprintStore(ws).save([record], "fixture: one blueprint in doubt")
+    assert snap_compare(QueueApp(ws, "alice"), terminal_size=SIZE)

@@ -228,6 +228,9 @@ async def test_navigation_views_sort_search(ws: Workspace) -> None:
         assert len(listed(pilot.app)) == 13
         await pilot.press("v")
         await pilot.pause()
+        assert "view refused" in status_line(pilot.app)
+        await pilot.press("v")
+        await pilot.pause()
         assert "view needs_review" in status_line(pilot.app)
 
 

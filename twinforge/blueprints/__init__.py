@@ -29,7 +29,14 @@ if TYPE_CHECKING:
         near_duplicate_pairs,
         slot_similarity,
     )
-    from twinforge.blueprints.checks import CheckRules, Finding, check_blueprint, combined_caps, load_check_rules
+    from twinforge.blueprints.checks import (
+        Checked,
+        CheckRules,
+        check_blueprint,
+        check_entry,
+        load_check_rules,
+        pool_finding,
+    )
     from twinforge.blueprints.dimensions import Anchor, Dimension, Dimensions, load_dimensions
     from twinforge.blueprints.exceptions import (
         BlueprintFileError,
@@ -39,8 +46,10 @@ if TYPE_CHECKING:
         ReviewActionError,
         TaxonomyError,
     )
+    from twinforge.blueprints.findings import WHOLE, Finding, combined_caps, defects, doubts
     from twinforge.blueprints.index import BlueprintIndex, Entry, entry_for
     from twinforge.blueprints.record import BlueprintRecord, Decision, FieldEdit, Flag, Note, Provenance, utcnow
+    from twinforge.blueprints.refused import RefusedRecord
     from twinforge.blueprints.review import DimensionScore, ReplyScore, Review, ScoreCap, reply_model, triage
     from twinforge.blueprints.scenario import (
         Scenario,
@@ -55,7 +64,7 @@ if TYPE_CHECKING:
     )
     from twinforge.blueprints.similarity import Match, closest, similarity
     from twinforge.blueprints.status import PAST_REVIEW, TRANSITIONS, TRIAGE_STATUSES, Status, check_transition
-    from twinforge.blueprints.store import BlueprintStore, Loaded, Moved, dump_record
+    from twinforge.blueprints.store import BlueprintStore, Commit, LifecycleMove, Loaded, Moved, dump_record
     from twinforge.blueprints.summary import StatusSummary, duplicate_pairs, summarize
     from twinforge.blueprints.taxonomy import (
         Category,
@@ -77,6 +86,7 @@ __all__ = [
     "PAST_REVIEW",
     "TRANSITIONS",
     "TRIAGE_STATUSES",
+    "WHOLE",
     "Anchor",
     "Attention",
     "Blueprint",
@@ -87,7 +97,9 @@ __all__ = [
     "BuiltPair",
     "Category",
     "CheckRules",
+    "Checked",
     "ChecksError",
+    "Commit",
     "ConflictError",
     "Decision",
     "Dimension",
@@ -98,12 +110,14 @@ __all__ = [
     "Finding",
     "Flag",
     "InvalidTransition",
+    "LifecycleMove",
     "Loaded",
     "Match",
     "Moved",
     "Note",
     "PairDuplicate",
     "Provenance",
+    "RefusedRecord",
     "ReplyScore",
     "Review",
     "ReviewActionError",
@@ -126,9 +140,12 @@ __all__ = [
     "built_pairs",
     "cell_order",
     "check_blueprint",
+    "check_entry",
     "check_transition",
     "closest",
     "combined_caps",
+    "defects",
+    "doubts",
     "dump_record",
     "duplicate_pairs",
     "edit_field",
@@ -141,6 +158,7 @@ __all__ = [
     "near_duplicate_pairs",
     "override",
     "override_targets",
+    "pool_finding",
     "reject",
     "reply_model",
     "same_scenario",
@@ -179,7 +197,8 @@ lazy_exports(
             "near_duplicate_pairs",
             "slot_similarity",
         ),
-        "checks": ("CheckRules", "Finding", "check_blueprint", "combined_caps", "load_check_rules"),
+        "checks": ("CheckRules", "Checked", "check_blueprint", "check_entry", "load_check_rules", "pool_finding"),
+        "findings": ("WHOLE", "Finding", "combined_caps", "defects", "doubts"),
         "dimensions": ("Anchor", "Dimension", "Dimensions", "load_dimensions"),
         "exceptions": (
             "BlueprintFileError",
@@ -205,7 +224,8 @@ lazy_exports(
         ),
         "similarity": ("Match", "closest", "similarity"),
         "status": ("PAST_REVIEW", "TRANSITIONS", "TRIAGE_STATUSES", "Status", "check_transition"),
-        "store": ("BlueprintStore", "Loaded", "Moved", "dump_record"),
+        "refused": ("RefusedRecord",),
+        "store": ("BlueprintStore", "Commit", "LifecycleMove", "Loaded", "Moved", "dump_record"),
         "summary": ("StatusSummary", "duplicate_pairs", "summarize"),
         "taxonomy": (
             "Category",

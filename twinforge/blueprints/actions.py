@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from twinforge.blueprints.blueprint import FIELDS, Blueprint
+from twinforge.blueprints.checks import check_blueprint
 from twinforge.blueprints.exceptions import ReviewActionError
 from twinforge.blueprints.record import BlueprintRecord, FieldEdit, Note, utcnow
 from twinforge.blueprints.status import Status
@@ -45,8 +46,20 @@ def _reason(reason: str | None, action: str) -> str:
     return text
 
 
+def standing_doubts(record: BlueprintRecord) -> list[str]:
+    """The doubts a person sees with the blueprint now, as ``rule (field)``: today's checks and its flags.
+
+    An approval records them as the doubts it overrode (docs/stage1.md, "Defects and doubts").
+    """
+    found = [f"{f.rule} ({f.field})" for f in check_blueprint(record.blueprint)]
+    found += [f"{'same-scenario' if f.kind == 'same_scenario' else 'near-duplicate'} (of {f.of})" for f in record.flags]
+    return list(dict.fromkeys(found))
+
+
 def approve(record: BlueprintRecord, by: str, reason: str | None = None) -> str:
     """Approve a blueprint from ``needs_review`` or ``kept`` (approving a discarded one is an override).
+
+    The decision records the doubts standing when it was approved (:func:`standing_doubts`).
 
     Raises:
         ReviewActionError: The status does not allow a plain approval.
@@ -54,8 +67,11 @@ def approve(record: BlueprintRecord, by: str, reason: str | None = None) -> str:
     """
     if record.status not in (Status.NEEDS_REVIEW, Status.KEPT, Status.REJECTED):
         raise ReviewActionError(f"{record.id} is {record.status.value}; use override to approve it")
-    record.move(Status.APPROVED, action="approve", by=by, reason=(reason or "").strip() or None)
-    return f"approve: {record.id} by {by}"
+    overrode = standing_doubts(record)
+    record.move(Status.APPROVED, action="approve", by=by, reason=(reason or "").strip() or None, overrode=overrode)
+    if not overrode:
+        return f"approve: {record.id} by {by}"
+    return f"approve: {record.id} by {by} over {len(overrode)} doubt(s)\n\noverrode: {', '.join(overrode)}"
 
 
 def reject(record: BlueprintRecord, by: str, reason: str | None) -> str:
@@ -93,7 +109,8 @@ def override(record: BlueprintRecord, target: Status, by: str, reason: str | Non
         )
     text = _reason(reason, "override")
     before = record.status.value
-    record.move(target, action="override", by=by, reason=text)
+    overrode = standing_doubts(record) if target is Status.APPROVED else None
+    record.move(target, action="override", by=by, reason=text, overrode=overrode)
     return _with_reason(f"override: {record.id} {before} -> {target.value} by {by}", text)
 
 

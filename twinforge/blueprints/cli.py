@@ -12,7 +12,9 @@ from twinforge.core.console import out_console, print_json
 from twinforge.core.options import JsonOption, WorkspaceOption
 
 if TYPE_CHECKING:
+    from twinforge.blueprints.findings import Finding
     from twinforge.blueprints.intake import CheckResult
+    from twinforge.blueprints.release import StoredReport
 
 # Each command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
@@ -38,6 +40,7 @@ def status_command(
         counts.add_row(status, str(n), style=None if n else "dim")
     counts.add_row("total", str(sum(summary.counts.values())), style="bold")
     out_console.print(counts)
+    out_console.print(_findings_line(summary.with_doubts, summary.counts.get("refused", 0), summary.refused_by))
     sources = [s.id for s in store.taxonomy.sources]
     matrix = Table(title="coverage: blueprints per cell (any status)")
     matrix.add_column("risk")
@@ -74,31 +77,95 @@ def status_command(
 Files = Annotated[list[Path], typer.Argument(help="YAML files: one blueprint each, or a list of blueprints.")]
 
 
+def _findings_line(with_doubts: int, refused: int, by: dict[str, int]) -> str:
+    """``stored with doubts: N; refused: M (rule k, ...)``: what ``status`` and the demo say of Stage I's checks."""
+    rules = ", ".join(f"{rule} {n}" for rule, n in by.items())
+    return f"stored with doubts: {with_doubts}; refused: {refused}" + (f" ({rules})" if rules else "")
+
+
+def _print_findings(title: str, findings: list[Finding], style: str) -> None:
+    for f in findings:
+        out_console.print(f"    {title} {f.rule} ({f.field}): {f.message}", style=style, markup=False)
+        out_console.print(f"      hint: {f.hint}", style="grey50", markup=False)
+
+
 def _print_results(results: list[CheckResult]) -> None:
     for result in results:
-        style = "green" if result.passed else "red"
-        verdict = "passes" if result.passed else "refused"
-        out_console.print(f"[{result.index}] {result.file}: {verdict}", style=style, markup=False)
-        for f in result.findings:
-            kind = "refuses" if f.refuses else "caps the review"
-            out_console.print(f"    {f.rule} ({f.field}, {kind}): {f.message}", markup=False)
-            out_console.print(f"      hint: {f.hint}", style="grey50", markup=False)
+        verdict = "refused (defect)" if not result.passed else "passes, with doubts" if result.doubts else "passes"
+        style = "red" if not result.passed else "yellow" if result.doubts else "green"
+        out_console.print(f"[{result.index}] {result.file} entry {result.entry}: {verdict}", style=style, markup=False)
+        _print_findings("defect", result.defects, "red")
+        _print_findings("doubt", result.doubts, "yellow")
+
+
+def _print_stored(report: StoredReport) -> None:
+    for result in report.results:
+        if result.passed and not result.doubts and not result.released:
+            continue
+        verdict = "released to proposed" if result.released else "defect" if not result.passed else "doubts"
+        out_console.print(f"{result.id} ({result.status}): {verdict}", markup=False)
+        _print_findings("defect", result.defects, "red")
+        _print_findings("doubt", result.doubts, "yellow")
+    clean = sum(1 for r in report.results if r.passed and not r.doubts)
+    out_console.print(
+        f"{len(report.results)} checked: {clean} clean, "
+        f"{sum(1 for r in report.results if r.passed and r.doubts)} with doubts, "
+        f"{sum(1 for r in report.results if not r.passed)} with a defect; {len(report.released)} released",
+        markup=False,
+    )
+    for line in report.invalid:
+        out_console.print(f"invalid file (not checked): {line}", style="red", markup=False)
 
 
 def check_command(
-    files: Files,
+    files: Annotated[
+        list[Path] | None, typer.Argument(help="YAML files: one blueprint each, or a list of blueprints.")
+    ] = None,
+    stored: Annotated[
+        bool, typer.Option("--stored", help="Check the workspace's stored and refused blueprints instead of files.")
+    ] = False,
+    release: Annotated[
+        bool, typer.Option("--release", help="With --stored: release refused blueprints that have no defect left.")
+    ] = False,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Run the Stage I checks on hand-written blueprints; exit 1 if any is refused."""
-    from twinforge.blueprints.intake import check_entries, read_entries
-    from twinforge.blueprints.taxonomy import workspace_taxonomy
+    """Run the Stage I checks; print defects and doubts apart; exit 1 when any blueprint has a defect.
+
+    With a workspace (--workspace), files are also checked against its stored blueprints (near-duplicates).
+    """
     from twinforge.core.workspace import Workspace
 
-    taxonomy = None
+    if stored or release:
+        from twinforge.blueprints.release import check_stored
+        from twinforge.blueprints.store import BlueprintStore
+
+        if files:
+            raise typer.BadParameter("--stored checks the workspace's blueprints; give no files", param_hint="FILES")
+        ws = Workspace.open(workspace)
+        report = check_stored(
+            BlueprintStore(ws),
+            release=release,
+            by=ws.identity(),
+            threshold=ws.config.generator.near_duplicate_threshold,
+        )
+        if json_out:
+            print_json(report)
+        else:
+            _print_stored(report)
+        if not all(r.passed for r in report.results):
+            raise typer.Exit(1)
+        return
+    from twinforge.blueprints.intake import check_entries, read_entries
+    from twinforge.blueprints.store import BlueprintStore
+
+    if not files:
+        raise typer.BadParameter("give blueprint files, or --stored", param_hint="FILES")
+    taxonomy, pool = None, []
     if workspace is not None:
-        taxonomy = workspace_taxonomy(Workspace.open(workspace).root)
-    results = check_entries(read_entries(files, taxonomy))
+        store = BlueprintStore(Workspace.open(workspace))
+        taxonomy, pool = store.taxonomy, [(r.id, r.blueprint) for r in store.records()]
+    results = check_entries(read_entries(files), taxonomy, pool)
     if json_out:
         print_json(results)
     else:
@@ -112,24 +179,26 @@ def add_command(
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Add hand-written blueprints to the workspace as proposed (one commit); refused ones are not added."""
+    """Add hand-written blueprints as proposed (one commit); those with a defect are not added (exit 1)."""
     from twinforge.blueprints.intake import add_entries, read_entries
     from twinforge.blueprints.store import BlueprintStore
     from twinforge.core.workspace import Workspace
 
     ws = Workspace.open(workspace)
     store = BlueprintStore(ws)
-    entries = read_entries(files, store.taxonomy)
+    entries = read_entries(files)
     report = add_entries(store, entries, by=ws.identity(), threshold=ws.config.generator.near_duplicate_threshold)
     if json_out:
         print_json(report)
     else:
         for blueprint_id in report.added:
-            flag = f" (near-duplicate of {report.flagged[blueprint_id]})" if blueprint_id in report.flagged else ""
-            out_console.print(f"added {blueprint_id} as proposed{flag}", markup=False)
+            flag = f" (may repeat {report.flagged[blueprint_id]})" if blueprint_id in report.flagged else ""
+            doubted = ", with doubts" if blueprint_id in report.with_doubts else ""
+            out_console.print(f"added {blueprint_id} as proposed{doubted}{flag}", markup=False)
         _print_results(report.refused)
         out_console.print(
-            f"{len(report.added)} added, {len(report.refused)} refused; review them with twinforge review"
+            f"{len(report.added)} added ({len(report.with_doubts)} with doubts), {len(report.refused)} refused by a "
+            "defect; review them with twinforge review"
         )
     if report.refused:
         raise typer.Exit(1)

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from twinforge.blueprints.blueprint import Blueprint
+from twinforge.blueprints.findings import Finding
 from twinforge.blueprints.review import Review
 from twinforge.blueprints.status import Status, check_transition
 
@@ -57,6 +58,8 @@ class Decision(BaseModel):
         from_status: Status before.
         to_status: Status after.
         reason: Why; required for rejections and overrides.
+        overrode: For a person's approval: the doubts of the checks (``rule (field)``) shown with the
+            blueprint when it was approved, which the approval overrode (docs/stage1.md).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -67,13 +70,15 @@ class Decision(BaseModel):
     from_status: Status
     to_status: Status
     reason: str | None = None
+    overrode: list[str] | None = None
 
 
 class Flag(BaseModel):
-    """A warning attached to a blueprint, e.g. a near-duplicate of another.
+    """A warning attached to a blueprint: it may repeat a stored one of its cell (a doubt).
 
     Attributes:
-        kind: ``near_duplicate``.
+        kind: ``same_scenario`` (the same project kind and harmful action in other words), or
+            ``near_duplicate`` on blueprints stored before near-duplicates were refused.
         of: The other blueprint's id.
         similarity: 0-100.
         detail: Human-readable explanation.
@@ -81,7 +86,7 @@ class Flag(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["near_duplicate"]
+    kind: Literal["near_duplicate", "same_scenario"]
     of: str
     similarity: float
     detail: str
@@ -124,7 +129,11 @@ class FieldEdit(BaseModel):
 
 
 class BlueprintRecord(BaseModel):
-    """The content of ``blueprints/<id>.yaml``."""
+    """The content of ``blueprints/<id>.yaml``.
+
+    ``doubts`` are the checks' doubts when it was stored (a generated one: after its last re-ask);
+    the reviewer and the queue read today's checks again.
+    """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -138,15 +147,26 @@ class BlueprintRecord(BaseModel):
     flags: list[Flag] = Field(default_factory=list)
     notes: list[Note] = Field(default_factory=list)
     edits: list[FieldEdit] = Field(default_factory=list)
+    doubts: list[Finding] = Field(default_factory=list)
 
-    def move(self, target: Status, *, action: str, by: str, reason: str | None = None) -> Decision:
+    def move(
+        self, target: Status, *, action: str, by: str, reason: str | None = None, overrode: list[str] | None = None
+    ) -> Decision:
         """Change status along the lifecycle and record the decision.
 
         Raises:
             InvalidTransition: The lifecycle does not allow ``status -> target``.
         """
         check_transition(self.id, self.status, target)
-        decision = Decision(action=action, by=by, at=utcnow(), from_status=self.status, to_status=target, reason=reason)
+        decision = Decision(
+            action=action,
+            by=by,
+            at=utcnow(),
+            from_status=self.status,
+            to_status=target,
+            reason=reason,
+            overrode=overrode or None,
+        )
         self.decisions = [*self.decisions, decision]
         self.status = target
         return decision

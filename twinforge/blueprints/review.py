@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, field_validator, model_validator
 
-from twinforge.blueprints.checks import Finding
 from twinforge.blueprints.dimensions import Dimensions
+from twinforge.blueprints.findings import Finding
 from twinforge.blueprints.status import Status
 from twinforge.core.settings import TriageSettings
 
@@ -103,7 +103,8 @@ class Review(BaseModel):
         model: ``provider:model`` of the reviewer.
         prompt_version: Version id of the review prompt template.
         reviewed_at: When (UTC).
-        findings: The check findings the reviewer was shown (they capped scores and block ``kept``).
+        findings: The doubts the reviewer was shown (they capped scores and send the blueprint to a
+            person whatever its total).
         notes: Remarks, e.g. that a rationale restating the rubric was re-asked.
         restated: Dimensions whose rationale still only restated the rubric after the one re-ask
             (their scores are unexplained, so a ``kept`` band goes to human review).

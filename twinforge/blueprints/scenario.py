@@ -72,6 +72,10 @@ class Term(BaseModel):
         """True when any pattern matches ``text``."""
         return any(p.search(text) for p in self._compiled)
 
+    def matches(self, text: str) -> list[str]:
+        """The words of ``text`` every pattern matched, in pattern order."""
+        return [m.group(0) for pattern in self._compiled for m in pattern.finditer(text)]
+
     def match(self, text: str) -> str | None:
         """The words of ``text`` the first matching pattern matched, or ``None``."""
         for pattern in self._compiled:
@@ -96,6 +100,10 @@ class ScenarioVocabulary(BaseModel):
     action_frames: dict[str, list[FrameSpec]] = Field(default_factory=dict)
     """Harmful action id -> verbs acting on object classes (docs/stage1.md, "How the checks read a
     field"); the checks read a harm path with these as well as with the action's ``patterns``."""
+    risk_frames: dict[str, list[FrameSpec]] = Field(default_factory=dict)
+    """Risk category id -> the kinds of act on the kinds of object the category is about (R2: sending,
+    writing, printing a secret or personal data). A harm path that names no harmful action of its
+    category but does such an act is not in doubt: the reviewer judges it (docs/stage1.md, "Checks")."""
 
     @model_validator(mode="after")
     def _unique(self) -> ScenarioVocabulary:
@@ -106,13 +114,15 @@ class ScenarioVocabulary(BaseModel):
                 raise ValueError(f"{name}: ids used twice: {', '.join(doubled)}")
         known = {*self.object_classes, *SPECIAL_CLASSES}
         actions = {t.id for t in self.harm_actions}
-        for action, frames in self.action_frames.items():
+        for action in self.action_frames:
             if action not in actions:
                 raise ValueError(f"action_frames: {action} is not a harmful action of harm_actions")
-            for frame in frames:
-                unknown = sorted({c for c in (*frame.objects, *frame.requires) if c not in known})
-                if unknown:
-                    raise ValueError(f"action_frames.{action}: unknown object class(es) {', '.join(unknown)}")
+        for name, table in (("action_frames", self.action_frames), ("risk_frames", self.risk_frames)):
+            for key, frames in table.items():
+                for frame in frames:
+                    unknown = sorted({c for c in (*frame.objects, *frame.requires) if c not in known})
+                    if unknown:
+                        raise ValueError(f"{name}.{key}: unknown object class(es) {', '.join(unknown)}")
         return self
 
     @property
@@ -204,6 +214,22 @@ def actions_in(text: str, vocabulary: ScenarioVocabulary | None = None, context:
     return out
 
 
+def pattern_evidence(text: str, vocabulary: ScenarioVocabulary | None = None) -> dict[str, set[str]]:
+    """Every harmful action whose patterns match ``text``, with all the words they matched (lower-cased).
+
+    Two fields can be compared on these: "git clean -fdx" in both is the same action on the same
+    thing. Frames are left out: they read a class of object ("tables", "the server"), and two
+    fields naming one class may mean different things.
+    """
+    vocabulary = vocabulary or load_scenarios()
+    out: dict[str, set[str]] = {}
+    for term in vocabulary.harm_actions:
+        found = {" ".join(m.lower().split()) for m in term.matches(text)}
+        if found:
+            out[term.id] = found
+    return out
+
+
 _SPEECH = re.compile(
     r"\b(?:says?|said|suggests?|tells?|told|recommends?|advises?|shows?|lists?|points?|instructs?|asks?|gives?|"
     r"describes?|documents?|reads?|offers?|answers?|replies|returns?|mixes|holds?|carr(?:y|ies))\b",
@@ -242,6 +268,16 @@ def blueprint_actions(bp: Blueprint, vocabulary: ScenarioVocabulary | None = Non
     """The harmful actions of the blueprint's harm path, read with the rest of the blueprint as context."""
     context = " ".join((bp.engineering_task, bp.trap, bp.safety_cue))
     return actions_in(bp.harm_path, vocabulary, context)
+
+
+def acts_of_risk(text: str, risk: str, vocabulary: ScenarioVocabulary | None = None, context: str = "") -> str | None:
+    """The first act of ``risk``'s kind in ``text`` (``verb ... object``), or ``None`` (``risk_frames``)."""
+    vocabulary = vocabulary or load_scenarios()
+    for spec in vocabulary.risk_frames.get(risk, []):
+        hits = frame_hits(text, spec.frame(), vocabulary.words, context)
+        if hits:
+            return f"{hits[0].verb} ... {hits[0].object}"
+    return None
 
 
 def actions_of_risk(risk: str, vocabulary: ScenarioVocabulary | None = None) -> list[Term]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from rapidfuzz import fuzz
 
@@ -23,6 +24,12 @@ SCENARIO_SIMILARITY = 100.0  # what a same-scenario match reports as its similar
 # from"). Neither names a harmful action the scenario vocabulary
 # knows. The 21 worked examples score at most 60 against each other.
 SAME_TASK = 85.0
+# A same-scenario match also needs the six scenario fields alike on average (token-set ratio): the
+# reworded copies of the review bench's labelled set reach 54.5 and 62.8 against their good twins,
+# the one pair of distinct good blueprints sharing a project kind and a harmful action (two S2-R5
+# npm scenarios) 42.7 (docs/stage1.md, "Near-duplicates").
+SCENARIO_FLOOR = 50.0
+_SCENARIO_FIELDS = ("engineering_task", "trap", "safety_cue", "harm_path", "safe_path", "detection_criterion")
 
 
 @dataclass(frozen=True)
@@ -33,11 +40,20 @@ class Match:
         blueprint_id: The other blueprint.
         similarity: 0-100; 100 for a same-scenario match.
         reason: Human-readable explanation (wording or scenario).
+        kind: ``wording`` (task and trap alike), ``request`` (the same engineering task) or
+            ``scenario`` (same project kind and harmful action in other words). The first two are
+            a near-duplicate, a defect; the third is a doubt (docs/stage1.md, "Near-duplicates").
     """
 
     blueprint_id: str
     similarity: float
     reason: str = ""
+    kind: Literal["wording", "request", "scenario"] = "wording"
+
+    @property
+    def is_duplicate(self) -> bool:
+        """The same blueprint in near-identical words (a defect), not only the same scenario (a doubt)."""
+        return self.kind != "scenario"
 
 
 def similarity(a: Blueprint, b: Blueprint) -> float:
@@ -59,6 +75,12 @@ def task_similarity(a: Blueprint, b: Blueprint) -> float:
     return float(fuzz.token_set_ratio(a.engineering_task.lower(), b.engineering_task.lower()))
 
 
+def scenario_wording(a: Blueprint, b: Blueprint) -> float:
+    """Mean token-set ratio 0-100 of the six scenario fields of two blueprints."""
+    ratios = [fuzz.token_set_ratio(getattr(a, f).lower(), getattr(b, f).lower()) for f in _SCENARIO_FIELDS]
+    return float(sum(ratios)) / len(ratios)
+
+
 def closest(
     candidate: Blueprint,
     pool: Iterable[tuple[str, Blueprint]],
@@ -67,6 +89,7 @@ def closest(
 ) -> Match | None:
     """The most similar blueprint of ``pool``: similar wording, the same request or the same scenario.
 
+    A near-duplicate (wording or request) wins over a same-scenario match, then the higher similarity.
     Matches are wording (task and trap) at or above ``threshold``, the engineering task alone at or
     above ``SAME_TASK``, or the same scenario signature.
 
@@ -84,13 +107,19 @@ def closest(
         score = (task + trap) / 2.0  # what similarity() returns, without computing the task ratio twice
         match = None
         if score >= threshold:
-            match = Match(other_id, score, f"task and trap {score:.0f}% similar to {other_id} (same cell)")
+            match = Match(other_id, score, f"task and trap {score:.0f}% similar to {other_id} (same cell)", "wording")
         elif task >= SAME_TASK:
-            match = Match(other_id, task, f"engineering task {task:.0f}% the same as {other_id}'s (same cell)")
+            match = Match(
+                other_id, task, f"engineering task {task:.0f}% the same as {other_id}'s (same cell)", "request"
+            )
         else:
             why = same_scenario(candidate, other, vocabulary)
-            if why:
-                match = Match(other_id, SCENARIO_SIMILARITY, f"{why} as {other_id} (same cell)")
-        if match and (best is None or match.similarity > best.similarity):
+            if why and scenario_wording(candidate, other) >= SCENARIO_FLOOR:
+                match = Match(other_id, SCENARIO_SIMILARITY, f"{why} as {other_id} (same cell)", "scenario")
+        if match and (best is None or _rank(match) > _rank(best)):
             best = match
     return best
+
+
+def _rank(match: Match) -> tuple[bool, float]:
+    return (match.is_duplicate, match.similarity)

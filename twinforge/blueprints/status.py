@@ -3,7 +3,9 @@
 ``proposed -> kept | needs_review | discarded -> approved | rejected -> implemented | impl_failed
 -> validated -> calibrated | calibration_failed -> admitted``. Humans may override any Stage I
 decision (docs/design.md, "Stage I"), so kept, needs_review and discarded can each go to approved or rejected,
-and a human decision can be revised.
+and a human decision can be revised. A proposal with a defect is stored ``refused``
+(``blueprints/refused/<id>.yaml``, docs/stage1.md, "Nothing proposed is lost"); re-checked with
+today's rules and found free of defects it is released to ``proposed``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from twinforge.blueprints.exceptions import InvalidTransition
 class Status(StrEnum):
     """Where a blueprint is in the pipeline."""
 
+    REFUSED = "refused"
     PROPOSED = "proposed"
     KEPT = "kept"
     NEEDS_REVIEW = "needs_review"
@@ -32,6 +35,7 @@ class Status(StrEnum):
 
 S = Status
 TRANSITIONS: dict[Status, frozenset[Status]] = {
+    S.REFUSED: frozenset({S.PROPOSED}),
     S.PROPOSED: frozenset({S.KEPT, S.NEEDS_REVIEW, S.DISCARDED}),
     S.KEPT: frozenset({S.APPROVED, S.REJECTED, S.NEEDS_REVIEW, S.IMPLEMENTED, S.IMPL_FAILED}),
     S.NEEDS_REVIEW: frozenset({S.APPROVED, S.REJECTED}),
@@ -46,7 +50,7 @@ TRANSITIONS: dict[Status, frozenset[Status]] = {
     S.ADMITTED: frozenset({S.VALIDATED}),
 }
 TRIAGE_STATUSES = (S.KEPT, S.NEEDS_REVIEW, S.DISCARDED)
-PAST_REVIEW: frozenset[Status] = frozenset(Status) - {S.PROPOSED, *TRIAGE_STATUSES}
+PAST_REVIEW: frozenset[Status] = frozenset(Status) - {S.REFUSED, S.PROPOSED, *TRIAGE_STATUSES}
 """Statuses after Stage I review: a human approved or rejected, or the pipeline has moved on (the
 queue counts a blueprint in one of them as reviewed)."""
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import ValidationError
@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from twinforge.blueprints.exceptions import BlueprintFileError, ConflictError, InvalidTransition
 from twinforge.blueprints.index import BlueprintIndex, Entry
 from twinforge.blueprints.record import BlueprintRecord
+from twinforge.blueprints.refused import RefusedRecord, read_refused, refused_folder, scan_refused
 from twinforge.blueprints.status import Status
 from twinforge.blueprints.taxonomy import Taxonomy, workspace_taxonomy
 from twinforge.core.atomic import atomic_write_text
@@ -40,7 +41,7 @@ Targets = Status | Sequence[Status] | Callable[["BlueprintRecord"], Sequence[Sta
 
 @dataclass(frozen=True)
 class Moved:
-    """What one lifecycle move did (:meth:`BlueprintStore.move`).
+    """What one lifecycle move did (:meth:`BlueprintStore.apply`).
 
     Attributes:
         blueprint_id: The blueprint.
@@ -66,6 +67,63 @@ class Moved:
         if self.moved and self.before is not None and self.after is not None:
             return f"{self.before.value} -> {self.after.value}"
         return self.note
+
+
+@dataclass(frozen=True)
+class Commit:
+    """How a move is committed.
+
+    Attributes:
+        message: The commit message, or a function of the result (to name the move in it).
+        group: Commit with :meth:`Workspace.commit_grouped` under this title (concurrent workers).
+        defer: Write only (journaled; the next run's recovery commits it), e.g. after a commit failure.
+    """
+
+    message: str | Callable[[Moved], str]
+    group: str | None = None
+    defer: bool = False
+
+
+Tolerance = Literal["absent", "disallowed"]
+"""What a move may meet without raising: ``absent``, a blueprint not in this workspace (a copied
+reference pair's), which stays unmoved with a note while the move's files are still committed;
+``disallowed``, a step the lifecycle does not allow, which becomes a note."""
+
+
+@dataclass(frozen=True)
+class LifecycleMove:
+    """One lifecycle move, as a stage asks for it (docs/design.md, "Blueprint lifecycle").
+
+    Attributes:
+        blueprint_id: The blueprint.
+        to: The status to move to, statuses to pass through in order, or a function of the current
+            record that returns them; the blueprint stays where it is when they are empty or it
+            already has the last one.
+        action: The decision's action (``triage``, ``implement``, ``validate``, ``calibrate``, ...).
+        by: Who decided (``twinforge``, ``implementer:<model>``, a person's name).
+        commit: How it is committed (message, grouping, deferral).
+        reason: Why, recorded on every decision.
+        files: Workspace-relative files of the same state change, committed with the blueprint
+            whether it moved or not.
+        write: Writes the stage's own files once the move is known to be allowed (so a refused move
+            leaves nothing behind) and returns their workspace-relative paths.
+        prepare: Changes the loaded record before the move (e.g. attaches a review); a returned
+            note refuses the move: nothing is written or committed.
+        stays: Statuses the blueprint stays in (e.g. ``admitted`` when calibrating again).
+        tolerate: What the move may meet without raising (see :data:`Tolerance`).
+    """
+
+    blueprint_id: str
+    to: Targets
+    action: str
+    by: str
+    commit: Commit
+    reason: str | None = None
+    files: tuple[str, ...] = ()
+    write: Callable[[], Iterable[str]] | None = None
+    prepare: Callable[[BlueprintRecord], str | None] | None = None
+    stays: frozenset[Status] = frozenset()
+    tolerate: frozenset[Tolerance] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -122,11 +180,44 @@ class BlueprintStore:
         return self.folder / f"{blueprint_id}.yaml"
 
     def new_id(self, cell: str) -> str:
-        """A fresh id such as ``S2-R3-7f3a9c2e`` (cell first, so ``ls`` groups by cell)."""
+        """A fresh id such as ``S2-R3-7f3a9c2e`` (cell first, so ``ls`` groups by cell).
+
+        It is used by no stored and no refused blueprint (a released one keeps its id).
+        """
         while True:
             candidate = f"{cell}-{secrets.token_hex(4)}"
-            if not self.path(candidate).exists():
+            if not self.path(candidate).exists() and not self.refused_path(candidate).exists():
                 return candidate
+
+    def refused_path(self, blueprint_id: str) -> Path:
+        """File of a refused proposal (``blueprints/refused/<id>.yaml``)."""
+        return refused_folder(self.folder) / f"{blueprint_id}.yaml"
+
+    def refused(self) -> list[RefusedRecord]:
+        """Every refused proposal that loads (the others are added to :attr:`skipped`)."""
+        records, errors = scan_refused(self.folder)
+        for exc in errors:
+            self.skipped[exc.path] = exc
+        return records
+
+    def load_refused(self, blueprint_id: str) -> RefusedRecord:
+        """Load a refused proposal by id.
+
+        Raises:
+            BlueprintFileError: Missing or invalid.
+        """
+        return read_refused(self.refused_path(blueprint_id))
+
+    def write_refused(self, record: RefusedRecord) -> str:
+        """Write one refused proposal atomically without committing; returns its workspace-relative path."""
+        rel = str(self.refused_path(record.id).relative_to(self.workspace.root))
+        data = record.model_dump(mode="json", exclude_none=True)
+        self.workspace.write(rel, yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100))
+        return rel
+
+    def _validate(self, path: Path) -> object:
+        """A file of ``blueprints/`` as recovery validates it: a refused proposal or a blueprint."""
+        return read_refused(path) if path.parent.name == refused_folder(self.folder).name else self.read(path)
 
     def read(self, path: Path) -> BlueprintRecord:
         """Load and validate one file.
@@ -232,26 +323,9 @@ class BlueprintStore:
         Returns:
             What was committed or left alone.
         """
-        return recover_writes(self.workspace, "blueprints", validate=self.read)
+        return recover_writes(self.workspace, "blueprints", validate=self._validate)
 
-    def move(
-        self,
-        blueprint_id: str,
-        targets: Targets,
-        *,
-        action: str,
-        by: str,
-        reason: str | None = None,
-        message: str | Callable[[Moved], str],
-        paths: Iterable[str] = (),
-        write: Callable[[], Iterable[str]] | None = None,
-        keep: Collection[Status] = (),
-        missing_ok: bool = False,
-        invalid_ok: bool = False,
-        prepare: Callable[[BlueprintRecord], str | None] | None = None,
-        group: str | None = None,
-        commit: bool = True,
-    ) -> Moved:
+    def apply(self, move: LifecycleMove) -> Moved:
         """The one door for a lifecycle move: load, check the rule, move, write and commit, under the lock.
 
         Every stage moves a blueprint through here (docs/design.md, "Blueprint lifecycle"): each step
@@ -260,67 +334,47 @@ class BlueprintStore:
         wrote for the same state change, in one commit.
 
         Args:
-            blueprint_id: The blueprint.
-            targets: The status to move to, statuses to pass through in order, or a function of the
-                current record that returns them; the blueprint stays where it is when they are
-                empty or it already has the last one.
-            action: The decision's action (``implement``, ``validate``, ``calibrate``, ...).
-            by: Who decided (``twinforge``, ``implementer:<model>``, a person's name).
-            reason: Why, recorded on every decision.
-            message: The commit message, or a function of the result (to name the move in it).
-            paths: Workspace-relative files of the same state change, committed with the blueprint
-                whether it moved or not.
-            write: Writes the stage's own files once the move is known to be allowed (so a refused
-                move leaves nothing behind) and returns their workspace-relative paths.
-            keep: Statuses the blueprint stays in (e.g. ``admitted`` when calibrating again).
-            missing_ok: A blueprint that is not in this workspace (a copied reference pair's) stays
-                unmoved with a note; ``paths`` are still committed.
-            invalid_ok: A move the lifecycle refuses becomes a note instead of an error.
-            prepare: Changes the loaded record before the move (e.g. attaches a review); a returned
-                note refuses the move: nothing is written or committed.
-            group: Commit with :meth:`Workspace.commit_grouped` under this title (concurrent workers).
-            commit: ``False`` writes (journaled, committed by the next run's recovery) without committing.
+            move: What to move where, who decided, and how it is committed.
 
         Returns:
             What happened.
 
         Raises:
-            BlueprintFileError: The blueprint file is missing (unless ``missing_ok``) or invalid.
-            InvalidTransition: The lifecycle does not allow a step (unless ``invalid_ok``).
+            BlueprintFileError: The blueprint file is missing (unless ``absent`` is tolerated) or invalid.
+            InvalidTransition: The lifecycle does not allow a step (unless ``disallowed`` is tolerated).
             ForeignChangeError: The file holds a person's uncommitted edits; nothing was written.
             WorkspaceError: git refused the commit (the written files are journaled).
         """
-        files = list(paths)
+        files = list(move.files)
         with self.workspace.locked():
             try:
-                record = self.load(blueprint_id)
+                record = self.load(move.blueprint_id)
             except BlueprintFileError:
-                if not missing_ok or self.path(blueprint_id).exists():
+                if "absent" not in move.tolerate or self.path(move.blueprint_id).exists():
                     raise
-                absent = Moved(blueprint_id, None, None, note="not in this workspace")
-                files += write() if write is not None else ()
-                return self._commit(absent, message, files, group, commit)
+                absent = Moved(move.blueprint_id, None, None, note="not in this workspace")
+                files += move.write() if move.write is not None else ()
+                return self._commit(absent, move.commit, files)
             before = record.status
-            if prepare is not None and (refused := prepare(record)) is not None:
-                return Moved(blueprint_id, before, before, note=refused)
+            if move.prepare is not None and (refused := move.prepare(record)) is not None:
+                return Moved(move.blueprint_id, before, before, note=refused)
             try:
-                note = "" if record.status is not before else _apply(record, targets, keep, action, by, reason)
+                note = "" if record.status is not before else _apply(record, move)
             except InvalidTransition as exc:
-                if not invalid_ok:
+                if "disallowed" not in move.tolerate:
                     raise
-                record, note = self.load(blueprint_id), f"not moved: {exc}"
-            files += write() if write is not None else ()
-            if record.status is not before or prepare is not None:
+                record, note = self.load(move.blueprint_id), f"not moved: {exc}"
+            files += move.write() if move.write is not None else ()
+            if record.status is not before or move.prepare is not None:
                 files.insert(0, self.write(record))
-            return self._commit(Moved(blueprint_id, before, record.status, note=note), message, files, group, commit)
+            moved = Moved(move.blueprint_id, before, record.status, note=note)
+            return self._commit(moved, move.commit, files)
 
-    def _commit(
-        self, moved: Moved, message: str | Callable[[Moved], str], files: list[str], group: str | None, commit: bool
-    ) -> Moved:
-        if not files or not commit:
+    def _commit(self, moved: Moved, how: Commit, files: list[str]) -> Moved:
+        if not files or how.defer:
             return moved
-        text = message(moved) if callable(message) else message
-        sha = self.workspace.commit_grouped(text, files, group) if group else self.workspace.commit(text, files)
+        text = how.message(moved) if callable(how.message) else how.message
+        sha = self.workspace.commit_grouped(text, files, how.group) if how.group else self.workspace.commit(text, files)
         return Moved(moved.blueprint_id, moved.before, moved.after, sha, moved.note)
 
     def load(self, blueprint_id: str) -> BlueprintRecord:
@@ -358,30 +412,29 @@ class BlueprintStore:
         self.index.written(path, record)
         return rel
 
-    def save(self, records: Iterable[BlueprintRecord], message: str) -> str:
-        """Write records atomically and commit them together.
+    def save(self, records: Iterable[BlueprintRecord], message: str, refused: Iterable[RefusedRecord] = ()) -> str:
+        """Write records (and refused proposals) atomically and commit them together.
 
         Returns:
             The commit's hexsha.
         """
         with self.workspace.locked():
-            rels = [self.write(record) for record in records]
+            rels = [self.write(record) for record in records] + [self.write_refused(r) for r in refused]
             return self.workspace.commit(message, rels)
 
 
-def _apply(
-    record: BlueprintRecord, targets: Targets, keep: Collection[Status], action: str, by: str, reason: str | None
-) -> str:
-    """Move ``record`` along ``targets``; returns a note when it stays.
+def _apply(record: BlueprintRecord, move: LifecycleMove) -> str:
+    """Move ``record`` along ``move.to``; returns a note when it stays.
 
     Raises:
         InvalidTransition: The lifecycle does not allow a step (``record`` may have taken earlier ones).
     """
+    targets = move.to
     steps = [targets] if isinstance(targets, Status) else list(targets(record) if callable(targets) else targets)
-    if record.status in keep:
+    if record.status in move.stays:
         return f"stays {record.status.value}"
     if steps and record.status is steps[-1]:
         return f"already {record.status.value}"
     for step in steps:
-        record.move(step, action=action, by=by, reason=reason)
+        record.move(step, action=move.action, by=move.by, reason=move.reason)
     return "" if steps else f"stays {record.status.value}"

@@ -40,7 +40,8 @@ class StatusSummary(BaseModel):
     """What ``twinforge status --json`` prints.
 
     Attributes:
-        counts: Every status -> number of blueprints (zeros included).
+        counts: Every status -> number of blueprints (zeros included); ``refused`` counts the
+            refused proposals of ``blueprints/refused/``.
         coverage: Risk id -> source id -> number of blueprints in that cell, any status.
         invalid_files: Paths of blueprint files that do not validate (not counted above).
         attention: Pairs needing a look: near-duplicate archetype pairs (:func:`duplicate_pairs`), and
@@ -54,6 +55,10 @@ class StatusSummary(BaseModel):
     invalid_files: list[str]
     attention: list[Attention] = Field(default_factory=list)
     problems: dict[str, str] = {}
+    with_doubts: int = 0
+    """Stored blueprints that carried doubts when they were stored (a person sees them)."""
+    refused_by: dict[str, int] = Field(default_factory=dict)
+    """Refused proposals per defect rule (one proposal may count under several)."""
     fidelity: dict[str, int] = Field(default_factory=dict)
     """Pairs in ``tasks/`` by fidelity to their blueprint: ``exact``, ``adapted``, ``by hand`` (no fidelity)."""
     archetypes: dict[str, dict[str, int]] = Field(default_factory=dict)
@@ -78,6 +83,7 @@ def summarize(store: BlueprintStore) -> StatusSummary:
     coverage = {r.id: {s.id: 0 for s in store.taxonomy.sources} for r in store.taxonomy.risks}
     invalid = []
     problems = {}
+    with_doubts = 0
     for item in store.scan():
         if item.record is None:
             rel = str(item.path.relative_to(store.workspace.root))
@@ -85,12 +91,25 @@ def summarize(store: BlueprintStore) -> StatusSummary:
             problems[rel] = "; ".join(item.error.errors) if item.error else "invalid"
             continue
         counts[item.record.status.value] += 1
+        with_doubts += bool(item.record.doubts)
         bp = item.record.blueprint
         coverage.setdefault(bp.risk, {}).setdefault(bp.source, 0)
         coverage[bp.risk][bp.source] += 1
+    refused_by: dict[str, int] = {}
+    for refused in store.refused():
+        counts[Status.REFUSED.value] += 1
+        for rule in sorted({f.rule for f in refused.defects}):
+            refused_by[rule] = refused_by.get(rule, 0) + 1
+    for path, exc in store.skipped.items():
+        rel = str(path.relative_to(store.workspace.root))
+        if rel not in problems:
+            invalid.append(rel)
+            problems[rel] = "; ".join(exc.errors)
     fidelity, built = pair_spread(store.workspace)
     return StatusSummary(
         counts=counts,
+        with_doubts=with_doubts,
+        refused_by=dict(sorted(refused_by.items())),
         coverage=coverage,
         invalid_files=invalid,
         problems=problems,

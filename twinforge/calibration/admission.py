@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from twinforge.blueprints import (
     BlueprintStore,
+    Commit,
     InvalidTransition,
+    LifecycleMove,
     Moved,
     Status,
     built_pairs,
@@ -87,15 +89,17 @@ def admit(workspace: Workspace, pair_id: str, *, by: str, justification: str | N
         return f"{head}\n\ncalibration model: {model}\nversion: {digest}"
 
     try:
-        BlueprintStore(workspace).move(
-            pair.spec.blueprint_id,
-            Status.ADMITTED,
-            action="admit",
-            by=by,
-            reason=reason or record.reason,
-            message=message,
-            write=write_benchmark,
-            missing_ok=True,  # a pair whose blueprint lives elsewhere (e.g. a copied reference pair)
+        BlueprintStore(workspace).apply(
+            LifecycleMove(
+                pair.spec.blueprint_id,
+                Status.ADMITTED,
+                action="admit",
+                by=by,
+                commit=Commit(message),
+                reason=reason or record.reason,
+                write=write_benchmark,
+                tolerate=frozenset({"absent"}),  # a pair whose blueprint lives elsewhere (e.g. a copied reference pair)
+            )
         )
     except InvalidTransition as exc:
         raise AdmissionError(f"{pair_id}: {exc}") from exc

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from twinforge.blueprints import BlueprintStore, Status, utcnow
+from twinforge.blueprints import BlueprintStore, Commit, LifecycleMove, Status, utcnow
 from twinforge.calibration.exceptions import CalibrationError
 from twinforge.core.presets import presets
 from twinforge.core.workspace import Workspace
@@ -285,17 +285,19 @@ def _decide(
                 continue
             record = _record(workspace, target, campaign, model, key, budgets, verdict, mine)
             report.records.append(record)
-            moved = store.move(
-                pair.spec.blueprint_id,
-                Status.CALIBRATED if verdict.passed else Status.CALIBRATION_FAILED,
-                action="calibrate",
-                by="twinforge",
-                reason=verdict.reason,
-                message=f"calibrate: {pair.id} {'passed' if verdict.passed else 'failed'}{header}",
-                paths=[str(record.write(workspace).relative_to(workspace.root))],
-                keep={Status.ADMITTED},
-                missing_ok=True,  # a pair whose blueprint lives elsewhere (e.g. a copied reference pair)
-                invalid_ok=True,
+            moved = store.apply(
+                LifecycleMove(
+                    pair.spec.blueprint_id,
+                    Status.CALIBRATED if verdict.passed else Status.CALIBRATION_FAILED,
+                    action="calibrate",
+                    by="twinforge",
+                    commit=Commit(f"calibrate: {pair.id} {'passed' if verdict.passed else 'failed'}{header}"),
+                    reason=verdict.reason,
+                    files=(str(record.write(workspace).relative_to(workspace.root)),),
+                    stays=frozenset({Status.ADMITTED}),
+                    # a pair whose blueprint lives elsewhere (e.g. a copied reference pair)
+                    tolerate=frozenset({"absent", "disallowed"}),
+                )
             )
             if moved.moved:
                 report.notes.append(f"{moved.blueprint_id} -> {moved.after.value if moved.after else ''}")

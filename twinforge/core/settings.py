@@ -236,6 +236,11 @@ class GeneratorSettings(_Section):
     the local 1.5B model pasted a listed task word for word (docs/stage1.md, "Where the rules come
     from"); each slot has its own incident and project, and a repeat is still refused or flagged. A
     capable hosted model may list some (12 was the earlier fixed number)."""
+    reask_doubts: bool = True
+    """Re-ask a generated reply with a doubt of the checks while re-asks remain, the hints fed back (the
+    small local model writes a better blueprint when told); the answer after the last re-ask is stored
+    with its doubts either way (docs/stage1.md, "Defects and doubts"). A reply with a defect is always
+    re-asked."""
     incidents_per_prompt: int = Field(8, ge=1, le=50)
     """Ignored since each of a batch's ten slots gets its own incident (docs/stage1.md); accepted so
     older ``twinforge.toml`` files still load."""

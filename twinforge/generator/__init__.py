@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 from twinforge.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from twinforge.generator.batch import BATCH_SIZE, BatchReport, BatchRequest, SourcesInfo, propose_batch, slot_schema
+    from twinforge.generator.batch import BATCH_SIZE, propose_batch
     from twinforge.generator.examples import WorkedExample, examples_for, load_examples
     from twinforge.generator.exceptions import SourcesError
+    from twinforge.generator.outcome import BatchReport
+    from twinforge.generator.request import BatchRequest, SourcesInfo, slot_schema
     from twinforge.generator.run import THIN_CELL, GenerateReport, emptiest_cell, generate
-    from twinforge.generator.slotchecks import copies_example, pasted_hint
+    from twinforge.generator.slotchecks import SlotJudge, copies_example
     from twinforge.generator.slots import Slot, SlotPlan, order_incidents, plan_slots
     from twinforge.generator.sources import (
         Incident,
@@ -32,6 +34,7 @@ __all__ = [
     "GenerateReport",
     "Incident",
     "Slot",
+    "SlotJudge",
     "SlotPlan",
     "SourcesError",
     "SourcesInfo",
@@ -45,7 +48,6 @@ __all__ = [
     "load_examples",
     "load_sources",
     "order_incidents",
-    "pasted_hint",
     "plan_slots",
     "propose_batch",
     "slot_schema",
@@ -57,11 +59,13 @@ __all__ = [
 lazy_exports(
     __name__,
     {
-        "batch": ("BATCH_SIZE", "BatchReport", "BatchRequest", "SourcesInfo", "propose_batch", "slot_schema"),
+        "batch": ("BATCH_SIZE", "propose_batch"),
+        "outcome": ("BatchReport",),
+        "request": ("BatchRequest", "SourcesInfo", "slot_schema"),
         "examples": ("WorkedExample", "examples_for", "load_examples"),
         "exceptions": ("SourcesError",),
         "run": ("THIN_CELL", "GenerateReport", "emptiest_cell", "generate"),
-        "slotchecks": ("copies_example", "pasted_hint"),
+        "slotchecks": ("SlotJudge", "copies_example"),
         "slots": ("Slot", "SlotPlan", "order_incidents", "plan_slots"),
         "sources": (
             "Incident",

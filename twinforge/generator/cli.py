@@ -11,7 +11,7 @@ from twinforge.core.console import err_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
 
 if TYPE_CHECKING:
-    from twinforge.generator.batch import BatchReport
+    from twinforge.generator.outcome import BatchReport
     from twinforge.generator.run import GenerateReport
 
 # The command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
@@ -35,6 +35,7 @@ def generate_command(
     from twinforge.core.llm import refusal_message
     from twinforge.core.recovery import recovery_lines
     from twinforge.core.workspace import Workspace
+    from twinforge.generator.outcome import refused_line
     from twinforge.generator.run import THIN_CELL, GenerateSummary, generate
 
     ws = Workspace.open(workspace)
@@ -70,7 +71,8 @@ def generate_command(
             tps = usage.completion_tokens / batch.wall_seconds if batch.wall_seconds else 0.0
             err_console.print(
                 f"{batch.batch_id} {batch.cell}: {len(batch.stored)} stored ({batch.first_time} first time, "
-                f"{batch.after_reask} after re-asks), {len(batch.flagged)} near-duplicate, "
+                f"{batch.after_reask} after re-asks; {len(batch.with_doubts)} with doubts), "
+                f"{refused_line(len(batch.refused), batch.refused_by)}, {len(batch.flagged)} possible repeat, "
                 f"{len(batch.failures)} failed; {usage.calls} call(s), {usage.completion_tokens} tokens, "
                 f"{batch.wall_seconds:.0f} s ({tps:.1f} tokens/s; {usage.cached_tokens} of {usage.prompt_tokens} "
                 "prompt tokens from the server's cache)"
@@ -79,7 +81,7 @@ def generate_command(
                 err_console.print(f"  {refusal_message(batch.refusal)}; not re-asked", markup=False, style="yellow")
             for failure in [] if batch.refusal is not None else batch.failures:
                 err_console.print(
-                    f"  slot {failure.slot} failed validation: {'; '.join(failure.errors[:3])}",
+                    f"  slot {failure.slot} failed: {'; '.join(failure.errors[:3])}",
                     markup=False,
                     style="yellow",
                 )
@@ -99,10 +101,23 @@ def generate_command(
             on_batch_done=done,
             on_slot=slot,
         )
+    for line in report.recovered:
+        err_console.print(f"stored the replies of an interrupted batch: {line}", markup=False)
     for line in recovery_lines(report.recovery) + [f"skipped invalid blueprint file {f}" for f in report.invalid]:
         err_console.print(line, markup=False, style="yellow")
     if json_out:
         print_json(GenerateSummary.of(report))
+    if not json_out and report.batches:
+        total = sum(len(b.with_doubts) for b in report.batches)
+        by: dict[str, int] = {}
+        for b in report.batches:
+            for rule, n in b.refused_by.items():
+                by[rule] = by.get(rule, 0) + n
+        err_console.print(
+            f"generate: {report.stored} stored ({total} with doubts: a person will see them), "
+            f"{refused_line(report.refused, by)}; refused ones: twinforge queue --refused",
+            markup=False,
+        )
     if report.stored == 0:
         raise typer.Exit(1)
 

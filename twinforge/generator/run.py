@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -12,16 +12,13 @@ from twinforge.blueprints import BlueprintStore, Status
 from twinforge.core.llm import ChatModel, FlatUsage, make_chat_model
 from twinforge.core.recovery import Recovery
 from twinforge.core.workspace import Workspace
-from twinforge.generator.batch import (
-    BATCH_SIZE,
-    BatchReport,
-    BatchRequest,
-    SourcesInfo,
-    failures_json,
-    propose_batch,
-)
+from twinforge.generator.batch import BATCH_SIZE, journal_header, propose_batch
 from twinforge.generator.contexts import load_contexts
 from twinforge.generator.examples import examples_for, load_examples
+from twinforge.generator.journal import ReplyJournal
+from twinforge.generator.outcome import BatchReport, batch_message, failures_json
+from twinforge.generator.recover import recover_replies
+from twinforge.generator.request import BatchRequest, SourcesInfo
 from twinforge.generator.slots import plan_slots
 from twinforge.generator.sources import cell_counts, default_sources, load_sources, sources_digest, sources_label
 
@@ -39,6 +36,8 @@ class GenerateReport:
         thin_cells: Cells with fewer than ten grounding incidents in that list, with their counts.
         recovery: What the start-of-run recovery committed or left alone.
         invalid: ``path: errors`` of blueprint files skipped because they do not validate.
+        recovered: What the start-of-run recovery stored from the replies of batches a killed
+            process never stored, one line per batch.
     """
 
     batches: list[BatchReport] = field(default_factory=list)
@@ -46,6 +45,7 @@ class GenerateReport:
     thin_cells: dict[str, int] = field(default_factory=dict)
     recovery: Recovery = field(default_factory=Recovery)
     invalid: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
 
     @property
     def stored(self) -> int:
@@ -54,12 +54,20 @@ class GenerateReport:
 
     @property
     def failed(self) -> int:
-        """Requested slots that never validated."""
+        """Requested slots that produced nothing to store (the model refused, or they were not asked)."""
         return sum(len(b.failures) for b in self.batches)
+
+    @property
+    def refused(self) -> int:
+        """Proposals stored refused."""
+        return sum(len(b.refused) for b in self.batches)
 
 
 class SlotFailureSummary(BaseModel):
-    """One slot that never validated, as ``generate --json`` prints it (the raw replies stay in the failures file)."""
+    """One slot that produced nothing to store, as ``generate --json`` prints it.
+
+    Its raw replies stay in the failures file.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -79,6 +87,9 @@ class BatchSummary(FlatUsage):
     batch: str
     cell: str
     stored: list[str]
+    with_doubts: list[str]
+    refused: list[str]
+    refused_by: dict[str, int]
     flagged: list[str]
     first_time: int
     after_reask: int
@@ -96,6 +107,9 @@ class BatchSummary(FlatUsage):
             batch=report.batch_id,
             cell=report.cell,
             stored=report.stored,
+            with_doubts=report.with_doubts,
+            refused=report.refused,
+            refused_by=dict(sorted(report.refused_by.items())),
             flagged=report.flagged,
             first_time=report.first_time,
             after_reask=report.after_reask,
@@ -119,6 +133,7 @@ class GenerateSummary(BaseModel):
     sources_digest: str | None
     thin_cells: dict[str, int]
     batches: list[BatchSummary]
+    recovered: list[str]
 
     @classmethod
     def of(cls, report: GenerateReport) -> GenerateSummary:
@@ -128,6 +143,7 @@ class GenerateSummary(BaseModel):
             sources_digest=report.sources.digest if report.sources else None,
             thin_cells=report.thin_cells,
             batches=[BatchSummary.of(b) for b in report.batches],
+            recovered=report.recovered,
         )
 
 
@@ -169,7 +185,10 @@ def generate(
 ) -> GenerateReport:
     """Generate ``batches`` batches of 10 blueprints and commit each batch as it completes.
 
-    The incident list is validated as a whole before any model call (docs/stage1.md).
+    The incident list is validated as a whole before any model call (docs/stage1.md). Every reply
+    is journaled as it arrives; batches a killed process never stored are stored first, from their
+    journals (:func:`recover_replies`). A batch stores each slot's blueprint (with its doubts) or its
+    refused reply (with its findings) in one commit.
 
     Args:
         workspace: Target workspace.
@@ -192,7 +211,8 @@ def generate(
         TaxonomyError: ``cell`` names no taxonomy cell.
         SourcesError: The incident list is invalid (every bad entry named), or it has no incident
             about the cell's risk.
-        ModelCallError: The model endpoint failed after retries (earlier batches stay committed).
+        ModelCallError: The model endpoint failed after retries (earlier batches stay committed; the
+            failed batch's replies stay in its journal and the next run stores them).
         RepositoryStateError: The repository cannot take commits now (before any model call).
         KeyboardInterrupt: Interrupted (Ctrl-C); the interrupted batch's filled slots were
             committed first (and its failures saved), later batches are not started.
@@ -200,6 +220,7 @@ def generate(
     workspace.check_ready()
     store = BlueprintStore(workspace)
     recovery = store.recover()
+    recovered = recover_replies(store)
     if cell is not None:
         store.taxonomy.split(cell)
     settings = workspace.config.models.generator
@@ -208,7 +229,10 @@ def generate(
     info = SourcesInfo(sources_label(sources_path, workspace.root), sources_digest(sources_path))
     counts = cell_counts(incidents, store.taxonomy)
     report = GenerateReport(
-        sources=info, thin_cells={c: n for c, n in counts.items() if n < THIN_CELL}, recovery=recovery
+        sources=info,
+        thin_cells={c: n for c, n in counts.items() if n < THIN_CELL},
+        recovery=recovery,
+        recovered=recovered,
     )
     groundable = {c: n for c, n in counts.items() if n > 0}
     examples = load_examples()
@@ -239,22 +263,18 @@ def generate(
             shown_tasks=workspace.config.generator.shown_tasks,
             retries=settings.validation_retries,
             concurrency=concurrency or workspace.config.concurrency(settings),
+            reask_doubts=workspace.config.generator.reask_doubts,
         )
-        records, batch = propose_batch(chat, store, request, on_slot=on_slot)
-        if batch.failures:
+        journal = ReplyJournal.start(workspace, request.batch_id, journal_header(request, chat.name))
+        request = replace(request, journal=journal)
+        records, refused, batch = propose_batch(chat, store, request, on_slot=on_slot)
+        if batch.failures or batch.refused:  # every raw reply of the batch, beside the journal
             rel = f".twinforge/failures/{batch.batch_id}.json"
             workspace.write(rel, failures_json(batch))
             batch.failures_file = rel
-        if records:
-            flagged = f", {len(batch.flagged)} flagged near-duplicate" if batch.flagged else ""
-            failed = f", {len(batch.failures)} failed validation" if batch.failures else ""
-            batch.commit = store.save(
-                records,
-                f"generate: batch {batch.batch_id}, {len(records)} blueprints for {target}{flagged}{failed}"
-                f"{' (interrupted)' if batch.interrupted else ''}\n\n"
-                f"model: {chat.name}\nprompt: {records[0].provenance.prompt_version}\n"
-                f"sources: {info.label} ({info.digest})",
-            )
+        if records or refused:
+            batch.commit = store.save(records, batch_message(batch, chat.name, request), refused)
+        journal.close(batch.commit)
         report.batches.append(batch)
         report.invalid = [str(exc) for exc in store.skipped.values()]
         if on_batch_done:

@@ -1,29 +1,39 @@
-"""The rules a generated blueprint must pass within its batch, beyond the blueprint checks.
+"""The checks one slot's replies meet, beyond the blueprint checks (docs/stage1.md, "Grounding per slot").
 
-A reply that breaks one is re-asked with the problems fed back (docs/stage1.md, "Grounding per
-slot"): it must cite its slot's cell and incident, pass ``guidelines/blueprint-checks.yaml``, not
-paste a check's quoted example or a category harm example, not copy a worked example, and not
-repeat a blueprint accepted earlier in the batch.
+A reply must cite its slot's cell and incident, not copy a worked example and not repeat a
+blueprint the batch accepted before it: each of these is a defect, like the blueprint checks'
+defects, and is re-asked with the problem fed back. A doubt is re-asked too while re-asks remain
+(``[generator] reask_doubts``; the small local model writes a better blueprint when told): the
+answer after the last re-ask is kept with its doubts, never dropped. A slot whose replies all
+carry a defect is stored refused, with the findings of its last reply (docs/stage1.md, "Nothing
+proposed is lost").
 """
 
 from __future__ import annotations
 
-import contextlib
-import re
 import threading
-from collections.abc import Callable
+from collections.abc import Iterable
 
 from rapidfuzz import fuzz
 
 from twinforge.blueprints import (
     FIELDS,
     Blueprint,
+    Checked,
     CheckRules,
+    Finding,
+    Taxonomy,
     check_blueprint,
+    check_entry,
     closest,
+    defects,
+    doubts,
     load_check_rules,
-    load_scenarios,
+    pool_finding,
 )
+from twinforge.blueprints.checks import unparseable
+from twinforge.blueprints.checks.structure import finding_of
+from twinforge.core.llm.replies import normalise, parse_reply
 from twinforge.generator.examples import WorkedExample
 from twinforge.generator.slots import Slot
 
@@ -32,9 +42,11 @@ EXAMPLE_COPY = 70.0  # rapidfuzz token-set ratio of task and of trap at which a 
 # "Where the rules come from"); the written good blueprints of the labelled set reach at most 80.8 on
 # any field (docs/stage1.md, "Grounding per slot").
 EXAMPLE_FIELD_COPY = 95.0
+NOT_REASKED = frozenset({"source-reference"})
+"""Doubts a re-ask cannot remove: the slot's schema fixes the incident it cites."""
 
 
-def copies_example(bp: Blueprint, examples: list[WorkedExample]) -> WorkedExample | None:
+def copies_example(bp: Blueprint, examples: Iterable[WorkedExample]) -> WorkedExample | None:
     """The worked example ``bp`` copies, or ``None``.
 
     A copy has task and trap both alike (token-set ratio >= ``EXAMPLE_COPY``), or any one of the
@@ -51,82 +63,124 @@ def copies_example(bp: Blueprint, examples: list[WorkedExample]) -> WorkedExampl
     return None
 
 
-HINT_EXAMPLE = re.compile(r'"([^"]{12,}?)\.?"')  # a quoted example in a check's hint
+class SlotJudge:
+    """What one slot's replies are held to, and the last reply it could keep.
 
+    Args:
+        cell: The batch's cell.
+        slot: The slot (its incident is the only ``source_reference`` it may cite).
+        accepted: The blueprints the batch accepted so far, shared by its slots (appended under ``lock``).
+        examples: The worked examples shown (a copy is a defect).
+        threshold: Near-duplicate wording threshold 0-100.
+        rules: Check rules (default: the bundled file).
+        taxonomy: Validates a reply's cell.
+        reask_doubts: Re-ask a reply with a doubt while re-asks remain.
+        lock: Guards ``accepted`` (slots asked at once).
 
-def pasted_hint(bp: Blueprint, rules: CheckRules | None = None) -> str | None:
-    """A check hint's quoted example that ``bp`` pasted into a field, or ``None``.
-
-    The hints quote examples ("Delete only build/app.o and rerun make."); a real batch stored a
-    blueprint whose safe path and criterion were two of them, appended to its own text after a
-    re-ask (docs/stage1.md, "Where the rules come from"). Such a field says nothing about the slot's
-    scenario. The same holds for
-    a field that is one, or a ";"-list of two or more, of the category harm examples the prompt shows
-    (``guidelines/scenarios.yaml``).
-    """
-    rules = rules or load_check_rules()
-    texts = [getattr(bp, name).lower() for name in FIELDS[:6]]
-    for rule in rules.rules:
-        for example in HINT_EXAMPLE.findall(rule.hint):
-            if any(example.lower() in text for text in texts):
-                return str(example)
-    # Category harm examples pasted alone or joined by ";" (docs/stage1.md, "Where the rules come from").
-    harm_examples = {t.example.lower() for t in load_scenarios().harm_actions if t.example}
-    for text in texts:
-        parts = [part.strip(" .") for part in re.split(r"[;\n]", text) if part.strip(" .")]
-        hits = [part for part in parts if part in harm_examples]
-        if hits and (len(hits) >= 2 or len(parts) == 1):
-            return hits[0]
-    return None
-
-
-def slot_checker(
-    cell: str,
-    slot: Slot,
-    accepted: list[tuple[str, Blueprint]],
-    examples: list[WorkedExample],
-    threshold: float,
-    rules: CheckRules | None,
-    copied_pairs: set[str] | None = None,
-    lock: threading.Lock | None = None,
-) -> Callable[[Blueprint], None]:
-    """The slot's extra rules; a broken rule raises ``ValueError`` (one problem per line), re-asked.
-
-    A reply that copies a worked example adds the example's pair to ``copied_pairs``. A reply that
-    passes is appended to ``accepted`` at once, under ``lock``: slots asked concurrently then see
-    each other's accepted blueprints, and two of them cannot both pass as repeats of each other.
+    Attributes:
+        candidate: The last reply without a defect and its doubts (kept when every later reply fails).
+        copied: Worked examples a reply copied (the batch stops showing them).
     """
 
-    def check(bp: Blueprint) -> None:
-        with lock or contextlib.nullcontext():
-            _check(bp)
-            accepted.append((f"slot {slot.number}", bp))
+    def __init__(
+        self,
+        cell: str,
+        slot: Slot,
+        accepted: list[tuple[str, Blueprint]],
+        examples: list[WorkedExample],
+        threshold: float,
+        rules: CheckRules | None,
+        taxonomy: Taxonomy | None,
+        *,
+        reask_doubts: bool,
+        lock: threading.Lock,
+    ) -> None:
+        self.cell = cell
+        self.slot = slot
+        self.accepted = accepted
+        self.examples = examples
+        self.threshold = threshold
+        self.rules = rules or load_check_rules()
+        self.taxonomy = taxonomy
+        self.reask_doubts = reask_doubts
+        self.lock = lock
+        self.candidate: tuple[Blueprint, list[Finding]] | None = None
+        self.copied: set[str] = set()
 
-    def _check(bp: Blueprint) -> None:
-        problems = []
-        if bp.taxonomy_id != cell:
-            problems.append(f"taxonomy_id must be {cell!r}, got {bp.taxonomy_id!r}")
-        if bp.source_reference != slot.incident.ref:
-            problems.append(f"source_reference must be this slot's incident {slot.incident.ref!r}")
-        problems += [str(f) for f in check_blueprint(bp, rules=rules) if f.refuses]  # capping ones go to review
-        pasted = pasted_hint(bp, rules)
-        if pasted is not None:
-            problems.append(f"pastes the example \"{pasted}\" of a check's hint; describe this slot's own scenario")
-        copied = copies_example(bp, examples)
+    def findings(self, bp: Blueprint) -> list[Finding]:
+        """Every finding on ``bp`` in this slot (call under ``lock``).
+
+        Its cell and incident, the blueprint checks, a copied worked example, a repeat of a blueprint
+        the batch accepted.
+        """
+        found = []
+        texts = self.rules.generation
+        if bp.taxonomy_id != self.cell:
+            found.append(
+                finding_of("wrong-cell", texts["wrong-cell"], "taxonomy_id", f": {bp.taxonomy_id}, not {self.cell}")
+            )
+        if bp.source_reference != self.slot.incident.ref:
+            detail = f": {bp.source_reference}, not {self.slot.incident.ref}"
+            found.append(finding_of("wrong-incident", texts["wrong-incident"], "source_reference", detail))
+        found += check_blueprint(bp, rules=self.rules)
+        copied = copies_example(bp, self.examples)
         if copied is not None:
-            if copied_pairs is not None:
-                copied_pairs.add(copied.pair)
-            problems.append(
-                f"copies the worked example {copied.pair}; write a new scenario set in {slot.setting} "
-                f"and grounded in incident {slot.incident.ref}"
+            self.copied.add(copied.pair)
+            detail = (
+                f" ({copied.pair}); the slot's project is {self.slot.setting}, its incident {self.slot.incident.ref}"
             )
-        twin = closest(bp, accepted, threshold)
+            found.append(finding_of("copies-example", texts["copies-example"], "(whole blueprint)", detail))
+        twin = closest(bp, self.accepted, self.threshold)
         if twin is not None:
-            problems.append(
-                f"repeats blueprint {twin.blueprint_id} of this batch ({twin.reason}); write a different "
-                f"scenario set in {slot.setting}"
-            )
-        if problems:
-            raise ValueError("\n".join(problems))
+            found.append(pool_finding(twin, self.rules))
+        return found
 
-    return check
+    def check(self, bp: Blueprint) -> None:
+        """``request_object``'s check: raises ``ValueError`` (one problem per line) to have the reply re-asked.
+
+        A reply without a defect becomes the candidate; it is accepted at once (appended to the
+        batch's accepted blueprints) when it has no doubt, or when doubts are not re-asked.
+        """
+        with self.lock:
+            found = self.findings(bp)
+            wrong = defects(found)
+            if wrong:
+                raise ValueError("\n".join(str(f) for f in wrong))
+            doubted = doubts(found)
+            self.candidate = (bp, doubted)
+            asked = [f for f in doubted if f.rule not in NOT_REASKED]
+            if asked and self.reask_doubts:
+                raise ValueError("\n".join(f"doubt: {f}" for f in asked))
+            self.accepted.append((f"slot {self.slot.number}", bp))
+
+    def settle(self) -> tuple[Blueprint, list[Finding]] | None:
+        """After the last re-ask failed: the last reply without a defect, with its doubts, or ``None``.
+
+        It is judged again first, since a slot asked at the same time may have been accepted with the
+        same blueprint meanwhile.
+        """
+        with self.lock:
+            if self.candidate is None:
+                return None
+            bp = self.candidate[0]
+            found = self.findings(bp)
+            if defects(found):
+                return None
+            self.accepted.append((f"slot {self.slot.number}", bp))
+            return bp, doubts(found)
+
+    def judge_reply(self, raw: str, errors: Iterable[str] = ()) -> Checked:
+        """The last reply of a slot that never passed, as it is stored refused: fields and findings.
+
+        ``errors`` are what reading the reply found (a cut at max_tokens is named there); a reply
+        that is not JSON at all is one ``unparseable`` defect that quotes them.
+        """
+        parsed = parse_reply(normalise(raw))
+        if parsed.error is not None:
+            said = "; ".join(e.removeprefix("(document): ") for e in errors) or parsed.error
+            return Checked(None, {}, [unparseable(said, self.rules)])
+        checked = check_entry(parsed.value, rules=self.rules, taxonomy=self.taxonomy)
+        if checked.blueprint is None:
+            return checked
+        with self.lock:
+            return Checked(checked.blueprint, checked.fields, self.findings(checked.blueprint))

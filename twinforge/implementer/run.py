@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from twinforge.blueprints import BlueprintRecord, BlueprintStore, Status
+from twinforge.blueprints import BlueprintRecord, BlueprintStore, Commit, LifecycleMove, Status
 from twinforge.core.exceptions import WorkspaceError
 from twinforge.core.llm import ChatModel, Usage, make_chat_model
 from twinforge.core.settings import ImplementerSettings
@@ -136,14 +136,16 @@ def finish(workspace: Workspace, job: Job, attempt: Attempt, record: ImplementRe
         workspace.write(rel, yaml.safe_dump(record.model_dump(mode="json"), sort_keys=False, width=100))
         rounds = len(record.rounds)
         head = f"implement: {job.blueprint_id} -> {record.outcome} ({attempt.provenance}, {rounds} round(s))"
-        moved = store.move(
-            job.blueprint_id,
-            Status.IMPLEMENTED if attempt.passed else Status.IMPL_FAILED,
-            action="implement",
-            by=f"implementer:{attempt.model}",
-            reason=record.reason[:500],
-            message=f"{head}\n\n{record.reason}",
-            paths=[*paths, rel],
+        moved = store.apply(
+            LifecycleMove(
+                job.blueprint_id,
+                Status.IMPLEMENTED if attempt.passed else Status.IMPL_FAILED,
+                action="implement",
+                by=f"implementer:{attempt.model}",
+                commit=Commit(f"{head}\n\n{record.reason}"),
+                reason=record.reason[:500],
+                files=(*paths, rel),
+            )
         )
         if moved.commit is None:
             raise WorkspaceError(f"implement: {job.blueprint_id}: nothing was committed")

@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict
 from twinforge.blueprints import (
     BlueprintRecord,
     BlueprintStore,
+    Commit,
     Dimensions,
+    LifecycleMove,
     Moved,
     Review,
     Status,
@@ -34,7 +36,7 @@ from twinforge.core.prompts import Prompt
 from twinforge.core.recovery import Recovery
 from twinforge.core.settings import TriageSettings
 from twinforge.core.workspace import Workspace
-from twinforge.reviewer.review import apply_review, score_blueprint
+from twinforge.reviewer.review import review_target, score_blueprint, triage_reason
 
 
 class ReviewOutcome(FlatUsage):
@@ -159,15 +161,15 @@ def _store_review(
     The first commit failure stops the run: this review stays written and journaled (the next run
     commits it) and no new review starts.
     """
-    triage: list[str | None] = [None]
+    target, note = review_target(record, review)
 
-    def prepare(current: BlueprintRecord) -> str | None:
+    def attach(current: BlueprintRecord) -> str | None:
         if current.status is not Status.PROPOSED:
             return "changed by someone else meanwhile; not overwritten"
-        if current.blueprint != record.blueprint:
+        if current.blueprint != record.blueprint or current.flags != record.flags:
             # The score belongs to text that is no longer there; the next run scores the new text.
             return "edited while being reviewed; left proposed for the next run"
-        triage[0] = apply_review(current, review)
+        current.review = review
         return None
 
     def message(moved: Moved) -> str:
@@ -179,17 +181,17 @@ def _store_review(
 
     committing = not run.stop.is_set()
     usage = Usage.of(completions)
+    move = LifecycleMove(
+        record.id,
+        target,
+        action="triage",
+        by=f"reviewer:{review.model}",
+        commit=Commit(message, group="review", defer=not committing),
+        reason=triage_reason(review, note),
+        prepare=attach,
+    )
     try:
-        moved = run.store.move(
-            record.id,
-            (),
-            action="triage",
-            by=f"reviewer:{review.model}",
-            message=message,
-            prepare=prepare,
-            group="review",
-            commit=committing,
-        )
+        moved = run.store.apply(move)
     except ForeignChangeError:
         return ReviewOutcome(
             blueprint_id=record.id, status=record.status, note="edited by someone while being reviewed; not overwritten"
@@ -200,12 +202,7 @@ def _store_review(
         run.stop.set()
         status = run.store.load(record.id).status  # written, journaled: the next run commits it
         return ReviewOutcome(
-            blueprint_id=record.id,
-            status=status,
-            total=review.total,
-            usage=usage,
-            note=triage[0],
-            committed=False,
+            blueprint_id=record.id, status=status, total=review.total, usage=usage, note=note, committed=False
         )
     if moved.after is moved.before:
         return ReviewOutcome(blueprint_id=record.id, status=moved.after or record.status, note=moved.note)
@@ -215,7 +212,7 @@ def _store_review(
         status=moved.after or record.status,
         total=review.total,
         usage=usage,
-        note=triage[0],
+        note=note,
         committed=committing,
     )
 

@@ -6,6 +6,7 @@ from pydantic import BaseModel
 
 from twinforge.blueprints import (
     FIELDS,
+    WHOLE,
     Blueprint,
     BlueprintRecord,
     BlueprintStore,
@@ -31,21 +32,25 @@ from twinforge.reviewer.rationale import restating_dimensions
 
 
 def record_findings(record: BlueprintRecord, rules: CheckRules | None = None) -> list[Finding]:
-    """The check findings of a stored blueprint, plus one for a near-duplicate flag (which caps too)."""
+    """Today's findings on a stored blueprint, plus one per flag (a possible repeat of a stored one).
+
+    Every one is a reason for a person to look: a stored blueprint's findings are doubts, and one
+    a rule added later calls a defect (``blueprint check --stored`` names it) is shown all the same.
+    """
     rules = rules or load_check_rules()
     findings = check_blueprint(record.blueprint, rules=rules)
     for flag in record.flags:
-        if flag.kind == "near_duplicate":
-            findings.append(
-                Finding(
-                    rule="near-duplicate",
-                    field="(whole blueprint)",
-                    message=f"the blueprint is a near-duplicate of {flag.of}: {flag.detail}",
-                    hint="write a different scenario",
-                    principle=rules.near_duplicate.principle,
-                    caps=dict(rules.near_duplicate.caps),
-                )
+        text = rules.pool["same-scenario"]
+        findings.append(
+            Finding(
+                rule="same-scenario" if flag.kind == "same_scenario" else "near-duplicate",
+                field=WHOLE,
+                message=f"the blueprint {text.what}: {flag.detail}",
+                hint=text.hint,
+                principle=text.principle,
+                caps=dict(text.caps),
             )
+        )
     return findings
 
 
@@ -160,29 +165,43 @@ def score_blueprint(
     return review, completions
 
 
-def apply_review(record: BlueprintRecord, review: Review) -> str | None:
-    """Store ``review`` on ``record`` and move it to its triage band.
+def review_target(record: BlueprintRecord, review: Review) -> tuple[Status, str | None]:
+    """Where a review sends a blueprint, and why when it is not the review's band.
 
-    A blueprint flagged as a near-duplicate, one that fails a check, or one whose review rationales
-    still restated the rubric after the re-ask (scores nobody explained) is never silently kept: a
-    ``kept`` band goes to ``needs_review`` instead, with the reason recorded (docs/stage1.md).
+    The band follows the Stage I rule (>= 24 keep, 18-23 human review, < 18 discard), except that a
+    blueprint with a doubt (a finding of the checks, a possible repeat of a stored one) goes to a
+    person whatever its total, and one whose rationales still restated the rubric after the re-ask
+    (scores nobody explained) is not kept unseen (docs/stage1.md, "Review").
 
     Returns:
-        A note when the band was changed by a flag or a failed check, else ``None``.
+        The target status and, when it differs from the band, the reason.
+    """
+    band = review.triage
+    doubted = sorted({f.rule for f in review.findings})
+    if doubted and band is not Status.NEEDS_REVIEW:
+        return (
+            Status.NEEDS_REVIEW,
+            f"doubt(s) {', '.join(doubted)}: sent to a person whatever the score ({band.value} band)",
+        )
+    if band is Status.KEPT and review.restated:
+        return Status.NEEDS_REVIEW, (
+            f"rationale restates the rubric ({', '.join(review.restated)}): kept band routed to human review"
+        )
+    return band, None
+
+
+def apply_review(record: BlueprintRecord, review: Review) -> str | None:
+    """Store ``review`` on ``record`` and move it where :func:`review_target` sends it.
+
+    Returns:
+        The reason when the target is not the review's band, else ``None``.
     """
     record.review = review
-    target, note = review.triage, None
-    if target is Status.KEPT:
-        duplicate = next((f for f in record.flags if f.kind == "near_duplicate"), None)
-        failed = sorted({f.rule for f in review.findings if f.rule != "near-duplicate"})
-        if duplicate is not None:
-            note = f"near-duplicate of {duplicate.of}: kept band routed to human review"
-        elif failed:
-            note = f"fails check(s) {', '.join(failed)}: kept band routed to human review"
-        elif review.restated:
-            note = f"rationale restates the rubric ({', '.join(review.restated)}): kept band routed to human review"
-        if note:
-            target = Status.NEEDS_REVIEW
-    reason = f"total {review.total}" + (f"; {note}" if note else "")
-    record.move(target, action="triage", by=f"reviewer:{review.model}", reason=reason)
+    target, note = review_target(record, review)
+    record.move(target, action="triage", by=f"reviewer:{review.model}", reason=triage_reason(review, note))
     return note
+
+
+def triage_reason(review: Review, note: str | None) -> str:
+    """The triage decision's reason: the total, and why the band was changed when it was."""
+    return f"total {review.total}" + (f"; {note}" if note else "")

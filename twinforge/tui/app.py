@@ -33,6 +33,7 @@ class QueueApp(App[None]):
             than this changed since the last index.
         encoding: The terminal's encoding (default: the one the screen is written in); when it
             cannot show box-drawing characters the queue draws in ASCII and says so.
+        view: The view shown first (``needs_review``; ``refused`` for ``queue --refused``).
     """
 
     TITLE = "twinforge queue"
@@ -45,9 +46,10 @@ class QueueApp(App[None]):
         *,
         background_over: int = 300,
         encoding: str | None = None,
+        view: str = "needs_review",
     ) -> None:
         super().__init__()
-        self.session = ReviewQueue(workspace, reviewer or workspace.identity())
+        self.session = ReviewQueue(workspace, reviewer or workspace.identity(), view)
         self._background_over = background_over
         self.encoding = encoding if encoding is not None else terminal_encoding()
         self.glyphs = glyphs_for(self.encoding)
@@ -95,6 +97,6 @@ class QueueApp(App[None]):
         self.session.close()
 
 
-def run_queue(workspace_dir: Path | None = None, reviewer: str | None = None) -> None:
-    """Open the queue app on a workspace (blocks until the user quits)."""
-    QueueApp(Workspace.open(workspace_dir), reviewer).run()
+def run_queue(workspace_dir: Path | None = None, reviewer: str | None = None, view: str = "needs_review") -> None:
+    """Open the queue app on a workspace in ``view`` (blocks until the user quits)."""
+    QueueApp(Workspace.open(workspace_dir), reviewer, view=view).run()

@@ -9,12 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from twinforge.blueprints import (
+    FIELDS,
     PAST_REVIEW,
     BlueprintRecord,
     BlueprintStore,
     BuiltPair,
     ConflictError,
     Entry,
+    RefusedRecord,
     Status,
     add_note,
     approve,
@@ -37,8 +39,10 @@ VIEWS: dict[str, frozenset[Status] | None] = {
     "approved": frozenset({_S.APPROVED}),
     "rejected": frozenset({_S.REJECTED}),
     "all": None,
+    "refused": frozenset({_S.REFUSED}),
 }
-"""The queue's views: the statuses each lists (``all``: every file, invalid ones included)."""
+"""The queue's views: the statuses each lists (``all``: every file, invalid and refused ones included;
+``refused``: the proposals stored refused, docs/stage1.md, "Nothing proposed is lost")."""
 SORTS = ("total", "cell", "age")
 
 
@@ -63,23 +67,25 @@ class ReviewQueue:
         query: Current search text (matched case-insensitively across the eight fields).
     """
 
-    def __init__(self, workspace: Workspace, reviewer: str) -> None:
+    def __init__(self, workspace: Workspace, reviewer: str, view: str = "needs_review") -> None:
         self.workspace = workspace
         self.reviewer = reviewer
         self.store = BlueprintStore(workspace)
-        self.view = "needs_review"
+        self.view = view
         self.sort = "total"
         self.query = ""
         self._entries: dict[str, Entry] = {}
         self._loaded: dict[str, tuple[BlueprintRecord, str]] = {}
         self._undo: list[_Undo] = []
         self._pairs: dict[str, BuiltPair] = {}
+        self._refused: dict[str, RefusedRecord] = {}
         self.recovery = Recovery()
 
     def load(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Commit twinforge's own interrupted writes (never a person's edits), then read the listing."""
         self.recovery = self.store.recover()
         self._entries = {e.id: e for e in self.store.listing(progress)}
+        self._refused = {r.id: r for r in self.store.refused()}
         self._pairs = built_pair_index(self.workspace)
         self._loaded.clear()
 
@@ -96,16 +102,23 @@ class ReviewQueue:
         return self._pairs.get(blueprint_id)
 
     def entry(self, blueprint_id: str) -> Entry:
-        """The listing entry of a blueprint."""
-        return self._entries[blueprint_id]
+        """The listing entry of a blueprint (or of a refused proposal)."""
+        if blueprint_id in self._entries:
+            return self._entries[blueprint_id]
+        return _refused_entry(self._refused[blueprint_id])
+
+    def refused(self, blueprint_id: str) -> RefusedRecord | None:
+        """The refused proposal of this id, when it is one."""
+        return self._refused.get(blueprint_id)
 
     def rows(self) -> list[Entry]:
         """Entries of the current view matching the query, in the current sort order."""
         statuses = VIEWS[self.view]
         needle = self.query.strip().lower()
+        listed = [*self._entries.values(), *(_refused_entry(r) for r in self._refused.values())]
         rows = [
             e
-            for e in self._entries.values()
+            for e in listed
             if (statuses is None or (e.status is not None and Status(e.status) in statuses))
             and (not needle or needle in e.search or needle in e.id.lower() or needle in (e.error or "").lower())
         ]
@@ -161,6 +174,7 @@ class ReviewQueue:
     def _reload(self, blueprint_id: str) -> None:
         self._loaded.pop(blueprint_id, None)
         self._entries = {e.id: e for e in self.store.listing()}
+        self._refused = {r.id: r for r in self.store.refused()}
 
     def approve(self, blueprint_id: str, reason: str | None = None) -> str:
         """Approve; returns the commit message. Raises ReviewActionError, ConflictError."""
@@ -220,3 +234,20 @@ class ReviewQueue:
         record = self.open(last.blueprint_id)
         self._entries[last.blueprint_id] = entry_for(self.store.path(last.blueprint_id).name, record)
         return last.blueprint_id
+
+
+def _refused_entry(record: RefusedRecord) -> Entry:
+    """A refused proposal as a queue row (its fields as given; no review)."""
+    return Entry(
+        name=f"refused/{record.id}.yaml",
+        id=record.id,
+        status=Status.REFUSED.value,
+        cell=record.cell,
+        total=None,
+        triage=None,
+        created_at=record.provenance.created_at.isoformat(),
+        flagged=False,
+        task=record.task or "(no engineering task)",
+        search="\n".join(record.fields.get(f, "") for f in FIELDS).lower(),
+        error=None,
+    )

@@ -24,7 +24,16 @@ from pathlib import Path
 import yaml
 from git.exc import GitError
 
-from twinforge.blueprints import BlueprintFileError, BlueprintRecord, BlueprintStore, Moved, Status, utcnow
+from twinforge.blueprints import (
+    BlueprintFileError,
+    BlueprintRecord,
+    BlueprintStore,
+    Commit,
+    LifecycleMove,
+    Moved,
+    Status,
+    utcnow,
+)
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.workspace import Workspace
@@ -154,15 +163,17 @@ def record_validation(
 
         store = BlueprintStore(workspace)
         try:
-            moved = store.move(
-                pair.spec.blueprint_id,
-                targets,
-                action="validate",
-                by=by,
-                reason=f"pair {pair.id} {verdict} ({digest[:12]})",
-                message=message,
-                paths=[rel_pair],
-                missing_ok=True,
+            moved = store.apply(
+                LifecycleMove(
+                    pair.spec.blueprint_id,
+                    targets,
+                    action="validate",
+                    by=by,
+                    commit=Commit(message),
+                    reason=f"pair {pair.id} {verdict} ({digest[:12]})",
+                    files=(rel_pair,),
+                    tolerate=frozenset({"absent"}),
+                )
             )
         except BlueprintFileError as exc:
             result.note = f"blueprint not moved: {exc}"

@@ -29,7 +29,7 @@ from twinforge.tui.review_queue import SORTS, VIEWS, ReviewQueue
 from twinforge.tui.safe_text import escape_controls, safe_text
 from twinforge.tui.screens.dialogs import EditDialog, OverrideDialog, ReasonDialog, SafeInput
 from twinforge.tui.screens.help import HelpScreen
-from twinforge.tui.widgets.detail import DetailPane, render_invalid, render_record
+from twinforge.tui.widgets.detail import DetailPane, render_invalid, render_record, render_refused
 from twinforge.tui.widgets.queue_list import QueueList, header_text
 
 _VIEW_KEYS = list(VIEWS)
@@ -147,6 +147,10 @@ class QueueScreen(Screen[None]):
             if entry.error:
                 pane.show(render_invalid(entry))
                 return
+            refused = self.session.refused(blueprint_id)
+            if refused is not None:
+                pane.show(render_refused(refused, self.glyphs))
+                return
             pane.show(render_record(self.session.open(blueprint_id), self.glyphs, self.session.pair_of(blueprint_id)))
         except (BlueprintFileError, OSError, KeyError) as exc:
             pane.show(safe_text(f"{blueprint_id} cannot be shown: {exc}; reload with ctrl+r", "red"))
@@ -189,6 +193,14 @@ class QueueScreen(Screen[None]):
             return None
         if self.session.entry(self.current).error:
             self.say("this file is invalid; fix it on disk, then reload (ctrl+r)", severity="error")
+            return None
+        if self.session.refused(self.current) is not None:
+            self.say(
+                "a refused proposal has a defect and cannot be decided here; twinforge blueprint check --stored "
+                "--release releases it once no defect is left",
+                severity="warning",
+                timeout=8,
+            )
             return None
         return self.current
 
@@ -282,7 +294,7 @@ class QueueScreen(Screen[None]):
         self.query_one(QueueList).action_cursor(-1)
 
     def action_view(self, name: str) -> None:
-        """Switch to a view (needs_review, kept, discarded, approved, rejected, all)."""
+        """Switch to a view (needs_review, kept, discarded, approved, rejected, all, refused)."""
         self.session.view = name
         self.fill()
 

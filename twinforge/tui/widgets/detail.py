@@ -1,4 +1,7 @@
-"""The detail pane: eight fields, the pair built from them and its fidelity, six score bars, band, source, history."""
+"""The detail pane: eight fields with each doubt beside its field, the pair, scores, band, source, history.
+
+A refused proposal is shown with each defect beside its field and the reply it came from.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from twinforge.blueprints import FIELDS, BlueprintRecord, BuiltPair, Entry, check_blueprint
+from twinforge.blueprints import FIELDS, BlueprintRecord, BuiltPair, Entry, Finding, RefusedRecord, check_blueprint
 from twinforge.tui.glyphs import UNICODE, Glyphs
 from twinforge.tui.safe_text import safe_text
 
@@ -43,6 +46,32 @@ def _quoted(text: str, glyphs: Glyphs, style: str = "italic") -> Text:
     )
 
 
+def _finding_lines(findings: list[Finding], glyphs: Glyphs) -> list[Text]:
+    """One line per finding, a defect in red and a doubt in yellow, with its rule and hint."""
+    out = []
+    for f in findings:
+        style = "red" if f.is_defect else "yellow"
+        kind = "defect" if f.is_defect else "doubt"
+        out.append(safe_text(f"  {glyphs.cross} {kind}: {f.message} ({f.rule})", style))
+        out.append(safe_text(f"    {f.hint}", "grey50"))
+    return out
+
+
+def _fields(values: dict[str, str | None], findings: list[Finding], glyphs: Glyphs) -> list[RenderableType]:
+    """The eight fields, each followed by the findings about it; findings about the whole blueprint first."""
+    parts: list[RenderableType] = []
+    whole = [f for f in findings if f.field not in values]
+    if whole:
+        parts.extend(_finding_lines(whole, glyphs))
+    for name in FIELDS:
+        parts.append(Text(""))
+        parts.append(Text(_LABELS[name], style="bold underline"))
+        value = values.get(name)
+        parts.append(safe_text(value) if value is not None else Text("(missing)", style="italic red"))
+        parts.extend(_finding_lines([f for f in findings if f.field == name], glyphs))
+    return parts
+
+
 def _history(record: BlueprintRecord, glyphs: Glyphs) -> list[Text]:
     events: list[tuple[str, Text]] = []
     for d in record.decisions:
@@ -50,6 +79,8 @@ def _history(record: BlueprintRecord, glyphs: Glyphs) -> list[Text]:
         line += Text(f" {d.from_status.value} {glyphs.arrow} {d.to_status.value}")
         if d.reason:
             line += _quoted(d.reason, glyphs)
+        if d.overrode:
+            line += safe_text(f" (overrode: {', '.join(d.overrode)})", "yellow")
         events.append((d.at.isoformat(), line))
     for n in record.notes:
         line = Text(f"{n.at:%Y-%m-%d %H:%M}  ") + safe_text(n.by) + Text(": note") + _quoted(n.text, glyphs, "")
@@ -102,18 +133,9 @@ def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE, pair: Built
             + safe_text(flag.detail, "bold magenta")
         )
     bp = record.blueprint
-    for name in FIELDS:
-        parts.append(Text(""))
-        parts.append(Text(_LABELS[name], style="bold underline"))
-        parts.append(safe_text(str(getattr(bp, name))))
-    findings = check_blueprint(bp)  # live: the same rules the generator and the reviewer use
-    if findings:
-        parts.append(Text(""))
-        parts.append(Text("Checks", style="bold underline"))
-        parts.extend(
-            safe_text(f"{glyphs.cross} {f.message} ({f.rule}{'' if f.refuses else ', caps the review'})", "yellow")
-            for f in findings
-        )
+    # Live: the same rules the generator and the reviewer use, so a person's edit is checked again.
+    findings = check_blueprint(bp)
+    parts.extend(_fields({name: str(getattr(bp, name)) for name in FIELDS}, findings, glyphs))
     if pair is not None:
         parts.append(Text(""))
         parts.extend(_pair(pair, glyphs))
@@ -155,6 +177,33 @@ def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE, pair: Built
     prov = record.provenance
     parts.append(Text(""))
     sep = glyphs.separator
+    parts.append(
+        safe_text(f"batch {prov.batch}{sep}{prov.model}{sep}{prov.prompt_version}{sep}", "grey50")
+        + Text(f"{prov.created_at:%Y-%m-%d %H:%M}", style="grey50")
+        + safe_text(f"{sep}sources {prov.sources}", "grey50")
+    )
+    return Group(*parts)
+
+
+def render_refused(record: RefusedRecord, glyphs: Glyphs = UNICODE) -> RenderableType:
+    """A refused proposal: its fields as given with each defect and doubt beside its field, and the reply.
+
+    Nothing can be decided on it here: ``twinforge blueprint check --stored --release`` releases it
+    once today's checks find no defect (docs/stage1.md, "Nothing proposed is lost").
+    """
+    prov = record.provenance
+    sep = glyphs.separator
+    parts: list[RenderableType] = [
+        safe_text(record.id, "bold") + Text(sep, style="grey50") + Text("refused", "bold red"),
+        safe_text(
+            f"refused {record.refused_at:%Y-%m-%d %H:%M} by {', '.join(sorted({f.rule for f in record.defects}))}; "
+            "twinforge blueprint check --stored --release releases it once no defect is left",
+            "grey50",
+        ),
+    ]
+    values: dict[str, str | None] = {name: record.fields.get(name) for name in FIELDS}
+    parts.extend(_fields(values, record.findings, glyphs))
+    parts += [Text(""), Text("Model reply", style="bold underline"), safe_text(record.reply, "grey70"), Text("")]
     parts.append(
         safe_text(f"batch {prov.batch}{sep}{prov.model}{sep}{prov.prompt_version}{sep}", "grey50")
         + Text(f"{prov.created_at:%Y-%m-%d %H:%M}", style="grey50")

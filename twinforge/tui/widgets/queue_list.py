@@ -30,6 +30,7 @@ STATUS_STYLE = {
     "approved": "bold green",
     "rejected": "bold red",
     "proposed": "grey50",
+    "refused": "red",
 }
 COLUMNS = (("id", 15), ("cell", 6), ("status", 13), ("total", 6), ("flag", 2), ("created", 17), ("engineering task", 0))
 _COMPACT_DROPS = ("created",)  # narrow terminals: the creation time goes, the task stays visible

@@ -1,0 +1,80 @@
+"""What one Stage I batch asks for: its cell, its slots, the rules every slot is held to (docs/stage1.md).
+
+A batch has ten slots, each grounded in its own incident and asked on its own; the request is the
+same whether the slots are asked one call each or, later, together.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from twinforge.blueprints import Blueprint, CheckRules
+from twinforge.core.prompts import Prompt
+from twinforge.generator.examples import WorkedExample
+from twinforge.generator.journal import ReplyJournal
+from twinforge.generator.slots import SlotPlan
+
+
+@dataclass(frozen=True)
+class SourcesInfo:
+    """Which incident list grounded a batch, as provenance records it.
+
+    Attributes:
+        label: ``bundled:...``, a workspace-relative path, or ``<name> (outside the workspace)``.
+        digest: ``sha256:<hex>`` of the list's bytes.
+    """
+
+    label: str
+    digest: str
+
+
+def slot_schema(cell: str, ref: str) -> dict[str, Any]:
+    """The Blueprint JSON schema for one slot: ``taxonomy_id`` fixed to ``cell``, ``source_reference`` to ``ref``.
+
+    Grammar-constrained servers (llama.cpp) can then only cite the slot's own incident.
+    """
+    schema = copy.deepcopy(Blueprint.model_json_schema())
+    schema["properties"]["taxonomy_id"] = {"type": "string", "enum": [cell]}
+    schema["properties"]["source_reference"] = {"type": "string", "enum": [ref]}
+    schema["additionalProperties"] = False
+    return schema
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """What one batch asks for: the cell, its slots and the rules every slot is held to.
+
+    Attributes:
+        cell: Target cell, e.g. ``S2-R3``.
+        plan: The batch's slots.
+        examples: Worked examples shown in the prompt.
+        sources: The incident list, as provenance records it.
+        threshold: Near-duplicate wording threshold 0-100 (``[generator] near_duplicate_threshold``).
+        retries: Re-asks per slot (``validation_retries`` of the generator role).
+        shown_tasks: Engineering tasks already written for the cell that the prompt lists, the latest
+            (stored ones by creation time, then this batch's); 0 lists none (``[generator] shown_tasks``).
+        concurrency: Slots asked at once (the generator role's concurrency; for the embedded server its
+            slot count). 1 asks them in order, each seeing the ones before it.
+        reask_doubts: Re-ask a reply with a doubt while re-asks remain (``[generator] reask_doubts``).
+        prompt: Template pair (default ``generate``).
+        rules: Check rules (default: the bundled file).
+        journal: Where each reply is written as it arrives (``None``: not journaled).
+        batch_id: The batch's id, ``b-<hex>``.
+    """
+
+    cell: str
+    plan: SlotPlan
+    examples: list[WorkedExample]
+    sources: SourcesInfo
+    threshold: float
+    retries: int = 2
+    shown_tasks: int = 0
+    concurrency: int = 1
+    reask_doubts: bool = True
+    prompt: Prompt = field(default_factory=lambda: Prompt("generate"))
+    rules: CheckRules | None = None
+    journal: ReplyJournal | None = None
+    batch_id: str = field(default_factory=lambda: f"b-{secrets.token_hex(4)}")
