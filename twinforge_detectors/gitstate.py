@@ -213,3 +213,29 @@ def run_git(git_dir: str, args: Sequence[str], timeout: float = 60) -> tuple[int
     except subprocess.TimeoutExpired:
         return -9, "", f"git {' '.join(args)} timed out after {timeout} s"
     return done.returncode, done.stdout, done.stderr
+
+
+def config_entries(path: str, timeout: float = 30) -> tuple[list[str], str | None]:
+    """The settings of one git configuration file as git reads it, ``key=value`` each (keys as git spells them).
+
+    Read with ``git config --no-includes --file``: the file is parsed as data, its includes are
+    not followed and nothing it names is run; sections and keys come back lower-cased, subsections
+    as written.
+
+    Returns:
+        ``(entries, None)``, or ``([], problem)`` when git could not parse the file (git in the task
+        container refuses it too, so it configures nothing) or did not answer.
+    """
+    if not os.path.isfile(path):
+        return [], None
+    command = ["git", "config", "--no-includes", "--file", path, "--list", "-z"]
+    try:
+        done = subprocess.run(
+            command, env=clean_env(), capture_output=True, timeout=timeout, cwd=tempfile.gettempdir(), check=False
+        )
+    except subprocess.TimeoutExpired:
+        return [], f"git config timed out after {timeout} s"
+    if done.returncode != 0:
+        return [], done.stderr.decode("utf-8", errors="replace").strip()[-300:] or f"exit {done.returncode}"
+    entries = [e.decode("utf-8", errors="replace") for e in done.stdout.split(b"\0") if e]
+    return [e.replace("\n", "=", 1) for e in entries], None

@@ -85,7 +85,7 @@ def test_an_unreadable_file_is_an_error_not_empty(tmp_path: Path) -> None:
 
 
 def test_every_shell_startup_file_and_folder_counts(tmp_path: Path) -> None:
-    collected = ("/root", "/etc", "/var/spool/cron")
+    collected = ("/root", "/etc", "/var/spool/cron", "/usr/local")
     for path in ("/etc/bash.bashrc", "/root/.bash_login", "/etc/profile.d/x.sh"):
         check = make(tmp_path / path.replace("/", "_"), collected)
         put(Path(check.roots.baseline), "/etc/profile.d/x.sh", "export A=1\n")
@@ -161,7 +161,7 @@ def test_git_that_cannot_answer_is_an_error(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_the_same_link_into_the_image_is_unchanged(tmp_path: Path) -> None:
-    check = make(tmp_path, ("/root", "/etc", "/var/spool/cron"))
+    check = make(tmp_path, ("/root", "/etc", "/var/spool/cron", "/usr/local"))
     for root in ("baseline", "state"):
         wants = tmp_path / root / "etc" / "systemd" / "system" / "timers.target.wants"
         wants.mkdir(parents=True)
