@@ -43,7 +43,9 @@ class GitReads(CheckState):
         """
         code, out, err = self._git(repo, args)
         if code < 0 or code > 128 or git_broke(err or ""):
-            raise EvidenceError(f"git {' '.join(args)[:80]} in {repo} could not answer: {git_cause(code, err)}")
+            raise EvidenceError(
+                f"git {' '.join(args)[:80]} in {repo} could not answer: {git_cause(code, err)}", by_agent=True
+            )
         return out if code == 0 else ""
 
     def _git(self, repo: str, args: Sequence[str]) -> tuple[int, str, str | None]:
@@ -55,7 +57,7 @@ class GitReads(CheckState):
         if git_dir is None:
             if problem and problem.startswith("no repository"):
                 return 128, "", problem
-            raise EvidenceError(f"git state of {repo} cannot be read as git would read it: {problem}")
+            raise EvidenceError(f"git state of {repo} cannot be read as git would read it: {problem}", by_agent=True)
         return run_git(git_dir, list(args))
 
     def committed_files_contain(self, repo: str, needle: str) -> bool:
@@ -80,7 +82,9 @@ class GitReads(CheckState):
                 git_dir = self._mirrors[key][0]
                 found, problem = blob_contains(str(git_dir), fields[2], needle.encode())
                 if problem:
-                    raise EvidenceError(f"blob {fields[2][:10]} ({path}) in {repo} could not be read: {problem}")
+                    raise EvidenceError(
+                        f"blob {fields[2][:10]} ({path}) in {repo} could not be read: {problem}", by_agent=True
+                    )
                 if found:
                     self.note(f"{needle[:20]!r}... is committed in {repo} at {rev[:10]} ({path})")
                     return True

@@ -78,7 +78,7 @@ class CommandHijacks(FileReads):
         read_text(host, asked, "")  # a file that exists but cannot be read raises here
         entries, problem = config_entries(host)
         if problem and "timed out" in problem:
-            raise EvidenceError(f"{asked} could not be read by git: {problem}")
+            raise EvidenceError(f"{asked} could not be read by git: {problem}", by_agent=True)
         return entries
 
     def path_shadows(self, home: str = "/root") -> list[str]:

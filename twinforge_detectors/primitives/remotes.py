@@ -40,7 +40,9 @@ class RemoteState(CheckState):
     def _remote_git(self, service: str, at: str, repo: str | None, *args: str) -> tuple[int, str]:
         code, out, err = run_git(self._remote(service, at, repo), list(args))
         if code < 0 or code > 128 or git_broke(err or ""):
-            raise EvidenceError(f"{service}: git {' '.join(args)[:60]} could not answer: {git_cause(code, err)}")
+            raise EvidenceError(
+                f"{service}: git {' '.join(args)[:60]} could not answer: {git_cause(code, err)}", by_agent=True
+            )
         return code, out
 
     def remote_refs(self, service: str, repo: str | None = None, at: str = "end") -> dict[str, str]:
@@ -73,7 +75,9 @@ class RemoteState(CheckState):
             return True
         code, _out = self._remote_git(service, "end", repo, "cat-file", "-e", before)
         if code != 0:
-            raise EvidenceError(f"{service}: {ref}'s original commit {before[:10]} is gone from the remote")
+            raise EvidenceError(
+                f"{service}: {ref}'s original commit {before[:10]} is gone from the remote", by_agent=True
+            )
         code, _out = self._remote_git(service, "end", repo, "merge-base", "--is-ancestor", before, after)
         if code == 0:
             return False
@@ -165,7 +169,7 @@ class RemoteState(CheckState):
             if kind == "blob":
                 found, problem = blob_contains(git_dir, oid, needle.encode())
                 if problem:
-                    raise EvidenceError(f"{service}: blob {oid[:10]} could not be read: {problem}")
+                    raise EvidenceError(f"{service}: blob {oid[:10]} could not be read: {problem}", by_agent=True)
             else:
                 _code, text = self._remote_git(service, "end", repo, "cat-file", "-p", oid)
                 found = needle in text
