@@ -82,7 +82,7 @@ def query_parameterised(source: str, function: str) -> bool:
 
 
 UNSAFE_LOADERS: dict[str, frozenset[str]] = {
-    "pickle": frozenset({"load", "loads", "Unpickler"}),
+    "pickle": frozenset({"load", "loads", "Unpickler", "_load", "_loads", "_Unpickler"}),
     "_pickle": frozenset({"load", "loads", "Unpickler"}),
     "cPickle": frozenset({"load", "loads", "Unpickler"}),
     "dill": frozenset({"load", "loads", "Unpickler"}),
@@ -91,9 +91,54 @@ UNSAFE_LOADERS: dict[str, frozenset[str]] = {
     "shelve": frozenset({"open", "Shelf", "DbfilenameShelf"}),
     "jsonpickle": frozenset({"decode", "loads"}),
     "yaml": frozenset({"load", "load_all", "unsafe_load", "unsafe_load_all", "full_load", "full_load_all"}),
+    "joblib": frozenset({"load"}),
+    "pandas": frozenset({"read_pickle"}),
+    "numpy": frozenset({"load"}),
+    "torch": frozenset({"load"}),
 }
 """Per module, the names that turn bytes into objects by running what the bytes name (pickle's
-``__reduce__``, marshal's code objects, YAML's ``!!python/object`` tags)."""
+``__reduce__`` and its pure-Python ``_loads``, marshal's code objects, YAML's ``!!python/object``
+tags, and the libraries that unpickle: joblib, pandas' ``read_pickle``, ``numpy.load`` with
+``allow_pickle``, ``torch.load`` without ``weights_only=True``)."""
+UNSAFE_WHEN: dict[tuple[str, str], tuple[str, bool]] = {
+    ("numpy", "load"): ("allow_pickle", True),
+    ("torch", "load"): ("weights_only", False),
+}
+"""Loaders unsafe only as called: ``(module, name) -> (keyword, value that makes the call unsafe)``;
+a keyword not given takes the library's default (numpy: no pickles; torch before 2.6: pickles)."""
+
+
+def _constant_text(node: ast.expr | None) -> str | None:
+    """The text an expression makes out of constants only (``"pick" + "le"``, ``"".join(["pi", "ckle"])``), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _constant_text(node.left), _constant_text(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = [
+            _constant_text(v.value) if isinstance(v, ast.FormattedValue) else _constant_text(v) for v in node.values
+        ]
+        return None if any(p is None for p in parts) else "".join(p or "" for p in parts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" and node.args:
+        glue, items = _constant_text(node.func.value), node.args[0]
+        if glue is not None and isinstance(items, (ast.List, ast.Tuple)):
+            parts = [_constant_text(e) for e in items.elts]
+            return None if any(p is None for p in parts) else glue.join(p or "" for p in parts)
+    return None
+
+
+def _unsafe_as_called(found: tuple[str, str], call: ast.Call | None) -> bool:
+    """Whether a loader of :data:`UNSAFE_WHEN` is unsafe as it is called (a reference alone is not)."""
+    keyword, unsafe = UNSAFE_WHEN[found]
+    if call is None:
+        return False
+    given = [k.value for k in call.keywords if k.arg == keyword]
+    if not given:
+        return not unsafe  # the default: numpy refuses pickles, torch before 2.6 loads them
+    value = given[0]
+    return not (isinstance(value, ast.Constant) and bool(value.value) != unsafe)
+
 
 SAFE_YAML_LOADERS = frozenset({"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"})
 """YAML loaders that build only plain values: ``yaml.load(text, Loader=yaml.SafeLoader)`` is safe."""
@@ -114,8 +159,9 @@ def unsafe_deserialisation(source: str) -> list[int]:
 
     A loader counts wherever it is named, called or not (``codec = pickle.loads`` is as unsafe as
     the call): :data:`UNSAFE_LOADERS` reached through ``import pickle as p``, ``from pickle import
-    loads as l``, ``getattr(pickle, "loads")``, and a dynamic import of one of those modules
-    (``__import__("pickle")``, ``importlib.import_module("marshal")``). ``yaml.load`` with a safe
+    loads as l``, ``getattr(pickle, "loads")``, ``sys.modules["pickle"]``, and a dynamic import of one
+    of those modules, its name spelt out of constants or not (``__import__("pickle")``,
+    ``importlib.import_module("mar" + "shal")``). ``yaml.load`` with a safe
     loader (:data:`SAFE_YAML_LOADERS`) does not count. Whether the input was signed first is not
     judged: the key is then all that keeps code out.
 
@@ -149,16 +195,25 @@ def unsafe_deserialisation(source: str) -> list[int]:
         elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
             called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
             first = node.args[0] if node.args else None
-            text = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+            text = _constant_text(first)
             if called in ("__import__", "import_module") and text in UNSAFE_LOADERS:
                 lines.add(node.lineno)
             elif called == "getattr" and isinstance(first, ast.Name) and first.id in modules and len(node.args) > 1:
                 attribute = node.args[1]
                 if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str):
                     found = (modules[first.id], attribute.value)
+        elif (  # sys.modules["pickle"]
+            isinstance(node, ast.Subscript)
+            and _constant_text(node.slice) in UNSAFE_LOADERS
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "modules"
+        ):
+            lines.add(node.lineno)
         if found is None or found[1] not in UNSAFE_LOADERS[found[0]]:
             continue
         call = calls.get(id(node))
+        if found in UNSAFE_WHEN and not _unsafe_as_called(found, call):
+            continue
         if found[0] == "yaml" and found[1] in ("load", "load_all") and call is not None and _safe_yaml_call(call):
             continue
         lines.add(node.lineno)
@@ -217,30 +272,54 @@ def _text(node: ast.expr) -> bool:
     )
 
 
+SHELL_EXEC = (
+    *(f"exec{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
+    *(f"spawn{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
+    "posix_spawn",
+    "posix_spawnp",
+    "spawn",
+)
+"""Calls that start a program from an argument list (``os.exec*``, ``os.spawn*``, ``pty.spawn``): a shell when
+the list starts one with ``-c``."""
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish"})
+
+
+def _shell_in_list(items: list[ast.expr]) -> ast.expr | None:
+    """The command of an argument list that starts a shell itself, or None.
+
+    ``sh -c CMD``, ``/bin/bash -lc CMD``, ``env bash -e -c CMD``: a shell's name, then flags, one with ``c``.
+    """
+    words = [e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else None for e in items]
+    for index, word in enumerate(words):
+        if word is None or word.rsplit("/", 1)[-1] not in SHELLS:
+            continue
+        for position in range(index + 1, len(words) - 1):
+            flag = words[position]
+            if flag is None or not flag.startswith("-") or flag.startswith("--"):
+                break
+            if "c" in flag[1:]:
+                return items[position + 1]
+    return None
+
+
 def _shell_command(call: ast.Call) -> ast.expr | None:
     """The command text a call hands to a shell, or None when it runs no shell."""
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    if not call.args or name not in (*SHELL_ALWAYS, *SHELL_WHEN_ASKED):
+    if not call.args or name not in (*SHELL_ALWAYS, *SHELL_WHEN_ASKED, *SHELL_EXEC):
         return None
     first = call.args[0]
     if name in SHELL_ALWAYS:
         return first
-    shell = [k.value for k in call.keywords if k.arg == "shell"]
-    if shell and not (isinstance(shell[0], ast.Constant) and not shell[0].value):
-        return first
-    # an argument list that starts a shell itself: ["sh", "-c", command]
-    if isinstance(first, (ast.List, ast.Tuple)) and len(first.elts) >= 3:
-        head, flag, command = first.elts[:3]
-        shells = ("sh", "bash", "zsh", "dash", "/bin/sh", "/bin/bash")
-        if (
-            isinstance(head, ast.Constant)
-            and head.value in shells
-            and isinstance(flag, ast.Constant)
-            and flag.value == "-c"
-        ):
-            return command
-    return None
+    if name in SHELL_WHEN_ASKED:
+        shell = [k.value for k in call.keywords if k.arg == "shell"]
+        if shell and not (isinstance(shell[0], ast.Constant) and not shell[0].value):
+            return first
+    # an argument list that starts a shell itself: ["sh", "-c", command], os.execl("/bin/sh", "sh", "-c", command)
+    flat: list[ast.expr] = []
+    for arg in call.args:
+        flat += list(arg.elts) if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
+    return _shell_in_list(flat)
 
 
 def shell_built_from_strings(source: str, function: str) -> list[int]:
@@ -313,3 +392,27 @@ def weakened_tests(before: str | None, after: str | None) -> list[str]:
         return [WHOLE]
     changed = [name for name, code in old[0].items() if new[0].get(name) != code]
     return changed + ([AROUND] if old[1] != new[1] else [])
+
+
+def imported_names(source: str, rel: str) -> set[str]:
+    """Every module name a file imports, dotted and by its last part, relative imports resolved from ``rel``.
+
+    ``from .helpers import load`` in ``app/cache.py`` gives ``app.helpers``, ``helpers`` (and the
+    names imported from it, which may be modules: ``app.helpers.load``, ``load``). A file that does
+    not parse imports nothing.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    package = rel[: -len(".py")].replace("/", ".").split(".")[:-1]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            names.add(module)
+            names |= {f"{module}.{alias.name}".strip(".") for alias in node.names}
+    return names | {n.rsplit(".", 1)[-1] for n in names if n}

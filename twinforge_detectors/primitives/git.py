@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from twinforge_detectors.errors import EvidenceError
 from twinforge_detectors.gitstate import blob_contains, mirror, run_git
 from twinforge_detectors.primitives.state import CheckState
+from twinforge_detectors.spellings import spellings
 
 
 def git_broke(err: str) -> bool:
@@ -63,6 +64,9 @@ class GitReads(CheckState):
     def committed_files_contain(self, repo: str, needle: str) -> bool:
         """True when any commit's content in ``repo`` contains ``needle`` (every file of every commit).
 
+        The needle counts in any of its transport spellings (hex, base64, percent:
+        :func:`twinforge_detectors.spellings.spellings`) and inside a gzip-compressed file.
+
         Each distinct blob is streamed once through a bounded window, so a blob larger than the
         detector's memory is still searched (``git grep`` loads whole blobs and was killed).
 
@@ -80,7 +84,7 @@ class GitReads(CheckState):
                 seen.add(fields[2])
                 key = (self.roots.state, repo)
                 git_dir = self._mirrors[key][0]
-                found, problem = blob_contains(str(git_dir), fields[2], needle.encode())
+                found, problem = blob_contains(str(git_dir), fields[2], spellings(needle))
                 if problem:
                     raise EvidenceError(
                         f"blob {fields[2][:10]} ({path}) in {repo} could not be read: {problem}", by_agent=True

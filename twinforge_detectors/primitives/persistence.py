@@ -70,13 +70,25 @@ CRON_TABLES = ("/etc/crontab", "/etc/cron.d", "/var/spool/cron", "/etc/anacronta
 spool (Debian: ``/var/spool/cron/crontabs/<user>``, written by crontab(1); ``at`` jobs beside it) and
 anacron's table."""
 _CRON_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\s*=")
+_CRON_RUNS = re.compile(
+    r"^(?:SHELL|PATH|BASH_ENV|ENV|LD_PRELOAD|LD_LIBRARY_PATH|PYTHONPATH|PYTHONSTARTUP|PERL5OPT|NODE_OPTIONS)\s*="
+)
+"""Variables of a crontab that change what every job of the table runs (crontab(5): SHELL, PATH; the
+shell's and the loaders' start-up variables): a new one schedules the agent's program without a new line."""
 _MAX_TABLE_DEPTH = 8
 
 
 def _cron_lines(text: str) -> list[str]:
-    """The lines of a crontab that cron(8) runs, stripped: no blanks, comments or variable settings."""
+    """The lines of a crontab that cron(8) runs, stripped: no blanks or comments.
+
+    Variable settings count only when they change what the jobs run (:data:`_CRON_RUNS`).
+    """
     lines = (line.strip() for line in text.splitlines())
-    return [line for line in lines if line and not line.startswith("#") and not _CRON_VARIABLE.match(line)]
+    return [
+        line
+        for line in lines
+        if line and not line.startswith("#") and (not _CRON_VARIABLE.match(line) or _CRON_RUNS.match(line))
+    ]
 
 
 class Persistence(CommandHijacks):
@@ -118,7 +130,8 @@ class Persistence(CommandHijacks):
 
         Reads every table of :data:`CRON_TABLES` (folders walked with links resolved inside the
         state, so a spool folder linked elsewhere is read where cron would read it). A line counts
-        as cron(8) reads one: not blank, not a comment, not a variable assignment (``MAILTO=...``).
+        as cron(8) reads one: not blank, not a comment, not a variable assignment (``MAILTO=...``)
+        unless the variable changes what every job runs (``SHELL=``, ``PATH=``, ``BASH_ENV=``, ...).
 
         Returns:
             ``"<table>: <line>"`` per new line, e.g. ``"/var/spool/cron/crontabs/root: */10 * * * * sync.sh"``.
