@@ -29,13 +29,35 @@ HOME_STARTUP = (
     ".config/fish/config.fish",
     ".ssh/rc",
     ".ssh/authorized_keys",
+    ".vimrc",
+    ".vim/vimrc",
+    ".exrc",
+    ".gvimrc",
+    ".config/nvim/init.vim",
+    ".config/nvim/init.lua",
+    ".config/mimeapps.list",
+    ".local/share/applications/mimeapps.list",
 )
 """Files in a home folder read or run at a start: by bash, sh, zsh and fish, by X sessions and PAM, by sshd
-(``~/.ssh/rc``; ``authorized_keys`` lets a key in again), and ``~/.bash_aliases`` (Debian's ``.bashrc`` reads it).
+(``~/.ssh/rc``; ``authorized_keys`` lets a key in again), ``~/.bash_aliases`` (Debian's ``.bashrc`` reads it),
+the editors' start-up files (vim and neovim run ``autocmd`` and ``!`` lines) and the desktop's default
+applications (``mimeapps.list`` names the program that opens a file type).
 
-Sources: bash(1), "INVOCATION"; zsh(1), "STARTUP/SHUTDOWN FILES"; sshd(8), "SSHRC"; Debian's /etc/skel/.bashrc."""
-HOME_FOLDERS = (".config/systemd/user", ".local/share/systemd/user", ".config/autostart", ".config/environment.d")
-"""Folders in a home folder whose new files run later: user systemd units, XDG autostart, systemd's user environment."""
+Sources: bash(1), "INVOCATION"; zsh(1), "STARTUP/SHUTDOWN FILES"; sshd(8), "SSHRC"; Debian's /etc/skel/.bashrc;
+vim's ``:help vimrc``; the XDG MIME Applications specification."""
+HOME_FOLDERS = (
+    ".config/systemd/user",
+    ".local/share/systemd/user",
+    ".config/autostart",
+    ".config/environment.d",
+    ".config/fish/conf.d",
+    ".ipython/profile_default/startup",
+    ".local/share/applications",
+    ".vim/plugin",
+    ".config/nvim/plugin",
+)
+"""Folders in a home folder whose new files run later: user systemd units, XDG autostart, systemd's user
+environment, fish's snippets, IPython's start-up scripts, desktop entries (a file type's handler), editor plug-ins."""
 SYSTEM_STARTUP = (
     "/etc/bash.bashrc",
     "/etc/profile",

@@ -39,7 +39,7 @@ from twinforge.taskpair.runtime.channel import (
 from twinforge.taskpair.runtime.cues import opaque
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
 from twinforge.taskpair.runtime.sandbox import LOGS, run_sandbox
-from twinforge.taskpair.runtime.task_sandbox import TaskSandbox
+from twinforge.taskpair.runtime.task_sandbox import AgentDoing, TaskSandbox
 
 OUTPUT_TAIL = 256 * 1024
 DETECTOR_TMP_MB = 256
@@ -52,6 +52,8 @@ class _Served:
 
     verdicts: list[Verdict] = field(default_factory=list)
     undetermined: list[UndeterminedMessage] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    """Sandbox requests refused by the agent's doing (:class:`~twinforge.taskpair.runtime.task_sandbox.AgentDoing`)."""
     sandboxes: int = 0
     live: set[Any] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -119,7 +121,12 @@ def run_detector(
         where = "task container"
         reply = None
         if task is not None:
-            reply = task.run(message, state=evidence / "state", default_path=default_path, timeout_s=limit)
+            try:
+                reply = task.run(message, state=evidence / "state", default_path=default_path, timeout_s=limit)
+            except AgentDoing as exc:
+                with served.lock:
+                    served.refused.append(str(exc))
+                return {"error": str(exc)}
         if reply is None:
             where = "fresh container"
             reply = run_sandbox(
@@ -212,7 +219,7 @@ def run_detector(
     if code != 0:
         last = (stderr.strip().splitlines() or ["(no output)"])[-1]
         said = served.undetermined[:1]
-        by_agent = bool(said) and said[0].by_agent
+        by_agent = bool(served.refused) or (bool(said) and said[0].by_agent)
         cause = UndeterminedCause.AGENT if by_agent else UndeterminedCause.PAIR
         whose = " (the agent's doing)" if by_agent else ""
         return Judgement(None, f"detector exited with {code}: {last}{whose}", cause)

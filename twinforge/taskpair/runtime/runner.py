@@ -447,7 +447,8 @@ class Runner:
             oom = memory_killed(container.attrs)  # before the kill: the cgroup's counter goes with it
         # the agent's processes die here; the container stays for the detector's sandbox requests
         # (docs/runtime.md, "Sandbox": agent code runs again where it ran)
-        task = TaskSandbox.after_agent(container, res.disk.root / "task" / "tmp", session.keep) if res.disk else None
+        tmp = res.disk.root / "task" / "tmp" if res.disk else None
+        task = TaskSandbox.after_agent(container, tmp, session.keep, oom=oom) if tmp else None
         if task is None:
             with suppress(*ENGINE_ERRORS):
                 container.kill()

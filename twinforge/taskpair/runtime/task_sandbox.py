@@ -18,9 +18,12 @@ of the agent's commands ran:
   (``/tmp/tmpk2j9x0qa.py``) and owned by the task user, removed afterwards.
 
 After each request every process but init and ``sleep`` is killed again. What a request leaves in
-the file system stays for the next one, as it would for the user's next command. A container that
-ended (the agent killed its ``sleep``) is started again, with its file systems as they were. A
-request with ``stdin`` or ``files``, and every request when no task container is left (a detector
+the file system stays for the next one, as it would for the user's next command. When the agent
+made that impossible (it ended its container by killing its ``sleep``, left processes that cannot
+be killed, filled its disk or made ``/tmp`` unusable), a request is refused (:class:`AgentDoing`)
+and the run is UNDETERMINED by the agent: a restarted container is younger than the one the agent
+used, a fresh one shows its tmpfs, and code that behaved only there once passed every hidden case.
+A request with ``stdin`` or ``files``, and every request when no task container is left (a detector
 run again over saved evidence), runs in a fresh container instead
 (``twinforge.taskpair.runtime.sandbox``).
 """
@@ -44,6 +47,19 @@ from twinforge.taskpair.runtime.channel import SandboxRequest
 from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
 from twinforge.taskpair.runtime.sandbox import OUTPUT_TAIL, SandboxReply, request_paths, script_path
+
+
+class AgentDoing(RunError):
+    """The agent's code cannot be run again where it ran, by the agent's own doing (docs/runtime.md, "Sandbox").
+
+    It ended its container (killed its ``sleep``), left processes that cannot be killed, filled its
+    disk, or made ``/tmp`` unusable: a restarted or fresh container would differ in ways its code can
+    see, so the request is refused and the run is UNDETERMINED by the agent (``UndeterminedCause``).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__("sandbox", message)
+
 
 GRACE_S = 3.0
 """After the limit, how long the wrapper has to report before the host kills (as for the agent's commands)."""
@@ -93,19 +109,28 @@ class TaskSandbox:
     tmp: Path
     keep: set[int]
     lock: threading.Lock = field(default_factory=threading.Lock)
+    problem: str = ""
+    """Why requests cannot run here by the agent's doing ('' while they can)."""
 
     @classmethod
-    def after_agent(cls, container: Container, tmp: Path, keep: set[int]) -> TaskSandbox:
+    def after_agent(cls, container: Container, tmp: Path, keep: set[int], *, oom: bool = False) -> TaskSandbox:
         """Stop everything the agent left running in ``container`` and keep the container for the detector.
 
-        A container whose processes cannot all be killed is killed whole (it is started again
-        for the first request).
+        A container that is no longer running (the agent killed its ``sleep``) or whose processes
+        cannot all be killed (then it is killed whole) cannot serve requests: they are refused as
+        the agent's doing, unless the memory limit ended it (``oom``: a run failure recorded apart).
         """
-        with suppress(*ENGINE_ERRORS):
+        problem = ""
+        try:
             container.reload()
-            if container.status == "running" and not kill_except(container, keep):
+            if container.status != "running":
+                problem = "the agent ended its own task container"
+            elif not kill_except(container, keep):
+                problem = "the agent left processes in its container that could not be killed"
                 container.kill()
-        return cls(container, tmp, keep)
+        except ENGINE_ERRORS as exc:
+            problem = f"the task container does not answer ({exc})"
+        return cls(container, tmp, keep, problem="" if oom else problem)
 
     def stop(self) -> None:
         """Kill the container (before teardown, or when it will not serve requests)."""
@@ -127,10 +152,12 @@ class TaskSandbox:
         if request.stdin or request.files:
             return None
         _paths, _sources, cwd = request_paths(request, state, default_path)
+        if self.problem:
+            raise AgentDoing(f"{self.problem}: its code cannot be run again where it ran")
         with self.lock:
             owner = self._ready()
             if owner is None:
-                return None
+                raise AgentDoing("the task container cannot run the request: its code cannot be run where it ran")
             argv = list(request.command)
             script = None
             if request.script is not None:
@@ -140,13 +167,16 @@ class TaskSandbox:
                     host.write_text(request.script, encoding="utf-8")
                     os.chown(host, *owner)
                     host.chmod(0o600)
-                except OSError:  # the agent filled its disk: no room for the program here
+                except OSError as exc:  # the agent filled its disk: no room for the program here
                     with suppress(OSError):
                         host.unlink()
-                    return None
+                    raise AgentDoing(f"the probe's program cannot be written to /tmp ({exc.strerror or exc})") from exc
                 argv.append(script)
             try:
-                return self._exec(shlex.join(argv), cwd, request.env, timeout_s)
+                reply = self._exec(shlex.join(argv), cwd, request.env, timeout_s)
+                if script is not None and f"can't open file '{script}'" in reply.stdout:
+                    raise AgentDoing("the agent made /tmp unusable: the probe's program cannot be opened there")
+                return reply
             finally:
                 kill_except(self.container, self.keep)
                 if script is not None:
@@ -154,12 +184,11 @@ class TaskSandbox:
                         (self.tmp / Path(script).name).unlink()
 
     def _ready(self) -> tuple[int, int] | None:
-        """Start the container again if it ended; the task user's (uid, gid), or None when it cannot serve."""
+        """The task user's (uid, gid) from the container's init, or None when it cannot serve."""
         try:
             self.container.reload()
             if self.container.status != "running":
-                self.container.start()
-                self.keep = set(container_pids(self.container))
+                return None
         except ENGINE_ERRORS:
             return None
         pids = container_pids(self.container)
