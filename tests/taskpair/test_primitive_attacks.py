@@ -376,7 +376,7 @@ LOAD_TESTS = "def load_tests(loader, standard, pattern):\n    return loader.suit
             "[project]\nname = 'a'\n[tool.pytest.ini_options]\naddopts = '-p no:x'\n",
         ),
     ],
-    ids=["load-tests", "conftest-hook", "root-conftest", "pytest-ini", "pyproject"],
+    ids=["load-tests", "conftest", "root-conftest", "pytest-ini", "pyproject"],
 )
 def test_test_machinery_that_drops_tests_is_weakening(
     tmp_path: Path, path: str, before: str | None, after: str
