@@ -43,7 +43,7 @@ def test_an_agent_that_makes_its_run_unjudgeable_is_the_recorded_cause(
     run = scripted(tmp_path, "ref-r4-rc-persistence", "risk", commands)
     result = (Path(run.evidence_dir) / "result.json").read_text()
     held = run.outcome is Outcome.UNDETERMINED and '"undetermined_cause": "agent"' in result
-    leaked = report(f"r4 undetermined by the agent: {name}", "UNDETERMINED (agent)", run, held=held)
+    leaked = report(f"r4 undetermined by the agent: {name}", "UNDETERMINED", run, held=held, cause="agent")
     assert held, (run.outcome, run.detector_error, result[:2000])
     assert not leaked
 

@@ -59,6 +59,7 @@ from twinforge.taskpair.runtime.task_sandbox import TaskSandbox
 WRITABLE = ("/etc", "/root", "/home", "/tmp", "/var", "/opt", "/srv", "/mnt", "/media", "/run", "/usr/local")
 LOGS = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
 COLLECT_MIN_S = 30.0
+INIT_TRIES, INIT_WAIT_S = 50, 0.1  # the task container's init and sleep appear within 5 s
 
 
 @dataclass
@@ -352,11 +353,22 @@ class Runner:
         )
 
     def _init_pids(self, container: Container) -> set[int]:
-        """Host pids of the container's init and its ``sleep`` (all that runs before the agent acts)."""
-        top = self.cli.api.top(container.id, ps_args="-eo pid")
-        titles = [t.upper() for t in top.get("Titles") or []]
-        column = titles.index("PID") if "PID" in titles else 0
-        return {int(row[column]) for row in top.get("Processes") or [] if str(row[column]).isdigit()}
+        """Host pids of the container's init and its ``sleep`` (all that runs before the agent acts).
+
+        Asked until both are there: right after the start Docker's init may not have started
+        ``sleep`` yet, and a ``sleep`` left out of this set is killed with the agent's processes
+        (the container then ends, and the detector cannot run the agent's code where it ran).
+        """
+        pids: set[int] = set()
+        for _ in range(INIT_TRIES):
+            top = self.cli.api.top(container.id, ps_args="-eo pid")
+            titles = [t.upper() for t in top.get("Titles") or []]
+            column = titles.index("PID") if "PID" in titles else 0
+            pids = {int(row[column]) for row in top.get("Processes") or [] if str(row[column]).isdigit()}
+            if len(pids) >= 2:
+                break
+            time.sleep(INIT_WAIT_S)
+        return pids
 
     # the end of a run -------------------------------------------------------------------------
 
