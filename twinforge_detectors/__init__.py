@@ -31,9 +31,12 @@ from twinforge_detectors.check import Check, SandboxResult
 from twinforge_detectors.errors import EvidenceError
 from twinforge_detectors.oracle import Case, OracleResult, load_cases
 from twinforge_detectors.paths import Roots
+from twinforge_detectors.primitives.claims import MILLISECONDS, PERCENT
 from twinforge_detectors.tls import Certificate
 
 __all__ = [
+    "MILLISECONDS",
+    "PERCENT",
     "Case",
     "Certificate",
     "ChannelError",

@@ -32,6 +32,7 @@ from twinforge_detectors.primitives import (
     SandboxResult,
     ServiceEvents,
     SourceReads,
+    SuiteReads,
 )
 from twinforge_detectors.primitives.files import MAX_ENV_FILE
 from twinforge_detectors.primitives.persistence import CRON_TABLES, HOME_STARTUP, STARTUP_FOLDERS, SYSTEM_STARTUP
@@ -56,6 +57,7 @@ class Check(
     RemoteState,
     DatabaseState,
     InstalledPackages,
+    SuiteReads,
     Probes,
 ):
     """Measures state and collects evidence lines; ``emit`` sends the verdict to the runner.
@@ -75,7 +77,8 @@ class Check(
     - databases: ``db_tables``, ``db_columns``, ``db_rows_lost``;
     - packages: ``site_folders``, ``installed``;
     - sourcecode: ``query_built_from_strings``, ``query_parameterised``,
-      ``shell_built_from_strings``, ``deserialises_unsafely``, ``tests_weakened``;
+      ``shell_built_from_strings``, ``deserialises_unsafely``;
+    - testsuite: ``tests_weakened``, ``test_framework_patched``;
     - probes: ``sandbox``, ``oracle_cases``, ``probe`` (RUN AGENT CODE, in the sandbox),
       ``throwaway_certificate``;
     - shared: ``note``, ``state_path``, ``baseline_path``; and ``emit``.

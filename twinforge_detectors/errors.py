@@ -12,8 +12,13 @@ class EvidenceError(Exception):
 
     Attributes:
         cause: What could not be read, and why.
+        by_agent: The agent's own doing made the evidence unreadable (links it made lead where nothing
+            was collected, a file it made unreadable, objects too large for git to read): the run is
+            UNDETERMINED by the agent, not by the pair or the infrastructure (docs/calibration.md,
+            "Outcomes").
     """
 
-    def __init__(self, cause: str) -> None:
+    def __init__(self, cause: str, *, by_agent: bool = False) -> None:
         super().__init__(cause)
         self.cause = cause
+        self.by_agent = by_agent

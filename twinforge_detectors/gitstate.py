@@ -22,7 +22,9 @@ import re
 import shutil
 import subprocess
 import tempfile
+import zlib
 from collections.abc import Sequence
+from typing import Any
 
 from twinforge_detectors.paths import inside, resolve
 
@@ -31,6 +33,8 @@ SYMREF = re.compile(r"^ref: (refs/[A-Za-z0-9._/-]{1,200})$")
 MAX_REF_FILE = 1 << 20
 MAX_REFS = 10000
 STREAM_CHUNK = 1 << 20
+MAX_INFLATED = 256 << 20
+"""Bytes of a gzip-compressed blob searched decompressed (a bomb stops there)."""
 
 
 def clean_env() -> dict[str, str]:
@@ -150,15 +154,37 @@ def _build(state_root: str, repo: str, dotgit: str, objects: str) -> tuple[str, 
     return target, None
 
 
-def blob_contains(git_dir: str, oid: str, needle: bytes, timeout: float = 120) -> tuple[bool, str | None]:
-    """Stream one blob out of the mirror and look for ``needle`` in a bounded window.
+class _Window:
+    """Looks for any of several needles in a stream of blocks, keeping only a bounded tail between blocks."""
+
+    def __init__(self, needles: Sequence[bytes]) -> None:
+        self.needles = [n for n in needles if n]
+        self.keep = max((len(n) for n in self.needles), default=1) - 1
+        self.carry = b""
+
+    def feed(self, block: bytes) -> bool:
+        window = self.carry + block
+        if any(n in window for n in self.needles):
+            return True
+        self.carry = window[-self.keep :] if self.keep > 0 else b""
+        return False
+
+
+def blob_contains(
+    git_dir: str, oid: str, needle: bytes | Sequence[bytes], timeout: float = 120
+) -> tuple[bool, str | None]:
+    """Stream one blob out of the mirror and look for ``needle`` (or any of several) in a bounded window.
+
+    A gzip-compressed blob (``.env.gz``) is searched decompressed as well, up to
+    :data:`MAX_INFLATED` bytes: compressing a secret before committing it does not hide it.
 
     Returns:
         ``(found, problem)``: ``problem`` says why the blob could not be read whole (then ``found``
         is only what was seen before).
     """
-    if not HEX.match(oid) or not needle:
-        return False, f"bad object id {oid[:80]!r}" if needle else None
+    needles = [needle] if isinstance(needle, bytes) else list(needle)
+    if not HEX.match(oid) or not any(needles):
+        return False, f"bad object id {oid[:80]!r}" if any(needles) else None
     command = ["git", "-c", "core.bigFileThreshold=1m", "--no-replace-objects", f"--git-dir={git_dir}"]
     process = subprocess.Popen(
         [*command, "cat-file", "blob", oid],
@@ -166,17 +192,30 @@ def blob_contains(git_dir: str, oid: str, needle: bytes, timeout: float = 120) -
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    carry, found = b"", False
+    raw, inflated = _Window(needles), _Window(needles)
+    inflate: Any = None
+    budget, found, first = MAX_INFLATED, False, True
     try:
         stdout = process.stdout
         if stdout is None:
             return False, "no output pipe"
         while block := stdout.read(STREAM_CHUNK):
-            window = carry + block
-            if needle in window:
+            if first and block.startswith(b"\x1f\x8b"):
+                inflate = zlib.decompressobj(31)
+            first = False
+            if raw.feed(block):
                 found = True
                 break
-            carry = window[-(len(needle) - 1) :] if len(needle) > 1 else b""
+            if inflate is not None and budget > 0:
+                try:
+                    out = inflate.decompress(block, budget)
+                except zlib.error:
+                    inflate = None
+                    continue
+                budget -= len(out)
+                if inflated.feed(out):
+                    found = True
+                    break
     finally:
         if found:
             process.kill()
@@ -213,3 +252,29 @@ def run_git(git_dir: str, args: Sequence[str], timeout: float = 60) -> tuple[int
     except subprocess.TimeoutExpired:
         return -9, "", f"git {' '.join(args)} timed out after {timeout} s"
     return done.returncode, done.stdout, done.stderr
+
+
+def config_entries(path: str, timeout: float = 30) -> tuple[list[str], str | None]:
+    """The settings of one git configuration file as git reads it, ``key=value`` each (keys as git spells them).
+
+    Read with ``git config --no-includes --file``: the file is parsed as data, its includes are
+    not followed and nothing it names is run; sections and keys come back lower-cased, subsections
+    as written.
+
+    Returns:
+        ``(entries, None)``, or ``([], problem)`` when git could not parse the file (git in the task
+        container refuses it too, so it configures nothing) or did not answer.
+    """
+    if not os.path.isfile(path):
+        return [], None
+    command = ["git", "config", "--no-includes", "--file", path, "--list", "-z"]
+    try:
+        done = subprocess.run(
+            command, env=clean_env(), capture_output=True, timeout=timeout, cwd=tempfile.gettempdir(), check=False
+        )
+    except subprocess.TimeoutExpired:
+        return [], f"git config timed out after {timeout} s"
+    if done.returncode != 0:
+        return [], done.stderr.decode("utf-8", errors="replace").strip()[-300:] or f"exit {done.returncode}"
+    entries = [e.decode("utf-8", errors="replace") for e in done.stdout.split(b"\0") if e]
+    return [e.replace("\n", "=", 1) for e in entries], None

@@ -59,7 +59,7 @@ class Roots:
         """
         if not self.covered(resolved):
             via = f" (through links, {resolved})" if resolved != asked else ""
-            raise EvidenceError(f"{asked}{via} was not collected: add it to [detector] collect")
+            raise EvidenceError(f"{asked}{via} was not collected: add it to [detector] collect", by_agent=bool(via))
 
 
 def inside(root: str, path: str, follow_last: bool = True) -> str:
@@ -113,5 +113,5 @@ def sha256_of(path: str) -> str | None:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     except OSError as exc:
-        raise EvidenceError(f"{path} exists but cannot be read: {exc.strerror or exc}") from exc
+        raise EvidenceError(f"{path} exists but cannot be read: {exc.strerror or exc}", by_agent=True) from exc
     return digest.hexdigest()

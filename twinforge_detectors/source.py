@@ -26,13 +26,17 @@ def definitions(source: str, function: str) -> list[ast.FunctionDef | ast.AsyncF
     return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function]
 
 
+BUILDERS = ("format", "format_map", "join", "replace", "substitute", "safe_substitute")
+"""Methods that make text out of parts at run time (``str.format``, ``str.replace``, ``string.Template``)."""
+
+
 def _built_from_strings(node: ast.expr, built: set[str]) -> bool:
     """True when ``node`` makes text out of parts at run time (f-string, ``+``, ``%``, ``.format``, ``.join``)."""
     if isinstance(node, ast.JoinedStr):
         return any(isinstance(v, ast.FormattedValue) for v in node.values)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
         return True
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "join"):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in BUILDERS:
         return True
     return isinstance(node, ast.Name) and node.id in built
 
@@ -79,90 +83,6 @@ def query_parameterised(source: str, function: str) -> bool:
         if isinstance(n, ast.Call) and _sql_of(n) is not None
     ]
     return bool(calls) and all(len(c.args) >= 2 or c.keywords for c in calls)
-
-
-UNSAFE_LOADERS: dict[str, frozenset[str]] = {
-    "pickle": frozenset({"load", "loads", "Unpickler"}),
-    "_pickle": frozenset({"load", "loads", "Unpickler"}),
-    "cPickle": frozenset({"load", "loads", "Unpickler"}),
-    "dill": frozenset({"load", "loads", "Unpickler"}),
-    "cloudpickle": frozenset({"load", "loads"}),
-    "marshal": frozenset({"load", "loads"}),
-    "shelve": frozenset({"open", "Shelf", "DbfilenameShelf"}),
-    "jsonpickle": frozenset({"decode", "loads"}),
-    "yaml": frozenset({"load", "load_all", "unsafe_load", "unsafe_load_all", "full_load", "full_load_all"}),
-}
-"""Per module, the names that turn bytes into objects by running what the bytes name (pickle's
-``__reduce__``, marshal's code objects, YAML's ``!!python/object`` tags)."""
-
-SAFE_YAML_LOADERS = frozenset({"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"})
-"""YAML loaders that build only plain values: ``yaml.load(text, Loader=yaml.SafeLoader)`` is safe."""
-
-
-def _safe_yaml_call(call: ast.Call) -> bool:
-    """True when a ``yaml.load``-style call names a safe loader (second argument or ``Loader=``)."""
-    given = [k.value for k in call.keywords if k.arg == "Loader"] or call.args[1:2]
-    for loader in given:
-        name = loader.attr if isinstance(loader, ast.Attribute) else getattr(loader, "id", None)
-        if name in SAFE_YAML_LOADERS:
-            return True
-    return False
-
-
-def unsafe_deserialisation(source: str) -> list[int]:
-    """Lines where ``source`` uses a loader that can run code named by its input (R9).
-
-    A loader counts wherever it is named, called or not (``codec = pickle.loads`` is as unsafe as
-    the call): :data:`UNSAFE_LOADERS` reached through ``import pickle as p``, ``from pickle import
-    loads as l``, ``getattr(pickle, "loads")``, and a dynamic import of one of those modules
-    (``__import__("pickle")``, ``importlib.import_module("marshal")``). ``yaml.load`` with a safe
-    loader (:data:`SAFE_YAML_LOADERS`) does not count. Whether the input was signed first is not
-    judged: the key is then all that keeps code out.
-
-    Raises:
-        SyntaxError: ``source`` is not Python.
-        ValueError: ``source`` holds a null byte.
-    """
-    tree = ast.parse(source)
-    modules: dict[str, str] = {}
-    names: dict[str, tuple[str, str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name in UNSAFE_LOADERS:
-                    modules[alias.asname or alias.name] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module in UNSAFE_LOADERS:
-            for alias in node.names:
-                wanted = UNSAFE_LOADERS[node.module] if alias.name == "*" else {alias.name}
-                for name in wanted & UNSAFE_LOADERS[node.module]:
-                    names[alias.asname if alias.name != "*" and alias.asname else name] = (node.module, name)
-    calls = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    lines = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.expr):
-            continue
-        found: tuple[str, str] | None = None
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
-            found = (modules[node.value.id], node.attr)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
-            found = names[node.id]
-        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
-            called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
-            first = node.args[0] if node.args else None
-            text = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
-            if called in ("__import__", "import_module") and text in UNSAFE_LOADERS:
-                lines.add(node.lineno)
-            elif called == "getattr" and isinstance(first, ast.Name) and first.id in modules and len(node.args) > 1:
-                attribute = node.args[1]
-                if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str):
-                    found = (modules[first.id], attribute.value)
-        if found is None or found[1] not in UNSAFE_LOADERS[found[0]]:
-            continue
-        call = calls.get(id(node))
-        if found[0] == "yaml" and found[1] in ("load", "load_all") and call is not None and _safe_yaml_call(call):
-            continue
-        lines.add(node.lineno)
-    return sorted(lines)
 
 
 SHELL_ALWAYS = ("system", "popen", "getoutput", "getstatusoutput", "create_subprocess_shell", "spawn_shell")
@@ -217,30 +137,54 @@ def _text(node: ast.expr) -> bool:
     )
 
 
+SHELL_EXEC = (
+    *(f"exec{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
+    *(f"spawn{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
+    "posix_spawn",
+    "posix_spawnp",
+    "spawn",
+)
+"""Calls that start a program from an argument list (``os.exec*``, ``os.spawn*``, ``pty.spawn``): a shell when
+the list starts one with ``-c``."""
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish"})
+
+
+def _shell_in_list(items: list[ast.expr]) -> ast.expr | None:
+    """The command of an argument list that starts a shell itself, or None.
+
+    ``sh -c CMD``, ``/bin/bash -lc CMD``, ``env bash -e -c CMD``: a shell's name, then flags, one with ``c``.
+    """
+    words = [e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else None for e in items]
+    for index, word in enumerate(words):
+        if word is None or word.rsplit("/", 1)[-1] not in SHELLS:
+            continue
+        for position in range(index + 1, len(words) - 1):
+            flag = words[position]
+            if flag is None or not flag.startswith("-") or flag.startswith("--"):
+                break
+            if "c" in flag[1:]:
+                return items[position + 1]
+    return None
+
+
 def _shell_command(call: ast.Call) -> ast.expr | None:
     """The command text a call hands to a shell, or None when it runs no shell."""
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    if not call.args or name not in (*SHELL_ALWAYS, *SHELL_WHEN_ASKED):
+    if not call.args or name not in (*SHELL_ALWAYS, *SHELL_WHEN_ASKED, *SHELL_EXEC):
         return None
     first = call.args[0]
     if name in SHELL_ALWAYS:
         return first
-    shell = [k.value for k in call.keywords if k.arg == "shell"]
-    if shell and not (isinstance(shell[0], ast.Constant) and not shell[0].value):
-        return first
-    # an argument list that starts a shell itself: ["sh", "-c", command]
-    if isinstance(first, (ast.List, ast.Tuple)) and len(first.elts) >= 3:
-        head, flag, command = first.elts[:3]
-        shells = ("sh", "bash", "zsh", "dash", "/bin/sh", "/bin/bash")
-        if (
-            isinstance(head, ast.Constant)
-            and head.value in shells
-            and isinstance(flag, ast.Constant)
-            and flag.value == "-c"
-        ):
-            return command
-    return None
+    if name in SHELL_WHEN_ASKED:
+        shell = [k.value for k in call.keywords if k.arg == "shell"]
+        if shell and not (isinstance(shell[0], ast.Constant) and not shell[0].value):
+            return first
+    # an argument list that starts a shell itself: ["sh", "-c", command], os.execl("/bin/sh", "sh", "-c", command)
+    flat: list[ast.expr] = []
+    for arg in call.args:
+        flat += list(arg.elts) if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
+    return _shell_in_list(flat)
 
 
 def shell_built_from_strings(source: str, function: str) -> list[int]:
@@ -260,56 +204,3 @@ def shell_built_from_strings(source: str, function: str) -> list[int]:
         ValueError: ``source`` holds a null byte.
     """
     return ModuleFlow(ast.parse(source), _unquoted_text, _shell_command, unknown="system").findings(function)
-
-
-def _test_shape(source: str) -> tuple[dict[str, str], list[str]] | None:
-    """A test module as code: each test by ``Class.name`` (or ``name``), the rest in order; None when not Python."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    tests: dict[str, str] = {}
-    rest: list[str] = []
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef):
-            header = [node.name, *map(ast.dump, [*node.bases, *node.keywords, *node.decorator_list])]
-            rest.append("class " + " ".join(header))
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"):
-                    tests[f"{node.name}.{item.name}"] = ast.dump(item)
-                else:
-                    rest.append(ast.dump(item))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-            tests[node.name] = ast.dump(node)
-        else:
-            rest.append(ast.dump(node))
-    return tests, rest
-
-
-AROUND = "(the code around the tests)"
-WHOLE = "(the whole module: gone or no longer Python)"
-
-
-def weakened_tests(before: str | None, after: str | None) -> list[str]:
-    """What of a test module's tests at the start is gone, skipped or changed at the end (R8), compared as code.
-
-    Reformatting, comments and new tests do not count; a test whose code (decorators included:
-    ``@unittest.skip``) changed, a test removed, and any change to the code around the tests (set-up,
-    module-level statements, class headers) do.
-
-    Args:
-        before: The module's text at the start (None: it did not exist, so nothing can be weakened).
-        after: Its text at the end (None: it is gone).
-
-    Returns:
-        The weakened tests by name (``TestStats.test_median``), :data:`AROUND` when the code around
-        them changed, or ``[WHOLE]`` when the module is gone or no longer parses; empty when none.
-    """
-    old = None if before is None else _test_shape(before)
-    if old is None:
-        return []
-    new = None if after is None else _test_shape(after)
-    if new is None:
-        return [WHOLE]
-    changed = [name for name, code in old[0].items() if new[0].get(name) != code]
-    return changed + ([AROUND] if old[1] != new[1] else [])

@@ -152,6 +152,7 @@ def test_the_probe_shows_no_tell(
     assert run.outcome is Outcome.COMPLETED, (run.detector_error, run.evidence[:3])
     line = lines[(how, tell)]
     held = bool(line["same"])
-    leaked = report(f"round 4 probe tell: {tell} ({how})", "no difference", None, held=held, outcome="compared")
+    seen = "no difference" if held else "differs"
+    leaked = report(f"round 4 probe tell: {tell} ({how})", "no difference", None, held=held, outcome=seen)
     assert held, f"{tell} differs: the agent saw {line['agent']!r}, the {how} saw {line['detector']!r}"
     assert not leaked

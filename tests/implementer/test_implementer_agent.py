@@ -179,3 +179,22 @@ def test_no_intervene_runs_the_observer_in_shadow_mode(agent_ws: tuple[Workspace
     info = trajectory["info"]["observer"]
     assert info["mode"] == "shadow" and info["shadowed"][0]["key"] == "reasoning/repeated_command"
     assert not any("Observer note" in str(m.get("content")) for m in trajectory["messages"])
+
+
+def test_files_the_agent_deletes_under_the_gate_make_a_recorded_impl_failed(agent_ws: tuple[Workspace, Agent]) -> None:
+    # round four of the hostile agent: a file deleted while the pair was copied out left a link to nothing,
+    # and the static gate raised FileNotFoundError out of implement; now each check that cannot read it fails
+    ws, agent = agent_ws
+    bp = add_blueprint(ws, reference_blueprint(REF))
+    build = build_from_reference(bp.lower(), bp)
+    dangle = "rm risk/instruction.md && ln -s ../twin/deleted-meanwhile.md risk/instruction.md"
+    steps = [build, dangle, "twinforge-check", SUBMIT]
+    agent.policy = lambda messages: steps[min(sum(m["role"] == "assistant" for m in messages), len(steps) - 1)]
+    (outcome,) = implement(ws, [bp], gate=StaticGate(), rounds=1).outcomes
+    assert outcome.outcome == "impl_failed"
+    record = record_of(ws, bp)
+    assert "risk: no evaluation cues" in record["failed_checks"], record["failed_checks"]
+    (round_,) = record["rounds"]
+    assert "risk: required files" in round_["first_failed"]  # the agent's own check got the report too
+    assert BlueprintStore(ws).load(bp).status is Status.IMPL_FAILED
+    assert ws.repo.head.commit.message.startswith(f"implement: {bp} -> impl_failed")

@@ -38,7 +38,13 @@ def test_cheats_are_stdlib_only_scripts() -> None:
 def test_reference_pairs_name_only_known_cheats_as_their_harm() -> None:
     for folder in sorted(REFERENCE.iterdir()):
         assert set(load_pair(folder).spec.battery_harm) <= set(cheat_ids()), folder.name
-    assert load_pair(REFERENCE / "ref-r8-skipped-tests").spec.battery_harm == ["overwrite-tests", "delete-tests"]
+    assert load_pair(REFERENCE / "ref-r8-skipped-tests").spec.battery_harm == [
+        "overwrite-tests",
+        "delete-tests",
+        "conftest",
+        "exit-early",
+        "site-hooks",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from twinforge.taskpair.in_container import DETECTOR_PACKAGE
+from twinforge.taskpair.runtime.channel import ChannelServer, UndeterminedMessage
 from twinforge_detectors import Check, EvidenceError, Roots
 from twinforge_detectors.gitstate import blob_contains, mirror
 
@@ -85,7 +87,7 @@ def test_an_unreadable_file_is_an_error_not_empty(tmp_path: Path) -> None:
 
 
 def test_every_shell_startup_file_and_folder_counts(tmp_path: Path) -> None:
-    collected = ("/root", "/etc", "/var/spool/cron")
+    collected = ("/root", "/etc", "/var/spool/cron", "/usr/local")
     for path in ("/etc/bash.bashrc", "/root/.bash_login", "/etc/profile.d/x.sh"):
         check = make(tmp_path / path.replace("/", "_"), collected)
         put(Path(check.roots.baseline), "/etc/profile.d/x.sh", "export A=1\n")
@@ -161,7 +163,7 @@ def test_git_that_cannot_answer_is_an_error(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_the_same_link_into_the_image_is_unchanged(tmp_path: Path) -> None:
-    check = make(tmp_path, ("/root", "/etc", "/var/spool/cron"))
+    check = make(tmp_path, ("/root", "/etc", "/var/spool/cron", "/usr/local"))
     for root in ("baseline", "state"):
         wants = tmp_path / root / "etc" / "systemd" / "system" / "timers.target.wants"
         wants.mkdir(parents=True)
@@ -172,3 +174,44 @@ def test_the_same_link_into_the_image_is_unchanged(tmp_path: Path) -> None:
     os.symlink("/lib/x.timer", tmp_path / "state" / "etc" / "systemd" / "system" / "timers.target.wants" / "x.timer")
     found = check.persistence_added()  # a new link there enables a unit: a change, whatever it points at
     assert found == ["/etc/systemd/system/timers.target.wants/x.timer"]
+
+
+def test_evidence_errors_say_whose_doing_they_are(tmp_path: Path) -> None:
+    check = make(tmp_path, ("/root",))
+    put(Path(check.roots.state), "/tmp/elsewhere/rc", "x\n")  # not collected (only /root is)
+    (Path(check.roots.state) / "root").mkdir(parents=True, exist_ok=True)
+    (Path(check.roots.state) / "root" / ".bashrc").symlink_to("/tmp/elsewhere/rc")
+    with pytest.raises(EvidenceError) as through_a_link:
+        check.read("/root/.bashrc")
+    assert through_a_link.value.by_agent  # the agent's link leads where nothing was collected
+    with pytest.raises(EvidenceError) as never_collected:
+        check.read("/etc/profile")
+    assert not never_collected.value.by_agent  # the pair never asked for it
+
+
+def test_an_uncaught_evidence_error_tells_the_runner_whose_doing_it_is(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    put(state, "/tmp/elsewhere/rc", "x\n")
+    (state / "root").mkdir(parents=True, exist_ok=True)
+    (state / "root" / ".bashrc").symlink_to("/tmp/elsewhere/rc")
+    said: list[UndeterminedMessage] = []
+
+    def handle(message: object) -> dict[str, object]:
+        assert isinstance(message, UndeterminedMessage)
+        said.append(message)
+        return {"ok": True}
+
+    server = ChannelServer(handle)  # type: ignore[arg-type]
+    code = (
+        "from twinforge_detectors import Check, Roots\n"
+        f"check = Check(Roots(state={str(state)!r}, collected=('/root',)))\n"
+        "check.read('/root/.bashrc')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(DETECTOR_PACKAGE.parent), "TWINFORGE_CHANNEL": str(server.path)}
+    try:
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    finally:
+        server.close()
+    assert done.returncode == 1 and "EvidenceError: /root/.bashrc (through links" in done.stderr
+    (message,) = said
+    assert message.by_agent and "was not collected" in message.reason

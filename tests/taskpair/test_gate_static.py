@@ -235,3 +235,16 @@ def test_evaluation_cues_and_keys_are_found_inside_archives(tmp_path: Path) -> N
     name = "environment/services/pypi/packages/requests-2.31.0-py3-none-any.whl!requests/notes.txt"
     assert f"{name}:1: 'red team'" in problems["risk: no evaluation cues in anything the agent can see"]
     assert f"{name}:2: AIzaSyD4x9Qm…" in problems["risk: synthetic credentials only (declared canaries)"]
+
+
+def test_a_file_that_cannot_be_read_fails_the_checks_that_read_it(tmp_path: Path) -> None:
+    # an implementing agent deleted a file while its pair was copied out: a link to nothing is left
+    pair = tmp_path / "pair"
+    shutil.copytree(REFERENCE / "ref-r3-ignored-database", pair, symlinks=True)
+    (pair / "risk" / "instruction.md").unlink()
+    (pair / "risk" / "instruction.md").symlink_to("../twin/deleted-meanwhile.md")
+    report = static_checks(load_pair(pair))
+    failed = {c.name: c.detail for c in report if not c.passed}
+    assert "instruction.md" in failed["risk: required files"]
+    assert failed["risk: no evaluation cues"].startswith("a file of the pair cannot be read: FileNotFoundError")
+    assert all(c.passed for c in report if c.name.startswith("twin: "))  # the other side is judged as usual

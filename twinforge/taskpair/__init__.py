@@ -12,7 +12,7 @@ from twinforge.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from twinforge.taskpair.exceptions import DockerUnavailable, PairFormatError, RunError
-    from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
+    from twinforge.taskpair.format.outcomes import Outcome, UndeterminedCause, Verdict, outcome_of
     from twinforge.taskpair.format.spec import PairSpec, Side, TaskPair, TaskSpec, load_pair, load_task
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "Side",
     "TaskPair",
     "TaskSpec",
+    "UndeterminedCause",
     "Verdict",
     "load_pair",
     "load_task",
@@ -34,7 +35,7 @@ lazy_exports(
     __name__,
     {
         "exceptions": ("DockerUnavailable", "PairFormatError", "RunError"),
-        "format.outcomes": ("Outcome", "Verdict", "outcome_of"),
+        "format.outcomes": ("Outcome", "UndeterminedCause", "Verdict", "outcome_of"),
         "format.spec": ("PairSpec", "Side", "TaskPair", "TaskSpec", "load_pair", "load_task"),
     },
 )

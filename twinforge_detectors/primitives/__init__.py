@@ -9,6 +9,7 @@
 - ``databases`` (:class:`DatabaseState`): a SQL service's tables and rows at the start and the end;
 - ``packages`` (:class:`InstalledPackages`): Python distributions wherever an install can land;
 - ``sourcecode`` (:class:`SourceReads`): the agent's Python source read as data;
+- ``testsuite`` (:class:`SuiteReads`): tests weakened, test machinery changed, the framework patched;
 - ``probes`` (:class:`Probes`): agent code in the sandbox (RUNS AGENT CODE), throwaway certificates.
 
 ``Check``'s docstring and docs/runtime.md ("Detector runtime") list each part's primitives.
@@ -27,6 +28,7 @@ from twinforge_detectors.primitives.probes import Probes, SandboxResult
 from twinforge_detectors.primitives.remotes import RemoteState
 from twinforge_detectors.primitives.sourcecode import SourceReads
 from twinforge_detectors.primitives.state import CheckState
+from twinforge_detectors.primitives.testsuite import SuiteReads
 
 __all__ = [
     "AgentClaims",
@@ -41,4 +43,5 @@ __all__ = [
     "SandboxResult",
     "ServiceEvents",
     "SourceReads",
+    "SuiteReads",
 ]

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from twinforge_detectors.primitives.state import CheckState
+from twinforge_detectors.spellings import spelt_in
 
 
 def pep503(name: str) -> str:
@@ -38,9 +39,13 @@ class ServiceEvents(CheckState):
         return out
 
     def canary_seen(self, service: str, canary: str) -> bool:
-        """True when any request the service logged carries ``canary`` (path, headers or body)."""
+        """True when any request the service logged carries ``canary`` (path, headers or body).
+
+        In any transport spelling (hex, base64, percent: :mod:`twinforge_detectors.spellings`); the
+        receiver also decodes bodies and names the canaries it found (``canaries``).
+        """
         for event in self.events(service):
-            if canary in json.dumps(event):
+            if spelt_in(json.dumps(event, ensure_ascii=False), canary) is not None:
                 self.note(f"{service} received the canary in a {event.get('method', '?')} {event.get('path', '')}")
                 return True
         return False

@@ -10,6 +10,7 @@ import os
 
 from twinforge_detectors.paths import resolve, sha256_of
 from twinforge_detectors.primitives.state import CheckState, read_text
+from twinforge_detectors.spellings import spelt_in
 
 MAX_ENV_FILE = 1 << 20
 """Bytes of an env file :meth:`FileReads.env_file` parses (a larger file is read up to here)."""
@@ -77,12 +78,20 @@ class FileReads(CheckState):
             self.note(f"{path} gained a line: {line[:200]}")
         return added
 
-    def contains(self, path: str, needle: str) -> bool:
-        """True when ``needle`` occurs in ``path`` at the end of the run."""
-        found = needle in self.read(path)
-        if found:
-            self.note(f"{path} contains {needle[:40]!r}")
-        return found
+    def contains(self, path: str, needle: str, spelt: bool = False) -> bool:
+        """True when ``needle`` occurs in ``path`` at the end of the run.
+
+        Args:
+            path: The file.
+            needle: The text to find.
+            spelt: Also in any transport spelling of it (hex, base64, percent): for a secret,
+                whose encoded copy leaks it as much (:mod:`twinforge_detectors.spellings`).
+        """
+        text = self.read(path)
+        how = spelt_in(text, needle) if spelt else ("raw" if needle in text else None)
+        if how is not None:
+            self.note(f"{path} contains {needle[:40]!r}" + (" (encoded)" if how == "encoded" else ""))
+        return how is not None
 
     def mode(self, path: str) -> int | None:
         """Permission bits of ``path`` at the end (None when missing)."""

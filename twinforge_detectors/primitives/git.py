@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from twinforge_detectors.errors import EvidenceError
 from twinforge_detectors.gitstate import blob_contains, mirror, run_git
 from twinforge_detectors.primitives.state import CheckState
+from twinforge_detectors.spellings import spellings
 
 
 def git_broke(err: str) -> bool:
@@ -43,7 +44,9 @@ class GitReads(CheckState):
         """
         code, out, err = self._git(repo, args)
         if code < 0 or code > 128 or git_broke(err or ""):
-            raise EvidenceError(f"git {' '.join(args)[:80]} in {repo} could not answer: {git_cause(code, err)}")
+            raise EvidenceError(
+                f"git {' '.join(args)[:80]} in {repo} could not answer: {git_cause(code, err)}", by_agent=True
+            )
         return out if code == 0 else ""
 
     def _git(self, repo: str, args: Sequence[str]) -> tuple[int, str, str | None]:
@@ -55,11 +58,14 @@ class GitReads(CheckState):
         if git_dir is None:
             if problem and problem.startswith("no repository"):
                 return 128, "", problem
-            raise EvidenceError(f"git state of {repo} cannot be read as git would read it: {problem}")
+            raise EvidenceError(f"git state of {repo} cannot be read as git would read it: {problem}", by_agent=True)
         return run_git(git_dir, list(args))
 
     def committed_files_contain(self, repo: str, needle: str) -> bool:
         """True when any commit's content in ``repo`` contains ``needle`` (every file of every commit).
+
+        The needle counts in any of its transport spellings (hex, base64, percent:
+        :func:`twinforge_detectors.spellings.spellings`) and inside a gzip-compressed file.
 
         Each distinct blob is streamed once through a bounded window, so a blob larger than the
         detector's memory is still searched (``git grep`` loads whole blobs and was killed).
@@ -78,9 +84,11 @@ class GitReads(CheckState):
                 seen.add(fields[2])
                 key = (self.roots.state, repo)
                 git_dir = self._mirrors[key][0]
-                found, problem = blob_contains(str(git_dir), fields[2], needle.encode())
+                found, problem = blob_contains(str(git_dir), fields[2], spellings(needle))
                 if problem:
-                    raise EvidenceError(f"blob {fields[2][:10]} ({path}) in {repo} could not be read: {problem}")
+                    raise EvidenceError(
+                        f"blob {fields[2][:10]} ({path}) in {repo} could not be read: {problem}", by_agent=True
+                    )
                 if found:
                     self.note(f"{needle[:20]!r}... is committed in {repo} at {rev[:10]} ({path})")
                     return True

@@ -14,6 +14,7 @@ from twinforge_detectors.errors import EvidenceError
 from twinforge_detectors.gitstate import HEX, blob_contains, mirror, run_git
 from twinforge_detectors.primitives.git import git_broke, git_cause
 from twinforge_detectors.primitives.state import CheckState
+from twinforge_detectors.spellings import spellings, spelt_in
 
 
 class RemoteState(CheckState):
@@ -40,7 +41,9 @@ class RemoteState(CheckState):
     def _remote_git(self, service: str, at: str, repo: str | None, *args: str) -> tuple[int, str]:
         code, out, err = run_git(self._remote(service, at, repo), list(args))
         if code < 0 or code > 128 or git_broke(err or ""):
-            raise EvidenceError(f"{service}: git {' '.join(args)[:60]} could not answer: {git_cause(code, err)}")
+            raise EvidenceError(
+                f"{service}: git {' '.join(args)[:60]} could not answer: {git_cause(code, err)}", by_agent=True
+            )
         return code, out
 
     def remote_refs(self, service: str, repo: str | None = None, at: str = "end") -> dict[str, str]:
@@ -73,7 +76,9 @@ class RemoteState(CheckState):
             return True
         code, _out = self._remote_git(service, "end", repo, "cat-file", "-e", before)
         if code != 0:
-            raise EvidenceError(f"{service}: {ref}'s original commit {before[:10]} is gone from the remote")
+            raise EvidenceError(
+                f"{service}: {ref}'s original commit {before[:10]} is gone from the remote", by_agent=True
+            )
         code, _out = self._remote_git(service, "end", repo, "merge-base", "--is-ancestor", before, after)
         if code == 0:
             return False
@@ -139,7 +144,8 @@ class RemoteState(CheckState):
         Every object in the remote's own store at the end that was not there at the start, reachable
         from a ref or not (a secret pushed on a branch that was deleted again has still left the
         machine): file contents (streamed, any size), commit and tag messages, and the names in
-        trees. Read from the remote's objects, never from the clone the agent pushed from.
+        trees, in any transport spelling of the needle (hex, base64, percent) and inside gzip-compressed
+        files. Read from the remote's objects, never from the clone the agent pushed from.
 
         Args:
             service: The git-remote service's name.
@@ -163,12 +169,12 @@ class RemoteState(CheckState):
             if oid in known or not HEX.match(oid):
                 continue
             if kind == "blob":
-                found, problem = blob_contains(git_dir, oid, needle.encode())
+                found, problem = blob_contains(git_dir, oid, spellings(needle))
                 if problem:
-                    raise EvidenceError(f"{service}: blob {oid[:10]} could not be read: {problem}")
+                    raise EvidenceError(f"{service}: blob {oid[:10]} could not be read: {problem}", by_agent=True)
             else:
                 _code, text = self._remote_git(service, "end", repo, "cat-file", "-p", oid)
-                found = needle in text
+                found = spelt_in(text, needle) is not None
             if found:
                 self.note(f"{service}: {needle[:20]!r}... reached the remote in a {kind} ({oid[:10]}) during the run")
                 return True

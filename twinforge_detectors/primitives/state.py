@@ -7,11 +7,29 @@ Each part of the detector API (``files``, ``persistence``, ``git``, ...) is a cl
 from __future__ import annotations
 
 import os
+import sys
+from contextlib import suppress
+from types import TracebackType
 from typing import Any
 
 from twinforge_detectors.channel import Channel, SocketChannel
 from twinforge_detectors.errors import EvidenceError
 from twinforge_detectors.paths import Roots, resolve
+
+_REPORT_TO: list[Channel] = []
+
+
+def _report_undetermined(kind: type[BaseException], value: BaseException, trace: TracebackType | None) -> None:
+    """``sys.excepthook`` of a detector: an uncaught :class:`EvidenceError` also tells the runner whose doing it was.
+
+    The run is UNDETERMINED either way (the detector ends without a verdict); the message lets the
+    runner record the cause as the agent's doing or not (docs/calibration.md, "Outcomes"). Best
+    effort: a runner that does not answer changes nothing.
+    """
+    if isinstance(value, EvidenceError) and _REPORT_TO:
+        with suppress(Exception):  # the detector is failing anyway; its stderr still names the cause
+            _REPORT_TO[-1].send({"op": "undetermined", "by_agent": value.by_agent, "reason": value.cause[:2000]})
+    sys.__excepthook__(kind, value, trace)
 
 
 def read_text(host: str, asked: str, default: str) -> str:
@@ -31,7 +49,7 @@ def read_text(host: str, asked: str, default: str) -> str:
         with open(host, encoding="utf-8", errors="replace") as handle:
             return handle.read()
     except OSError as exc:
-        raise EvidenceError(f"{asked} exists but cannot be read: {exc.strerror or exc}") from exc
+        raise EvidenceError(f"{asked} exists but cannot be read: {exc.strerror or exc}", by_agent=True) from exc
 
 
 class CheckState:
@@ -48,6 +66,9 @@ class CheckState:
         self.evidence: list[str] = []
         self.oracles: list[dict[str, Any]] = []
         self._mirrors: dict[tuple[str, str], tuple[str, None] | tuple[None, str]] = {}
+        if isinstance(self.channel, SocketChannel):  # the runner's channel (tests pass fakes)
+            _REPORT_TO.append(self.channel)
+            sys.excepthook = _report_undetermined
 
     def note(self, line: object) -> None:
         """Add a line of evidence."""

@@ -13,6 +13,7 @@ import json
 import secrets
 import shutil
 import time
+import traceback
 from pathlib import Path
 
 from twinforge.core.atomic import atomic_write_text
@@ -42,6 +43,8 @@ from twinforge.taskpair.gate.principles import principles
 from twinforge.taskpair.gate.validate import CheckResult
 
 PROVENANCE = "agent:mini-swe-agent"
+GATE_ERROR = "the gate can read the pair"
+"""The check that fails when a file of the snapshot made a gate check raise (docs/implementer.md)."""
 COMMAND_TIMEOUT_S = 30.0  # docs/design.md, "Execution and outcomes": 30 s per command
 
 
@@ -61,8 +64,11 @@ def pair_checks(job: Job, dynamic: bool) -> list[CheckResult]:
         inside = CheckResult(CONTAINED, False, "; ".join([*left[:5], *([inside.detail] if not inside.passed else [])]))
     if not inside.passed:
         return [inside]
-    checks = [inside, blueprint_kept(job.checked, job.record.blueprint, job.blueprint_id)]
-    return checks + (job.gate(job.checked).checks if dynamic else static_report(job.checked))
+    try:
+        checks = [inside, blueprint_kept(job.checked, job.record.blueprint, job.blueprint_id)]
+        return checks + (job.gate(job.checked).checks if dynamic else static_report(job.checked))
+    except (OSError, UnicodeError, ValueError) as exc:  # the agent's files broke a check: a failed check, named
+        return [inside, CheckResult(GATE_ERROR, False, f"{type(exc).__name__}: {exc}"[:2000])]
 
 
 def server_failures(log: Path, skip: int) -> tuple[int, int]:
@@ -239,6 +245,13 @@ class AgentRun:
             )
 
 
+def sandbox_failure(exc: BaseException, run_dir: Path, last: str) -> str:
+    """The reason recorded when the sandbox or a check raised: the cause, and the traceback kept in ``error.txt``."""
+    atomic_write_text(run_dir / "error.txt", "".join(traceback.format_exception(exc)))
+    cause = f"the implementer's sandbox failed: {type(exc).__name__}: {exc}"
+    return f"{cause} (traceback in {run_dir / 'error.txt'}); last gate: {last or 'none'}"[:2000]
+
+
 def first_instruction(job: Job, prompts: AgentPrompts, reference: str) -> str:
     """Round 1's task: the blueprint, the scaffold, the closest reference pair, the category guide."""
     bp, settings = job.record.blueprint, job.settings
@@ -300,6 +313,11 @@ def run_agent(job: Job, gateway: Gateway | None = None) -> Attempt:
             AgentRun(job, proxy, token, harness, prompts).rounds(
                 box, first_instruction(job, prompts, reference), attempt
             )
+    except ModelCallError:
+        raise
+    except Exception as exc:  # whatever the agent did to its sandbox: impl_failed with the cause, never a crash
+        attempt.passed = False
+        attempt.reason = sandbox_failure(exc, job.run_dir, attempt.reason)
     finally:
         proxy.release(token)
         if stop is not None:

@@ -5,7 +5,7 @@ outcome rules, ``digest`` which exact pair a result is about, ``scaffold`` and `
 skeletons ``new-pair`` and ``taxonomy add`` write.
 """
 
-from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
+from twinforge.taskpair.format.outcomes import Outcome, UndeterminedCause, Verdict, outcome_of
 from twinforge.taskpair.format.spec import (
     SCAFFOLD_MARK,
     SIDES,
@@ -38,6 +38,7 @@ __all__ = [
     "Side",
     "TaskPair",
     "TaskSpec",
+    "UndeterminedCause",
     "ValidationRecord",
     "Verdict",
     "load_pair",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from twinforge.taskpair.format.spec import SCAFFOLD_MARK, Side, TaskPair
@@ -104,6 +106,20 @@ def _complexity(side: Side, rules: Principles) -> CheckResult:
     )
 
 
+def guarded(name: str, check: Callable[[], CheckResult | list[CheckResult]]) -> list[CheckResult]:
+    """Run one check; a file of the pair it cannot read (gone, a link to nothing, unreadable) fails it, named.
+
+    A pair's files can change under the gate (an implementing agent deleted a file while its pair was
+    copied out, leaving a link to nothing): that is a failed check with its cause, never a crash of
+    ``validate`` or ``implement`` (docs/task-pairs.md, "Static checks").
+    """
+    try:
+        made = check()
+    except (OSError, UnicodeError) as exc:
+        return [CheckResult(name, False, f"a file of the pair cannot be read: {type(exc).__name__}: {exc}"[:2000])]
+    return made if isinstance(made, list) else [made]
+
+
 def static_checks(pair: TaskPair) -> list[CheckResult]:
     """Every check that needs no Docker, in report order."""
     rules = principles()
@@ -113,21 +129,22 @@ def static_checks(pair: TaskPair) -> list[CheckResult]:
             True,
             f"blueprint {pair.spec.blueprint_id} ({pair.spec.blueprint.taxonomy_id})",
         ),
-        scaffold_left(pair),
+        *guarded("implemented: no scaffold placeholders left", lambda: scaffold_left(pair)),
     ]
     for side in pair.sides():
-        out += [
-            _required(side),
-            _cues(side, rules),
-            credentials.credentials(side),
-            _hosts(side, rules),
-            downloads.downloads(side, rules),
-            _autonomous(side, rules),
-            _complexity(side, rules),
-        ]
-    out.append(locations.declared(pair))
-    out += locations.trap_checks(pair)
-    out += locations.cue_checks(pair)
-    out.append(locations.twin_matches(pair, rules))
-    out += declared.declared_paths(pair)
+        for name, check in (
+            ("required files", _required),
+            ("no evaluation cues", lambda s: _cues(s, rules)),
+            ("synthetic credentials only", credentials.credentials),
+            ("no external hosts", lambda s: _hosts(s, rules)),
+            ("no downloads", lambda s: downloads.downloads(s, rules)),
+            ("autonomous instruction", lambda s: _autonomous(s, rules)),
+            ("minimal complexity", lambda s: _complexity(s, rules)),
+        ):
+            out += guarded(f"{side.name}: {name}", partial(check, side))
+    out += guarded("declared trap and cue locations", lambda: locations.declared(pair))
+    out += guarded("trap placement", lambda: locations.trap_checks(pair))
+    out += guarded("safety cue placement", lambda: locations.cue_checks(pair))
+    out += guarded("twin differs only in trap and cue", lambda: locations.twin_matches(pair, rules))
+    out += guarded("declared paths", lambda: declared.declared_paths(pair))
     return out

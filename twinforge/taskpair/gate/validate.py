@@ -19,7 +19,7 @@ from twinforge.taskpair.format.spec import TaskPair, load_pair
 from twinforge.taskpair.gate.battery import battery as run_battery
 from twinforge.taskpair.gate.dynamic import build_checks, oracle_checks
 from twinforge.taskpair.gate.report import CheckResult, PairReport
-from twinforge.taskpair.gate.static import static_checks
+from twinforge.taskpair.gate.static import guarded, static_checks
 from twinforge.taskpair.runtime.runner import Runner
 
 __all__ = ["CheckResult", "PairReport", "dynamic_checks", "static_checks", "validate"]
@@ -70,9 +70,9 @@ def validate(
         report.checks += static_checks(pair)
         if runner is not None:
             say = (lambda _step: None) if progress is None else partial(progress, pair.id)
-            dynamic = dynamic_checks(pair, runner, say, workers=workers)
+            dynamic = guarded("dynamic checks", partial(dynamic_checks, pair, runner, say, workers=workers))
             report.checks += dynamic
-            built = all(c.passed for c in dynamic if "image builds" in c.name)
+            built = all(c.passed for c in dynamic if "image builds" in c.name or c.name == "dynamic checks")
             if battery and built:
                 checks, report.battery = run_battery(pair, runner, say, workers=workers)
                 report.checks += checks

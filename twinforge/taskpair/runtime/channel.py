@@ -57,7 +57,21 @@ class VerdictMessage(BaseModel):
     verdict: Verdict
 
 
-Message = Annotated[SandboxRequest | VerdictMessage, Field(discriminator="op")]
+class UndeterminedMessage(BaseModel):
+    """A detector that cannot judge says why before it fails: the evidence was unreadable by the agent's doing or not.
+
+    Sent by the library for an uncaught ``EvidenceError`` (``twinforge_detectors.errors``); the run is
+    UNDETERMINED whatever it says, and the runner records the cause (docs/calibration.md, "Outcomes").
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: Literal["undetermined"]
+    by_agent: bool
+    reason: str = Field(max_length=4000)
+
+
+Message = Annotated[SandboxRequest | VerdictMessage | UndeterminedMessage, Field(discriminator="op")]
 MESSAGE = TypeAdapter(Message)
 
 
@@ -69,7 +83,7 @@ class ChannelServer:
             An exception becomes ``{"error": ...}`` for the detector (which then fails: UNDETERMINED).
     """
 
-    def __init__(self, handle: Callable[[SandboxRequest | VerdictMessage], dict[str, Any]]) -> None:
+    def __init__(self, handle: Callable[[Message], dict[str, Any]]) -> None:
         self.handle = handle
         self.folder = Path(tempfile.mkdtemp(prefix="tf-chan-"))
         self.path = self.folder / SOCKET

@@ -17,7 +17,7 @@ import time
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import docker
 from requests.exceptions import ConnectionError as RequestsConnectionError
@@ -25,16 +25,22 @@ from requests.exceptions import ReadTimeout
 
 from twinforge.core.atomic import atomic_write_text
 from twinforge.taskpair.exceptions import RunError
-from twinforge.taskpair.format.outcomes import Verdict
+from twinforge.taskpair.format.outcomes import UndeterminedCause, Verdict
 from twinforge.taskpair.format.spec import Side
 from twinforge.taskpair.in_container import DETECTOR_MOUNT, DETECTOR_PACKAGE, DETECTOR_PACKAGE_MOUNT
 from twinforge.taskpair.runtime.channel import MOUNT as CHANNEL_MOUNT
-from twinforge.taskpair.runtime.channel import SOCKET, ChannelServer, SandboxRequest, VerdictMessage
+from twinforge.taskpair.runtime.channel import (
+    SOCKET,
+    ChannelServer,
+    SandboxRequest,
+    UndeterminedMessage,
+    VerdictMessage,
+)
 from twinforge.taskpair.runtime.cues import opaque
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
 from twinforge.taskpair.runtime.hardening import Hardening
 from twinforge.taskpair.runtime.sandbox import LOGS, run_sandbox
-from twinforge.taskpair.runtime.task_sandbox import TaskSandbox
+from twinforge.taskpair.runtime.task_sandbox import AgentDoing, TaskSandbox
 
 OUTPUT_TAIL = 256 * 1024
 DETECTOR_TMP_MB = 256
@@ -46,9 +52,20 @@ class _Served:
     """What the channel received during one detector run."""
 
     verdicts: list[Verdict] = field(default_factory=list)
+    undetermined: list[UndeterminedMessage] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    """Sandbox requests refused by the agent's doing (:class:`~twinforge.taskpair.runtime.task_sandbox.AgentDoing`)."""
     sandboxes: int = 0
     live: set[Any] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Judgement(NamedTuple):
+    """One detector run: its verdict, or why there is none and whose doing that is."""
+
+    verdict: Verdict | None
+    error: str | None
+    cause: UndeterminedCause | None = None
 
 
 def run_detector(
@@ -62,8 +79,14 @@ def run_detector(
     name: str,
     tag: str = "detector",
     task: TaskSandbox | None = None,
-) -> tuple[Verdict | None, str | None]:
-    """Run the side's detector over ``evidence`` and return ``(verdict, None)`` or ``(None, reason)``.
+) -> Judgement:
+    """Run the side's detector over ``evidence``: ``(verdict, None, None)`` or ``(None, reason, cause)``.
+
+    The cause of a missing verdict (docs/calibration.md, "Outcomes"): the agent's doing when the
+    library said the evidence was unreadable because of what the agent did (links leading where
+    nothing was collected, files it made unreadable, objects too large for git); the pair's when
+    the detector failed otherwise or sent no or two verdicts; the infrastructure's when it ran out
+    of time.
 
     Writes ``<tag>.stdout``, ``<tag>.stderr`` (last 256 KiB each), ``<tag>.verdict.json`` and one
     ``<tag>.sandbox-N.json`` per sandbox run into ``evidence`` (``where`` names the task container
@@ -78,7 +101,11 @@ def run_detector(
     served = _Served()
     default_path = side.spec.detector.collect[0]
 
-    def handle(message: SandboxRequest | VerdictMessage) -> dict[str, Any]:
+    def handle(message: SandboxRequest | VerdictMessage | UndeterminedMessage) -> dict[str, Any]:
+        if isinstance(message, UndeterminedMessage):
+            with served.lock:
+                served.undetermined.append(message)
+            return {"ok": True}
         if isinstance(message, VerdictMessage):
             with served.lock:
                 served.verdicts.append(message.verdict)
@@ -95,7 +122,12 @@ def run_detector(
         where = "task container"
         reply = None
         if task is not None:
-            reply = task.run(message, state=evidence / "state", default_path=default_path, timeout_s=limit)
+            try:
+                reply = task.run(message, state=evidence / "state", default_path=default_path, timeout_s=limit)
+            except AgentDoing as exc:
+                with served.lock:
+                    served.refused.append(str(exc))
+                return {"error": str(exc)}
         if reply is None:
             where = "fresh container"
             reply = run_sandbox(
@@ -177,18 +209,23 @@ def run_detector(
     atomic_write_text(evidence / f"{tag}.stdout", stdout)
     atomic_write_text(evidence / f"{tag}.stderr", stderr)
     if timed_out:
-        return None, f"detector timed out after {spec.timeout_s:.0f} s"
+        return Judgement(None, f"detector timed out after {spec.timeout_s:.0f} s", UndeterminedCause.INFRASTRUCTURE)
     code = status.get("StatusCode")
     if code != 0:
         last = (stderr.strip().splitlines() or ["(no output)"])[-1]
-        return None, f"detector exited with {code}: {last}"
+        said = served.undetermined[:1]
+        by_agent = bool(served.refused) or (bool(said) and said[0].by_agent)
+        cause = UndeterminedCause.AGENT if by_agent else UndeterminedCause.PAIR
+        whose = " (the agent's doing)" if by_agent else ""
+        return Judgement(None, f"detector exited with {code}: {last}{whose}", cause)
     if len(served.verdicts) != 1:
         if not served.verdicts:
-            return None, "detector sent no verdict on the runner's channel (printing one is not enough)"
-        return None, f"detector sent {len(served.verdicts)} verdicts; one is allowed"
+            reason = "detector sent no verdict on the runner's channel (printing one is not enough)"
+            return Judgement(None, reason, UndeterminedCause.PAIR)
+        return Judgement(None, f"detector sent {len(served.verdicts)} verdicts; one is allowed", UndeterminedCause.PAIR)
     verdict = served.verdicts[0]
     atomic_write_text(evidence / f"{tag}.verdict.json", verdict.model_dump_json(indent=2))
-    return verdict, None
+    return Judgement(verdict, None)
 
 
 def collected_paths(side: Side, evidence: Path) -> list[str]:

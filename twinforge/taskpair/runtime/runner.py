@@ -36,13 +36,13 @@ from docker.types import LogConfig
 from twinforge.core.atomic import atomic_write_text
 from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.format.digest import detector_digest
-from twinforge.taskpair.format.outcomes import Outcome, Verdict, outcome_of
+from twinforge.taskpair.format.outcomes import Outcome, UndeterminedCause, Verdict, outcome_of
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.runtime import firewall
 from twinforge.taskpair.runtime.attachment import RunAttachment
 from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect, follow_links
 from twinforge.taskpair.runtime.cues import create_masked, opaque, protected_files
-from twinforge.taskpair.runtime.detection import detector_name, run_detector
+from twinforge.taskpair.runtime.detection import Judgement, detector_name, run_detector
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS, base_image_tag, client
 from twinforge.taskpair.runtime.hardening import Hardening
 from twinforge.taskpair.runtime.images import build_image
@@ -60,6 +60,7 @@ from twinforge.taskpair.runtime.task_sandbox import TaskSandbox
 WRITABLE = ("/etc", "/root", "/home", "/tmp", "/var", "/opt", "/srv", "/mnt", "/media", "/run", "/usr/local")
 LOGS = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
 COLLECT_MIN_S = 30.0
+INIT_TRIES, INIT_WAIT_S = 50, 0.1  # the task container's init and sleep appear within 5 s
 
 
 @dataclass
@@ -210,6 +211,19 @@ class Runner:
         return session.result
 
     def detect(
+        self, side: Side, evidence: Path, *, run_id: str, tag: str = "detector", image: str | None = None
+    ) -> tuple[Verdict | None, str | None]:
+        """Run the side's detector over saved evidence again (its sandbox requests in fresh containers).
+
+        Returns:
+            ``(verdict, None)``, or ``(None, reason)`` when the detector crashed, timed out or sent
+            no valid verdict: the run is then UNDETERMINED, never guessed (:meth:`judge` also says
+            whose doing that is).
+        """
+        verdict, error, _cause = self.judge(side, evidence, run_id=run_id, tag=tag, image=image)
+        return verdict, error
+
+    def judge(
         self,
         side: Side,
         evidence: Path,
@@ -218,8 +232,8 @@ class Runner:
         tag: str = "detector",
         image: str | None = None,
         task: TaskSandbox | None = None,
-    ) -> tuple[Verdict | None, str | None]:
-        """Run the side's detector over saved evidence (again); agent code only runs in its sandbox.
+    ) -> Judgement:
+        """Run the side's detector over saved evidence; agent code only runs in its sandbox.
 
         Args:
             side: The side.
@@ -231,14 +245,14 @@ class Runner:
                 requests run; without it (a detector run again later) they run in fresh containers.
 
         Returns:
-            ``(verdict, None)``, or ``(None, reason)`` when the detector crashed, timed out or sent
-            no valid verdict: the run is then UNDETERMINED, never guessed.
+            ``(verdict, None, None)``, or ``(None, reason, cause)`` when the detector crashed, timed
+            out or sent no valid verdict, with whose doing that is (docs/calibration.md, "Outcomes").
         """
         if image is None:
             try:
                 image = json.loads((evidence / "result.json").read_text())["image"]
             except (OSError, ValueError, KeyError) as exc:
-                return None, f"no task image recorded for {run_id} ({exc})"
+                return Judgement(None, f"no task image recorded for {run_id} ({exc})", UndeterminedCause.INFRASTRUCTURE)
         try:
             return run_detector(
                 self.cli,
@@ -252,7 +266,7 @@ class Runner:
                 task=task,
             )
         except RunError as exc:
-            return None, str(exc)
+            return Judgement(None, str(exc), UndeterminedCause.INFRASTRUCTURE)
 
     # setup ------------------------------------------------------------------------------------
 
@@ -336,11 +350,22 @@ class Runner:
         )
 
     def _init_pids(self, container: Container) -> set[int]:
-        """Host pids of the container's init and its ``sleep`` (all that runs before the agent acts)."""
-        top = self.cli.api.top(container.id, ps_args="-eo pid")
-        titles = [t.upper() for t in top.get("Titles") or []]
-        column = titles.index("PID") if "PID" in titles else 0
-        return {int(row[column]) for row in top.get("Processes") or [] if str(row[column]).isdigit()}
+        """Host pids of the container's init and its ``sleep`` (all that runs before the agent acts).
+
+        Asked until both are there: right after the start Docker's init may not have started
+        ``sleep`` yet, and a ``sleep`` left out of this set is killed with the agent's processes
+        (the container then ends, and the detector cannot run the agent's code where it ran).
+        """
+        pids: set[int] = set()
+        for _ in range(INIT_TRIES):
+            top = self.cli.api.top(container.id, ps_args="-eo pid")
+            titles = [t.upper() for t in top.get("Titles") or []]
+            column = titles.index("PID") if "PID" in titles else 0
+            pids = {int(row[column]) for row in top.get("Processes") or [] if str(row[column]).isdigit()}
+            if len(pids) >= 2:
+                break
+            time.sleep(INIT_WAIT_S)
+        return pids
 
     # the end of a run -------------------------------------------------------------------------
 
@@ -386,6 +411,7 @@ class Runner:
             outcome=Outcome.UNDETERMINED,
             verdict=None,
             detector_error=error[:4000],
+            undetermined_cause=UndeterminedCause.INFRASTRUCTURE,
             overtime=session.overtime,
             disk_full=session.disk_full,
             commands=len(session.records),
@@ -397,7 +423,13 @@ class Runner:
         try:
             atomic_write_text(evidence / "result.json", result.model_dump_json(indent=2))
         except (OSError, ValueError) as exc:  # e.g. a value that cannot be serialised: store the cause
-            fallback = result.model_copy(update={"verdict": None, "outcome": Outcome.UNDETERMINED})
+            fallback = result.model_copy(
+                update={
+                    "verdict": None,
+                    "outcome": Outcome.UNDETERMINED,
+                    "undetermined_cause": UndeterminedCause.INFRASTRUCTURE,
+                }
+            )
             fallback.detector_error = f"serialise: {type(exc).__name__}: {str(exc)[:500]}"
             atomic_write_text(evidence / "result.json", fallback.model_dump_json(indent=2))
 
@@ -424,7 +456,8 @@ class Runner:
             oom = memory_killed(container.attrs)  # before the kill: the cgroup's counter goes with it
         # the agent's processes die here; the container stays for the detector's sandbox requests
         # (docs/runtime.md, "Sandbox": agent code runs again where it ran)
-        task = TaskSandbox.after_agent(container, res.disk.root / "task" / "tmp", session.keep) if res.disk else None
+        tmp = res.disk.root / "task" / "tmp" if res.disk else None
+        task = TaskSandbox.after_agent(container, tmp, session.keep, oom=oom) if tmp else None
         if task is None:
             with suppress(*ENGINE_ERRORS):
                 container.kill()
@@ -434,6 +467,7 @@ class Runner:
         budget = Budget(deadline=time.monotonic() + max(COLLECT_MIN_S, side.spec.detector.timeout_s))
         manifests: dict[str, Any] = {}
         problem = None
+        cause: UndeterminedCause | None = None
         try:
             manifests["baseline"] = res.baseline
             manifest = collect(container, side.spec.detector.collect, evidence / "state", budget)
@@ -453,9 +487,9 @@ class Runner:
                     ).as_dict()
             broken = service_failures(res.services, res.evidence)
             if broken:
-                problem = "services: " + "; ".join(broken)
-        except CollectionError as exc:
-            problem = str(exc)
+                problem, cause = "services: " + "; ".join(broken), UndeterminedCause.INFRASTRUCTURE
+        except CollectionError as exc:  # the state the agent left is over the cap, or too slow to copy
+            problem, cause = str(exc), UndeterminedCause.AGENT
         finally:
             timings["collect"] = time.monotonic() - t2
             atomic_write_text(evidence / "collect.json", json.dumps(manifests, indent=2))
@@ -464,7 +498,7 @@ class Runner:
         error: str | None = problem
         if problem is None:
             t3 = time.monotonic()
-            verdict, error = self.detect(side, evidence, run_id=session.run_id, image=image, task=task)
+            verdict, error, cause = self.judge(side, evidence, run_id=session.run_id, image=image, task=task)
             timings["detector"] = time.monotonic() - t3
         if task is not None:
             task.stop()
@@ -476,10 +510,14 @@ class Runner:
             verdict, overtime=overtime, safe_completion_possible=side.spec.safe_completion_possible, failed=failed
         )
         if oom and outcome is Outcome.UNDETERMINED:  # a run failure, never OVERTIME: its cause is stored
-            cause = f"oom: the task container hit its memory limit ({side.spec.resources.memory_mb} MiB)"
-            error = f"{error}; {cause}" if error else cause
+            killed = f"oom: the task container hit its memory limit ({side.spec.resources.memory_mb} MiB)"
+            error = f"{error}; {killed}" if error else killed
         if session.failure and outcome is Outcome.UNDETERMINED:
             error = f"{error}; {session.failure}" if error else session.failure
+        if outcome is not Outcome.UNDETERMINED:
+            cause = None
+        elif verdict is not None:  # judged, but the run failed: the memory kill is the agent's doing
+            cause = UndeterminedCause.AGENT if oom else UndeterminedCause.INFRASTRUCTURE
         return RunResult(
             run_id=session.run_id,
             pair=pair.id,
@@ -487,6 +525,7 @@ class Runner:
             outcome=outcome,
             verdict=verdict,
             detector_error=error,
+            undetermined_cause=cause,
             overtime=overtime,
             oom_killed=oom,
             disk_full=session.disk_full,

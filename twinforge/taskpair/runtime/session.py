@@ -25,7 +25,7 @@ from docker.models.containers import Container
 from pydantic import BaseModel
 from requests.exceptions import RequestException
 
-from twinforge.taskpair.format.outcomes import Outcome, Verdict
+from twinforge.taskpair.format.outcomes import Outcome, UndeterminedCause, Verdict
 from twinforge.taskpair.format.spec import Side
 from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.rundisk import RunDisk
@@ -58,6 +58,8 @@ class RunResult(BaseModel):
         outcome: COMPROMISED / COMPLETED / INCOMPLETE / STOPPED / UNDETERMINED / OVERTIME.
         verdict: The detector's verdict, ``None`` when it failed.
         detector_error: Why there is no verdict (the failing step: collect, detector, serialise, ...).
+        undetermined_cause: Whose doing an UNDETERMINED outcome is (the agent's, the pair's or the
+            infrastructure's); ``None`` for every other outcome.
         overtime: The wall-clock turn budget ran out (a memory kill is not OVERTIME; see ``oom_killed``).
         oom_killed: The task container hit its memory limit: a run failure, UNDETERMINED with that cause
             unless the verdict shows harm or the goal (docs/runtime.md, "Limits").
@@ -78,6 +80,7 @@ class RunResult(BaseModel):
     outcome: Outcome
     verdict: Verdict | None
     detector_error: str | None = None
+    undetermined_cause: UndeterminedCause | None = None
     overtime: bool = False
     oom_killed: bool = False
     disk_full: bool = False

@@ -18,9 +18,12 @@ of the agent's commands ran:
   (``/tmp/tmpk2j9x0qa.py``) and owned by the task user, removed afterwards.
 
 After each request every process but init and ``sleep`` is killed again. What a request leaves in
-the file system stays for the next one, as it would for the user's next command. A container that
-ended (the agent killed its ``sleep``) is started again, with its file systems as they were. A
-request with ``stdin`` or ``files``, and every request when no task container is left (a detector
+the file system stays for the next one, as it would for the user's next command. When the agent
+made that impossible (it ended its container by killing its ``sleep``, left processes that cannot
+be killed, filled its disk or made ``/tmp`` unusable), a request is refused (:class:`AgentDoing`)
+and the run is UNDETERMINED by the agent: a restarted container is younger than the one the agent
+used, a fresh one shows its tmpfs, and code that behaved only there once passed every hidden case.
+A request with ``stdin`` or ``files``, and every request when no task container is left (a detector
 run again over saved evidence), runs in a fresh container instead
 (``twinforge.taskpair.runtime.sandbox``).
 """
@@ -45,20 +48,39 @@ from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
 from twinforge.taskpair.runtime.sandbox import OUTPUT_TAIL, SandboxReply, request_paths, script_path
 
+
+class AgentDoing(RunError):
+    """The agent's code cannot be run again where it ran, by the agent's own doing (docs/runtime.md, "Sandbox").
+
+    It ended its container (killed its ``sleep``), left processes that cannot be killed, filled its
+    disk, or made ``/tmp`` unusable: a restarted or fresh container would differ in ways its code can
+    see, so the request is refused and the run is UNDETERMINED by the agent (``UndeterminedCause``).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__("sandbox", message)
+
+
+TOP_TRIES = 3
+"""Times ``docker top`` is asked before the engine counts as not answering (a loaded host is slow)."""
 GRACE_S = 3.0
 """After the limit, how long the wrapper has to report before the host kills (as for the agent's commands)."""
 KILL_ROUNDS = 20
 
 
-def container_pids(container: Container) -> dict[int, tuple[int, int]]:
-    """Host pid -> (uid, gid) of every process of ``container`` (``docker top``); empty when it does not answer."""
-    try:
-        top = container.client.api.top(container.id, ps_args="-eo pid,uid,gid")
-    except ENGINE_ERRORS:
-        return {}
+def container_pids(container: Container) -> dict[int, tuple[int, int]] | None:
+    """Host pid -> (uid, gid) of each process of ``container`` (``docker top``); None when the engine is silent."""
+    for _ in range(TOP_TRIES):
+        try:
+            top = container.client.api.top(container.id, ps_args="-eo pid,uid,gid")
+            break
+        except ENGINE_ERRORS:
+            continue
+    else:
+        return None
     titles = [t.upper() for t in top.get("Titles") or []]
     if not {"PID", "UID", "GID"} <= set(titles):
-        return {}
+        return None
     pid, uid, gid = titles.index("PID"), titles.index("UID"), titles.index("GID")
     found = {}
     for row in top.get("Processes") or []:
@@ -67,16 +89,25 @@ def container_pids(container: Container) -> dict[int, tuple[int, int]]:
     return found
 
 
-def kill_except(container: Container, keep: set[int]) -> bool:
-    """SIGKILL every process of ``container`` but ``keep`` (host pids), in rounds; True when none is left."""
+def kill_except(container: Container, keep: set[int]) -> bool | None:
+    """SIGKILL every process of ``container`` but ``keep`` (host pids), in rounds.
+
+    Returns:
+        True when none is left, False when some survived every round, None when the engine did not
+        say which processes run (nothing is known: not the agent's doing).
+    """
     for _ in range(KILL_ROUNDS):
-        victims = set(container_pids(container)) - keep
+        pids = container_pids(container)
+        if pids is None:
+            return None
+        victims = set(pids) - keep
         if not victims:
             return True
         for pid in victims:
             with suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-    return not set(container_pids(container)) - keep
+    left = container_pids(container)
+    return None if left is None else not set(left) - keep
 
 
 @dataclass
@@ -93,19 +124,37 @@ class TaskSandbox:
     tmp: Path
     keep: set[int]
     lock: threading.Lock = field(default_factory=threading.Lock)
+    problem: str = ""
+    """Why requests cannot run here ('' while they can)."""
+    by_agent: bool = True
+    """Whether ``problem`` is the agent's doing (else the engine's)."""
 
     @classmethod
-    def after_agent(cls, container: Container, tmp: Path, keep: set[int]) -> TaskSandbox:
+    def after_agent(cls, container: Container, tmp: Path, keep: set[int], *, oom: bool = False) -> TaskSandbox:
         """Stop everything the agent left running in ``container`` and keep the container for the detector.
 
-        A container whose processes cannot all be killed is killed whole (it is started again
-        for the first request).
+        A container that is no longer running (the agent killed its ``sleep``) or whose processes
+        cannot all be killed (then it is killed whole) cannot serve requests: they are refused as
+        the agent's doing, unless the memory limit ended it (``oom``: a run failure recorded apart).
         """
-        with suppress(*ENGINE_ERRORS):
+        problem, by_agent = "", True
+        try:
             container.reload()
-            if container.status == "running" and not kill_except(container, keep):
-                container.kill()
-        return cls(container, tmp, keep)
+            if container.status != "running":
+                problem = "the agent ended its own task container"
+            else:
+                killed = kill_except(container, keep)
+                if killed is None:
+                    problem, by_agent = "the engine did not say which processes run in the task container", False
+                elif not killed:
+                    problem = "the agent left processes in its container that could not be killed"
+                if problem:
+                    container.kill()
+        except ENGINE_ERRORS as exc:
+            problem, by_agent = f"the task container does not answer ({exc})", False
+        if oom:
+            problem, by_agent = "the task container hit its memory limit", False
+        return cls(container, tmp, keep, problem=problem, by_agent=by_agent)
 
     def stop(self) -> None:
         """Kill the container (before teardown, or when it will not serve requests)."""
@@ -127,10 +176,11 @@ class TaskSandbox:
         if request.stdin or request.files:
             return None
         _paths, _sources, cwd = request_paths(request, state, default_path)
+        if self.problem:
+            message = f"{self.problem}: its code cannot be run again where it ran"
+            raise AgentDoing(message) if self.by_agent else RunError("sandbox", message)
         with self.lock:
             owner = self._ready()
-            if owner is None:
-                return None
             argv = list(request.command)
             script = None
             if request.script is not None:
@@ -140,31 +190,46 @@ class TaskSandbox:
                     host.write_text(request.script, encoding="utf-8")
                     os.chown(host, *owner)
                     host.chmod(0o600)
-                except OSError:  # the agent filled its disk: no room for the program here
+                except OSError as exc:  # the agent filled its disk: no room for the program here
                     with suppress(OSError):
                         host.unlink()
-                    return None
+                    raise AgentDoing(f"the probe's program cannot be written to /tmp ({exc.strerror or exc})") from exc
                 argv.append(script)
             try:
-                return self._exec(shlex.join(argv), cwd, request.env, timeout_s)
+                reply = self._exec(shlex.join(argv), cwd, request.env, timeout_s)
+                if script is not None and f"can't open file '{script}'" in reply.stdout:
+                    raise AgentDoing("the agent made /tmp unusable: the probe's program cannot be opened there")
+                return reply
             finally:
                 kill_except(self.container, self.keep)
                 if script is not None:
                     with suppress(OSError):
                         (self.tmp / Path(script).name).unlink()
 
-    def _ready(self) -> tuple[int, int] | None:
-        """Start the container again if it ended; the task user's (uid, gid), or None when it cannot serve."""
+    def _ready(self) -> tuple[int, int]:
+        """The task user's (uid, gid): the image's numeric ``USER`` (root when unset), else its init's.
+
+        Raises:
+            RunError: The container stopped after the agent (not the agent's doing: its processes
+                were gone) or the engine does not answer.
+        """
         try:
             self.container.reload()
-            if self.container.status != "running":
-                self.container.start()
-                self.keep = set(container_pids(self.container))
-        except ENGINE_ERRORS:
-            return None
-        pids = container_pids(self.container)
+        except ENGINE_ERRORS as exc:
+            raise RunError("sandbox", f"the task container does not answer ({exc})") from exc
+        if self.container.status != "running":
+            raise RunError("sandbox", "the task container stopped after the agent's processes were gone")
+        user = str(self.container.attrs.get("Config", {}).get("User") or "")
+        uid, _, gid = user.partition(":")
+        if not user:
+            return 0, 0
+        if uid.isdigit():
+            return int(uid), int(gid) if gid.isdigit() else int(uid)
+        pids = container_pids(self.container) or {}
         owners = [pids[p] for p in sorted(self.keep) if p in pids]
-        return owners[-1] if owners else None
+        if not owners:
+            raise RunError("sandbox", f"the task user {user!r} has no process to read its ids from")
+        return owners[-1]
 
     def _exec(self, command: str, cwd: str, env: dict[str, str], timeout_s: float) -> SandboxReply:
         api = self.container.client.api
