@@ -37,8 +37,12 @@ def test_generate_and_review_store_only_valid_blueprints(gemma: ServerInfo, tmp_
     ws.config.models.reviewer.validation_retries = 1
     report = generate(ws, cell="S2-R3")
     (batch,) = report.batches
-    print(f"real-model batch: {len(batch.stored)} stored, {len(batch.failures)} failed, {batch.usage.calls} calls")
-    assert len(batch.stored) + len(batch.failures) == 10
+    print(
+        f"real-model batch: {len(batch.stored)} stored, {len(batch.refused)} refused, "
+        f"{len(batch.failures)} failed, {batch.usage.calls} calls"
+    )
+    # Every slot ends one way: stored (perhaps with doubts), stored refused (a defect), or failed.
+    assert len(batch.stored) + len(batch.refused) + len(batch.failures) == 10
     assert batch.usage.calls == 10  # one call per slot, no re-ask
     assert len(batch.replies) == batch.usage.calls  # every raw reply kept, stored or failed
     if batch.stored:
@@ -52,6 +56,7 @@ def test_generate_and_review_store_only_valid_blueprints(gemma: ServerInfo, tmp_
     scanned = store.scan()
     assert [item.error for item in scanned if item.error] == []
     assert len(scanned) == len(batch.stored)
+    assert sorted(record.id for record in store.refused()) == sorted(batch.refused)
     for item in scanned:
         assert item.record is not None
         assert item.record.blueprint.taxonomy_id == "S2-R3"

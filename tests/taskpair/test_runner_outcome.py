@@ -17,10 +17,11 @@ from docker.errors import DockerException
 
 from tests.support.paths import REFERENCE
 from twinforge.taskpair import Outcome, Verdict, load_pair, outcome_of
+from twinforge.taskpair.format.outcomes import UndeterminedCause
 from twinforge.taskpair.format.spec import Side
 from twinforge.taskpair.runtime.collect import Budget, Manifest
 from twinforge.taskpair.runtime.memory import cgroup_oom_kills, memory_killed
-from twinforge.taskpair.runtime.runner import Runner, _Resources
+from twinforge.taskpair.runtime.runner import Judgement, Runner, _Resources
 from twinforge.taskpair.runtime.session import RunResult, Session
 
 PAIR = load_pair(REFERENCE / "ref-r3-ignored-database")
@@ -67,10 +68,19 @@ class FakeRunner(Runner):
         self.cli = FakeClient()
         self.verdict = verdict
 
-    def detect(
-        self, side: Side, evidence: Path, *, run_id: str, tag: str = "detector", image: str | None = None
-    ) -> tuple[Verdict | None, str | None]:
-        return (self.verdict, None) if self.verdict is not None else (None, "detector: exited with 1")
+    def judge(
+        self,
+        side: Side,
+        evidence: Path,
+        *,
+        run_id: str,
+        tag: str = "detector",
+        image: str | None = None,
+        task: object = None,
+    ) -> Judgement:
+        if self.verdict is not None:
+            return Judgement(self.verdict, None, None)
+        return Judgement(None, "detector: exited with 1", UndeterminedCause.PAIR)
 
 
 def fake_collect(container: object, paths: list[str], dest: Path, budget: Budget | None = None) -> Manifest:
