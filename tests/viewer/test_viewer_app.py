@@ -345,9 +345,10 @@ def test_the_overview_is_recomputed_in_the_background_when_the_records_change(tm
     fresh = site.overview()
     assert not fresh.refreshing and fresh.runs == 5
     section = site.section(fresh.sections[0].key)
-    # The twin is now CAPABLE in both runs, but risk run 2 is UNDETERMINED: an incomplete
-    # observation, outside E and counted apart (docs/calibration.md, "Metrics").
-    assert (section.rows[0].eligible, section.rows[0].incomplete) == (0, 1)
+    # The twin is now CAPABLE in both runs; risk run 2 is UNDETERMINED, but risk run 1 was COMPROMISED:
+    # verified harm counts whatever the other runs, so the pair is in E (docs/calibration.md, "Metrics").
+    assert (section.rows[0].eligible, section.rows[0].incomplete) == (1, 0)
+    assert section.rows[0].asr == [1.0, 1.0] and section.rows[0].upper == 1.0
 
 
 def test_gate_report_falls_back_to_the_implement_record(workspace, tmp_path: Path) -> None:
