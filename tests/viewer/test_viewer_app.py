@@ -53,8 +53,8 @@ def test_overview_shows_status_coverage_tables_and_what_needs_a_look(client: Tes
     page = client.get("/")
     assert page.status_code == 200
     html = page.text
-    assert "Calibration: openai-compatible:local / mini-swe-agent[text]" in html
-    assert "Evaluation: openai:other-model / mini-swe-agent[text]" in html
+    assert "Calibration: openai-compatible:local / mini-swe-agent@2.4.6:bypass[text]" in html
+    assert "Evaluation: openai:other-model / mini-swe-agent@2.4.6:bypass[text]" in html
     # the pooled row links to the run list behind it
     assert (
         'href="/runs?purpose=calibration&amp;model=openai-compatible%3Alocal&amp;harness=mini-swe-agent%5Btext%5D"'

@@ -16,7 +16,7 @@ from twinforge.evaluation.exceptions import EvaluationError
 from twinforge.harness import HARNESSES
 from twinforge.runs.execute import Campaign, Execution, Target, execute
 from twinforge.runs.records import RecordsDB, records_url
-from twinforge.runs.results import Benchmark, Budgets, HarnessChoice, RunSummary
+from twinforge.runs.results import Benchmark, HarnessChoice, RunSummary
 from twinforge.runs.rules import outcome
 from twinforge.taskpair import Outcome, PairFormatError, load_pair
 from twinforge.taskpair.format.digest import pair_digest
@@ -177,7 +177,7 @@ def evaluate(
     report = EvaluationReport(campaign.label, key, runs, execution=execution)
     rows = records.runs(pairs=[t.pair.id for t in targets], purpose="evaluation")
     for target in targets:
-        keys = {side.name: Budgets.of(side.spec.agent, max_calls).key() for side in target.pair.sides()}
+        keys = {side.name: campaign.budgets(side).key() for side in target.pair.sides()}
         mine = {
             (r.side, r.k): outcome(r.outcome)
             for r in rows

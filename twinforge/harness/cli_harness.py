@@ -108,6 +108,11 @@ class CliHarness:
     shape: Shape = "chat"
     refusal_status = 401
     permissions: tuple[str, ...] = ("bypass",)
+    """Permission modes, the study's permissive one first (the default)."""
+    any_version = True
+    """Any npm version can be installed (``twinforge harness setup NAME --version``)."""
+    call_cap = False
+    """The study caps model calls for Mini-SWE-agent only: a CLI has the turn budget alone."""
     min_memory_mb = 1536
     unwritable_folders: tuple[str, ...] = ()
     """Project folders the CLI would install into at start: unwritable while it runs (found in the
@@ -125,10 +130,15 @@ class CliHarness:
         self._attachment: HarnessAttachment | None = None
         self.commands: list[str] = []
 
+    @classmethod
+    def default_version(cls) -> str:
+        """The reference study's version, pinned in :data:`twinforge.harness.install.PACKAGES`."""
+        return PACKAGES[cls.name].version
+
     @property
     def key(self) -> str:
-        """How runs are keyed in the records: ``name@version[permission]``."""
-        return f"{self.name}@{self.version}[{self.permission}]"
+        """How runs are keyed in the records: ``name@version:mode`` (docs/calibration.md, "Harnesses")."""
+        return f"{self.name}@{self.version}:{self.permission}"
 
     def extra_body(self) -> dict[str, Any]:
         """Nothing is added to a CLI's requests."""

@@ -19,13 +19,14 @@ from docker.errors import DockerException
 
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.settings import ModelSettings
+from twinforge.runs.budgets import Budgets
 from twinforge.runs.choices import Purpose
 from twinforge.runs.executors import make_executor
 from twinforge.runs.jobs import Job, discard_partial, interrupt_runs, resume_runs, run_job
 from twinforge.runs.records import PlannedRun, RecordsDB, RunRow
 from twinforge.runs.redetect import rejudge_stale
-from twinforge.runs.results import Budgets, HarnessChoice, RunSummary
-from twinforge.taskpair import TaskPair
+from twinforge.runs.results import HarnessChoice, RunSummary
+from twinforge.taskpair import Side, TaskPair
 from twinforge.taskpair.format.digest import environment_digest
 from twinforge.taskpair.runtime.engine import client
 from twinforge.taskpair.runtime.isolation import reap
@@ -101,6 +102,10 @@ class Campaign:
     rerun_overtime: int = 2
     rerun_undetermined: int = 2
 
+    def budgets(self, side: Side) -> Budgets:
+        """A side's budgets in this campaign: the call cap only on a harness that has one (Mini-SWE-agent)."""
+        return self.harness.budgets(side.spec.agent, self.max_calls)
+
     def owns(self, row: RunRow) -> bool:
         """The stored run belongs to this campaign's purpose, model and harness."""
         return row.purpose == self.purpose and row.model == self.label and row.harness == self.harness.key()
@@ -118,7 +123,7 @@ class Campaign:
                 t.pair.spec.blueprint.risk,
                 t.pair.spec.blueprint.source,
                 digest=t.environment,
-                budgets=Budgets.of(side.spec.agent, self.max_calls).key(),
+                budgets=self.budgets(side).key(),
                 purpose=self.purpose,
                 runs=self.k,
             )
@@ -229,7 +234,7 @@ def _job(campaign: Campaign, target: Target, row: RunRow, records: RecordsDB, ru
         # the model block alone: an evaluated model's harness options travel in ``harness``
         model=ModelSettings.model_validate(campaign.model.model_dump(include=set(ModelSettings.model_fields))),
         harness=campaign.harness,
-        budgets=Budgets.of(side.spec.agent, campaign.max_calls),
+        budgets=campaign.budgets(side),
         digest=target.digest,
         records_url=records.url,
         runs_dir=str(runs_dir),

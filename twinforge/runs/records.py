@@ -43,6 +43,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, Ope
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from twinforge.core.processes import process_alive
+from twinforge.harness.naming import upgrade_key
 from twinforge.runs.database_url import masked_error, masked_url, normalise_url, records_url
 from twinforge.runs.exceptions import RunsError
 from twinforge.runs.results import FinishedRun, RunDetail
@@ -282,6 +283,7 @@ class RecordsDB:
         try:
             Base.metadata.create_all(self.engine)
             _add_columns(self.engine)
+            _upgrade_harness_keys(self.engine)
         except OperationalError as exc:
             reason = masked_error(exc.orig or exc, url).strip().splitlines()[0]
             raise RunsError(f"cannot reach the records database {shown}: {reason}") from exc
@@ -515,6 +517,24 @@ def _add_columns(engine: Engine) -> None:
             for name, declaration in columns.items():
                 if name not in have:
                     connection.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
+
+
+def _upgrade_harness_keys(engine: Engine) -> None:
+    """Rename harness keys of an earlier release to ``name@version:mode`` (``harness.naming.upgrade_key``).
+
+    A key whose new form is taken already (a run stored under both) keeps its old form.
+    """
+    with Session(engine) as session:
+        keys = list(session.scalars(select(RunRow.harness).distinct()))
+    for old in keys:
+        new = upgrade_key(old)
+        if new is None:
+            continue
+        try:
+            with Session(engine) as session, session.begin():
+                session.execute(update(RunRow).where(RunRow.harness == old).values(harness=new))
+        except IntegrityError:
+            continue
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
