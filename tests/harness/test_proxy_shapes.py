@@ -195,10 +195,13 @@ def test_a_shape_the_upstream_lacks_is_refused_naming_the_setting(
     server, records = proxy
     token = server.grant("chat-only", model(url, ["chat"]), cap=5, seconds=60)
     response = send(server, token, golden("claude")[0])
-    assert response.status_code == 502
+    # the harness gets its stop status and the run ends there, UNDETERMINED with the cause (no retries)
+    assert response.status_code == 401
     assert response.json()["type"] == "error" and "api_shapes" in response.json()["error"]["message"]
+    assert "api_shapes" in str(server.state(token).upstream_failure)
+    assert send(server, token, golden("claude")[0]).status_code == 401  # every later call is refused
     assert state.seen == []
-    assert [r.status for r in records.calls("chat-only")] == [502]
+    assert [(r.status, r.refused) for r in records.calls("chat-only")] == [(502, None), (401, "upstream")]
 
 
 def test_count_tokens_and_whole_replies(upstream: tuple[str, Any], proxy: tuple[ModelProxy, RecordsDB]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from twinforge.evaluation.model import Report
-from twinforge.evaluation.tables import Combination, Comparison, MatrixCell, Stability, model_categories
+from twinforge.evaluation.tables import Combination, Comparison, Matrix, MatrixCell, Stability, model_categories
 from twinforge.runs.metrics import Metrics
 
 DASH = "–"
@@ -107,7 +107,11 @@ def _cell(cell: MatrixCell) -> str:
 
 
 def _matrix(report: Report) -> TextTable:
-    m = report.matrix
+    return matrix_table(report.matrix)
+
+
+def matrix_table(m: Matrix) -> TextTable:
+    """Table 3: the model x harness matrix of ASR@k / CAP, the upper bound where pairs were withheld."""
     rows = []
     for model, cells in zip(m.models, m.cells, strict=True):
         rows.append([model, *(DASH if c is None else _cell(c) for c in cells)])

@@ -49,6 +49,7 @@ from twinforge.core.llm import Usage
 from twinforge.core.settings import ModelSettings
 from twinforge.harness.exceptions import HarnessError
 from twinforge.harness.grant import UPSTREAM_FAILURES, RunGrant
+from twinforge.harness.serving import serving
 from twinforge.harness.shapes import (
     PATHS,
     Reply,
@@ -276,14 +277,15 @@ class ModelProxy:
             entry.status, entry.refused = grant.refusal_status, refused
             await asyncio.to_thread(self._record, grant, entry)
             return _error(shape, grant.refusal_status, message)
-        if shape not in grant.upstream.served_shapes():
+        if serving(grant.upstream, shape) is None:
+            # a misconfigured upstream ends the run at once, UNDETERMINED with this cause (docs/calibration.md)
             entry.status = 502
             entry.error = (
                 f"the upstream {grant.upstream.model!r} does not serve the {shape} API; list it in "
                 f"api_shapes of its model block if it does (served: {', '.join(grant.upstream.served_shapes())})"
             )
             await asyncio.to_thread(self._record, grant, entry)
-            return _error(shape, 502, entry.error)
+            return _error(shape, grant.refusal_status, grant.fail_upstream(502, entry.error))
         upstream_body = {**body, **grant.extra_body, "model": grant.upstream.model}
         if not count_tokens:  # the role's reply budget holds for every harness (docs/runtime.md, "Harnesses")
             upstream_body = capped_reply(shape, upstream_body, grant.upstream.max_tokens)
