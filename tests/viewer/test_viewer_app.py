@@ -57,7 +57,7 @@ def test_overview_shows_status_coverage_tables_and_what_needs_a_look(client: Tes
     assert "Evaluation: openai:other-model / mini-swe-agent@2.4.6:bypass[text]" in html
     # the pooled row links to the run list behind it
     assert (
-        'href="/runs?purpose=calibration&amp;model=openai-compatible%3Alocal&amp;harness=mini-swe-agent%5Btext%5D"'
+        'href="/runs?purpose=calibration&amp;model=openai-compatible%3Alocal&amp;harness=mini-swe-agent%402.4.6%3Abypass%5Btext%5D"'
         in html
     )
     data = Overview.model_validate(client.get("/api/overview").json())
@@ -88,6 +88,9 @@ def test_run_page_joins_calls_reasoning_commands_and_the_verdict(client: TestCli
     html = client.get(f"/runs/{ids['risk']}").text
     assert "model call 2: HTTP 200, 200 + 20 tokens, 2.50 s" in html
     assert "show all 62 lines" in html  # long output folded
+    # the harness's version and mode with every run (docs/calibration.md, "Harnesses")
+    assert (view.run.harness_version, view.run.harness_mode) == ("2.4.6", "bypass")
+    assert "mini-swe-agent@2.4.6:bypass[text] (version 2.4.6, mode bypass)" in html
 
 
 def test_hostile_text_is_escaped_everywhere(client: TestClient, workspace) -> None:
