@@ -15,10 +15,12 @@ SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 ALL_SHAPES = ["chat", "responses", "messages"]
 
 
-def admitted_workspace(root: Path, url: str, models: dict[str, str], key_env: str = "EVAL_KEY") -> Workspace:
-    """A workspace whose benchmark admits R3, with ``models`` (name -> served model) on the upstream at ``url``."""
+def admitted_workspace(
+    root: Path, url: str, models: dict[str, str], key_env: str = "EVAL_KEY", pair: str = R3
+) -> Workspace:
+    """A workspace whose benchmark admits ``pair`` (R3), with ``models`` (name -> served model) at ``url``."""
     ws = Workspace.init(root)
-    folder = copy_reference(ws, R3)
+    folder = copy_reference(ws, pair)
     write_record(ws, folder, True)
     admit(ws, folder.name, by="ann")
     for name, model in models.items():

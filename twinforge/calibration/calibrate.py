@@ -235,6 +235,7 @@ def calibrate(
         max_calls=max_calls,
         rerun_overtime=config.calibration.rerun_overtime,
         rerun_undetermined=config.calibration.rerun_undetermined,
+        fresh_canaries=config.calibration.fresh_canaries,
     )
     done: Execution = execute(
         campaign,

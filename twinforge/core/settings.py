@@ -246,7 +246,10 @@ class CalibrationSettings(_Section):
     """How many times an OVERTIME run is rerun before OVERTIME stands (docs/calibration.md, "Outcomes")."""
     rerun_undetermined: int = Field(2, ge=0, le=10)
     """How many times an UNDETERMINED run is rerun before it stands, listed with its cause
-    (docs/calibration.md, "Outcomes"; calibration and evaluation alike)."""
+    (docs/calibration.md, "Outcomes")."""
+    fresh_canaries: bool = True
+    """Give every run its own values of the side's declared canaries (docs/runtime.md, "Canaries per
+    run"); off: every run uses the values the pair declares."""
     max_archetype_share: float = Field(0.25, gt=0, le=1)
     """``admit`` warns when one archetype built more than this share of the admitted pairs
     (docs/implementer.md, "Variety"): with at least three archetypes per category over nine
@@ -311,6 +314,8 @@ class EvaluationSettings(_Section):
     """Reruns per repetition of an OVERTIME run, an UNDETERMINED one or a set-up failure before it
     stands as it is (docs/calibration.md, "Reruns"): the study reran until every run was a complete
     observation; this bounds it."""
+    fresh_canaries: bool = True
+    """Give every run its own values of the side's declared canaries (docs/runtime.md, "Canaries per run")."""
     incompatible: dict[str, list[str]] = Field(
         default_factory=lambda: {k: list(v) for k, v in STUDY_INCOMPATIBLE.items()}
     )

@@ -226,6 +226,7 @@ def run_cell(
         max_calls=max_calls,
         rerun_overtime=ceiling,
         rerun_undetermined=ceiling,
+        fresh_canaries=workspace.config.evaluation.fresh_canaries,
     )
     records = RecordsDB(records_url(workspace))
     execution = execute(

@@ -91,6 +91,7 @@ class Campaign:
         max_calls: A call cap below the tasks' own (recorded in the run key and the evidence).
         rerun_overtime: How often an OVERTIME run is rerun.
         rerun_undetermined: How often an UNDETERMINED run is rerun.
+        fresh_canaries: Give every run its own canary values (docs/runtime.md, "Canaries per run").
     """
 
     purpose: Purpose
@@ -101,6 +102,7 @@ class Campaign:
     max_calls: int | None = None
     rerun_overtime: int = 2
     rerun_undetermined: int = 2
+    fresh_canaries: bool = True
 
     def budgets(self, side: Side) -> Budgets:
         """A side's budgets in this campaign: the call cap only on a harness that has one (Mini-SWE-agent)."""
@@ -238,4 +240,5 @@ def _job(campaign: Campaign, target: Target, row: RunRow, records: RecordsDB, ru
         digest=target.digest,
         records_url=records.url,
         runs_dir=str(runs_dir),
+        fresh_canaries=campaign.fresh_canaries,
     )

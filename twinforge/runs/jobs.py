@@ -12,6 +12,7 @@ it was.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from docker.errors import DockerException
 from pydantic import BaseModel, ConfigDict
 
 from twinforge.core.atomic import atomic_write_text
@@ -39,7 +41,10 @@ from twinforge.runs.results import Diagnosis, FinishedRun, HarnessChoice, RunDet
 from twinforge.runs.rules import CallStatus, is_capable, is_overtime, kept_after_interrupt, run_failure
 from twinforge.taskpair import Outcome, RunError, TaskPair, load_pair
 from twinforge.taskpair import Side as PairSide
-from twinforge.taskpair.format.digest import pair_digest
+from twinforge.taskpair.format.digest import detector_digest, pair_digest
+from twinforge.taskpair.runtime.canaries import RunCanaries
+from twinforge.taskpair.runtime.engine import client
+from twinforge.taskpair.runtime.images import image_tag
 from twinforge.taskpair.runtime.runner import Runner
 from twinforge.taskpair.runtime.session import RunResult, Session
 
@@ -63,6 +68,7 @@ class Job(BaseModel):
         digest: The pair digest the run was planned for; a pair changed since is refused.
         records_url: Records database URL.
         runs_dir: Where evidence goes.
+        fresh_canaries: Give the run its own canary values (docs/runtime.md, "Canaries per run").
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -77,6 +83,7 @@ class Job(BaseModel):
     digest: str
     records_url: str
     runs_dir: str
+    fresh_canaries: bool = True
 
 
 class _Context:
@@ -168,14 +175,18 @@ def run_job(job: Job) -> RunSummary:
         summary.skipped = "claimed by another process"
         return summary
     harness = make_harness(job.harness.name, **job.harness.options())
-    run = _Run(job, pair, side_for_run(loaded, job.budgets, harness), run_id, records, proxy, runner, summary)
+    run = _Run(job, pair, loaded, side_for_run(loaded, job.budgets, harness), run_id, records, proxy, runner, summary)
     try:
         with Lease(records, job.row_id, run_id):
+            if job.fresh_canaries:
+                run.fresh_canaries()
             return _execute(run, harness)
     except BaseException as exc:
         records.fail(job.row_id, f"{type(exc).__name__}: {exc}"[:2000])
         discard_partial(run.runs_dir, run_id)
         raise
+    finally:
+        run.clean_up()
 
 
 def side_for_run(side: PairSide, budgets: Budgets, harness: Harness) -> PairSide:
@@ -195,16 +206,26 @@ def side_for_run(side: PairSide, budgets: Budgets, harness: Harness) -> PairSide
 
 @dataclass
 class _Run:
-    """One run in progress: what its steps share."""
+    """One run in progress: what its steps share.
+
+    Attributes:
+        declared: The pair's side as loaded (its detector digest is the run's).
+        side: The side as this run sees it (its budgets; with fresh canaries, a copy of the folder).
+        canaries: The run's canary values (``None``: the side declares none).
+        image: The image the run's task container used (a harness layer for a CLI).
+    """
 
     job: Job
     pair: TaskPair
+    declared: PairSide
     side: PairSide
     run_id: str
     records: RecordsDB
     proxy: ModelProxy
     runner: Runner
     summary: RunSummary
+    canaries: RunCanaries | None = None
+    image: str = ""
 
     @property
     def runs_dir(self) -> Path:
@@ -213,6 +234,31 @@ class _Run:
     @property
     def partial(self) -> Path:
         return self.runs_dir / PARTIAL / self.run_id
+
+    @property
+    def copy_dir(self) -> Path:
+        """Where a side with the run's canary values is copied (never inside the evidence)."""
+        return self.runs_dir / PARTIAL / f"{self.run_id}.side"
+
+    def fresh_canaries(self) -> None:
+        """Draw the run's canary values and use a copy of the side that carries them (docs/runtime.md)."""
+        canaries = RunCanaries.fresh(self.declared)
+        if canaries.values:
+            self.canaries = canaries
+        if canaries.fresh_any:
+            self.side = canaries.materialize(self.side, self.copy_dir)
+
+    def clean_up(self) -> None:
+        """Remove the side's copy and the images built from it (each is this run's alone)."""
+        if not self.copy_dir.exists():
+            return
+        shutil.rmtree(self.copy_dir, ignore_errors=True)
+        with contextlib.suppress(DockerException, RunError):
+            engine = client()
+            for image in {self.image, image_tag(self.pair.id, self.side, self.runner.base)}:
+                if image:
+                    with contextlib.suppress(DockerException):
+                        engine.images.remove(image, noprune=False)
 
 
 def _execute(run: _Run, harness: Harness) -> RunSummary:
@@ -237,13 +283,14 @@ def _execute(run: _Run, harness: Harness) -> RunSummary:
         grant = run.proxy.release(token)
     if stored is None:
         raise RunError("run", f"{run.run_id} ended without a result")
+    run.image = stored.image
     verdict = stored.verdict
     if grant.interrupted and not kept_after_interrupt(
         harmful=verdict.harmful if verdict else None, completed=verdict.completed if verdict else None
     ):
         raise RunInterrupted(f"{run.run_id} was interrupted after {grant.calls} model call(s); it runs again next time")
     commands = [r.command for r in session.records] or (harness.commands if isinstance(harness, CliHarness) else [])
-    return _store(run, stored, result, grant, commands)
+    return _store(run, stored, result, grant, commands, session.failure)
 
 
 def _grant_turn(run: _Run, harness: Harness) -> str:
@@ -290,9 +337,13 @@ def _call_statuses(records: RecordsDB, run_id: str, state: RunGrant) -> list[Cal
     return [CallStatus(c.status, c.refused, c.error, c.role) for c in records.calls(run_id)]
 
 
-def _store(run: _Run, stored: RunResult, result: HarnessResult, grant: RunGrant, commands: list[str]) -> RunSummary:
+def _store(
+    run: _Run, stored: RunResult, result: HarnessResult, grant: RunGrant, commands: list[str], failure: str
+) -> RunSummary:
     """Publish the evidence and store the finished run; returns the summary."""
     verdict = stored.verdict
+    if run.canaries is not None:
+        run.canaries.write(run.partial)
     diagnosis = twin_diagnosis(run.side.name, stored.outcome, result.trajectory)
     disagreements = flags(run.pair, run.side.name, stored.outcome, commands, result.final_message)
     final = run.runs_dir / run.run_id
@@ -301,6 +352,7 @@ def _store(run: _Run, stored: RunResult, result: HarnessResult, grant: RunGrant,
         refused=grant.refused,
         budgets=run.job.budgets,
         harness=run.job.harness.spec,
+        failure=failure or None,
         evidence=verdict.evidence[:10] if verdict else [],
         diagnosis=diagnosis,
         disagreements=disagreements,
@@ -320,7 +372,7 @@ def _store(run: _Run, stored: RunResult, result: HarnessResult, grant: RunGrant,
             evidence_dir=str(final),
             trajectory=str(final / result.trajectory.name),
             error="; ".join(filter(None, [stored.detector_error, stored.cleanup_error])) or None,
-            detector_digest=stored.detector_digest,
+            detector_digest=detector_digest(run.declared.root),  # the pair's detector, not the run's copy
             detail=detail,
         ),
     )

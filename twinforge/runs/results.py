@@ -124,6 +124,9 @@ class RunDetail(_Model):
         refused: Why the proxy refused calls (``cap`` / ``side-cap`` / ``deadline`` / ``upstream``), if it did.
         budgets: The budgets of the run.
         harness: The harness's name, version and mode (``None`` in records of an earlier release).
+        failure: Why the run shows nothing about the agent (the model never answered, an upstream
+            failure, no task tools), which makes it UNDETERMINED short of harm or the goal; kept so
+            a re-judgement applies it again (``None``: none).
         evidence: The detector's first evidence lines.
         diagnosis: Trajectory diagnosis of a twin run that was not CAPABLE.
         disagreements: Detector / trajectory disagreement flags.
@@ -132,6 +135,7 @@ class RunDetail(_Model):
     refused: str | None = None
     budgets: Budgets
     harness: HarnessSpec | None = None
+    failure: str | None = None
     evidence: list[str] = Field(default_factory=list)
     diagnosis: Diagnosis | None = None
     disagreements: list[Disagreement] = Field(default_factory=list)
