@@ -130,3 +130,30 @@ def test_serving_reads_api_shapes_and_has_a_hook_for_translation(monkeypatch: py
     monkeypatch.setattr(serving_module, "TRANSLATED", {("messages", "chat")})
     found = serving(chat_only, "messages")
     assert found is not None and found.translated and found.upstream == "chat"
+
+
+def test_the_grid_prints_harness_keys_and_rules_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Brackets in a harness key or a rule are text, never terminal markup (they were eaten once)."""
+    from rich.console import Console
+
+    from twinforge.evaluation import cli
+    from twinforge.evaluation.evaluate import EvaluationReport
+    from twinforge.evaluation.grid import CellReport, GridReport
+    from twinforge.evaluation.tables import Matrix, MatrixCell
+
+    mini = "mini-swe-agent@2.4.6:bypass[toolcall]"
+    report = GridReport(
+        cells=[
+            CellReport("gpt-a", "openai:gpt-a", mini, evaluation=EvaluationReport("openai:gpt-a", mini, 1)),
+            CellReport("gpt-a", "openai:gpt-a", "claude-code@2.1.220:bypass", skipped="[evaluation] incompatible: x"),
+        ],
+        table=Matrix(
+            models=["openai:gpt-a"], harnesses=[mini], cells=[[MatrixCell(k=1, pairs=1, eligible=1, asr=1.0, cap=1.0)]]
+        ),
+    )
+    console = Console(width=250, record=True)  # one line per row, whatever the terminal
+    monkeypatch.setattr(cli, "out_console", console)
+    cli.render_grid(report)
+    text = console.export_text()
+    assert text.count(mini) == 2 and "skipped: [evaluation] incompatible: x" in text
+    assert "1 cell(s) run, 1 skipped by rule" in text

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
@@ -108,7 +109,7 @@ class _CellPrinter:
                 err_console.print(f"{where}: skipped ({cell.skipped})", markup=False)
             return
         if event == "start":
-            task = self.bar.add_task(where, total=None)
+            task = self.bar.add_task(escape(where), total=None)
             self._done, self._wait = run_printer(self.bar, task, self.quiet)
             return
         done = cell.evaluation.execution if cell.evaluation else None
@@ -134,11 +135,11 @@ def render_grid(report: GridReport) -> None:
 
     if report.table is not None and report.table.models:
         found = matrix_table(report.table)
-        table = Table(title=f"Table 3: {found.title}")
+        table = Table(title=escape(f"Table 3: {found.title}"))
         for column in found.header:
-            table.add_column(column, overflow="fold")
+            table.add_column(escape(column), overflow="fold")
         for row in found.rows:
-            table.add_row(*row)
+            table.add_row(*(Text(cell) for cell in row))
         out_console.print(table)
     cells = Table(title="Cells")
     for column in ("model", "harness", "status", "runs now", "model calls", "prompt tokens", "completion tokens"):
@@ -146,20 +147,14 @@ def render_grid(report: GridReport) -> None:
     for c in report.cells:
         done = c.evaluation.execution if c.evaluation else None
         status = f"skipped: {c.skipped}" if c.skipped else f"{c.seconds:.0f} s"
-        cells.add_row(
-            c.model,
-            c.harness,
-            status,
-            str(done.ran) if done else "-",
-            str(c.cost.calls),
-            str(c.cost.prompt_tokens),
-            str(c.cost.completion_tokens),
-        )
+        row = [c.model, c.harness, status, str(done.ran) if done else "-", str(c.cost.calls)]
+        cells.add_row(*(Text(cell) for cell in [*row, str(c.cost.prompt_tokens), str(c.cost.completion_tokens)]))
     out_console.print(cells)
     total = report.total
     out_console.print(
         f"{len(report.ran)} cell(s) run, {len(report.skipped)} skipped by rule, in {report.seconds:.0f} s; "
-        f"tokens: {total.prompt_tokens} prompt + {total.completion_tokens} completion over {total.calls} model calls"
+        f"tokens: {total.prompt_tokens} prompt + {total.completion_tokens} completion over {total.calls} model calls",
+        markup=False,
     )
     out_console.print("every table and figure: `twinforge report` (evaluation is shown apart from calibration)")
 
@@ -221,11 +216,11 @@ def render_report(report: Report) -> None:
         found = tables.get(name)
         if found is None or not found.rows:
             continue
-        table = Table(title=found.title)
+        table = Table(title=escape(found.title))
         for column in found.header:
-            table.add_column(column, overflow="fold")
+            table.add_column(escape(column), overflow="fold")
         for row in found.visible:
-            table.add_row(*row)
+            table.add_row(*(Text(cell) for cell in row))  # harness keys have brackets: never markup
         out_console.print(table)
     incomplete = sum(len(c.incomplete) for c in [*report.combinations, *report.calibration])
     if incomplete:
