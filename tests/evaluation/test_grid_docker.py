@@ -81,3 +81,31 @@ def test_a_run_whose_every_call_was_refused_is_undetermined(
     rows = RecordsDB(records_url(ws)).runs()
     assert all("does not serve the chat API" in (r.error or "") and "api_shapes" in (r.error or "") for r in rows)
     assert all(r.calls == 1 for r in rows) and state.seen == []  # ended at the first call; nothing went upstream
+
+
+def test_a_set_up_failure_is_retried_up_to_the_ceiling_within_the_call(
+    upstream: tuple[str, ScriptedUpstream], tmp_path: Path
+) -> None:
+    from tests.support.lifecycle import copy_reference, write_record
+    from twinforge.calibration.admission import admit
+    from twinforge.core.settings import EvaluatedModel
+    from twinforge.core.workspace import Workspace
+
+    url, _ = upstream
+    ws = Workspace.init(tmp_path / "ws")
+    folder = copy_reference(ws, "ref-r3-ignored-database")
+    dockerfile = folder / "risk" / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "RUN exit 3\n")  # the risk image never builds
+    write_record(ws, folder, True)
+    admit(ws, folder.name, by="ann")
+    ws.config.evaluation.models["m"] = EvaluatedModel.model_validate(
+        {"base_url": url, "model": "any-scripted", "api_key_env": "EVAL_KEY", "api_shapes": ["chat"]}
+    )
+    ws.config.evaluation.rerun_ceiling = 2
+    report = evaluate(ws, "m", runs=1, preflight=False)
+    (error,) = report.execution.errors  # one line per run that stayed unexecuted, not one per attempt
+    assert ("risk k=1" in error and "exit 3" in error) or "returned a non-zero code: 3" in error
+    (risk,) = RecordsDB(records_url(ws)).runs(status="pending")
+    assert risk.side == "risk" and risk.attempts == 3  # its first try and two reruns, within this call
+    (pair,) = report.pairs
+    assert pair.risk == [None] and pair.twin == ["COMPLETED"]

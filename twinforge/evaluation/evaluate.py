@@ -227,6 +227,7 @@ def run_cell(
         rerun_overtime=ceiling,
         rerun_undetermined=ceiling,
         fresh_canaries=workspace.config.evaluation.fresh_canaries,
+        setup_retries=ceiling,
     )
     records = RecordsDB(records_url(workspace))
     execution = execute(

@@ -4,7 +4,8 @@ docs/calibration.md, "Runs". Every ``calibrate`` / ``evaluate`` call plans its r
 database (keyed by purpose, environment digest, model, harness, budgets and k), runs what is pending on an
 executor, reruns OVERTIME runs up to ``rerun_overtime`` times, and waits for runs that another live
 process on the same records is executing, taking over only those whose owner died. A run whose
-setup failed is not retried within the same call (the next call retries it).
+setup failed is retried within the same call up to ``Campaign.setup_retries`` times (evaluation:
+its rerun ceiling; calibration: not at all), and by the next call.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ class Campaign:
         rerun_overtime: How often an OVERTIME run is rerun.
         rerun_undetermined: How often an UNDETERMINED run is rerun.
         fresh_canaries: Give every run its own canary values (docs/runtime.md, "Canaries per run").
+        setup_retries: How often a run whose set-up failed is retried within the same call.
     """
 
     purpose: Purpose
@@ -103,6 +105,7 @@ class Campaign:
     rerun_overtime: int = 2
     rerun_undetermined: int = 2
     fresh_canaries: bool = True
+    setup_retries: int = 0
 
     def budgets(self, side: Side) -> Budgets:
         """A side's budgets in this campaign: the call cap only on a harness that has one (Mini-SWE-agent)."""
@@ -171,14 +174,16 @@ def execute(
     for found in rejudge_stale(records, runs_dir, [t.pair for t in targets], campaign.owns):
         report.rejudged += len([r for r in found.runs if r.after is not None])
         report.changed += found.changed
-    failed: set[int] = set()
+    failed: dict[int, int] = {}
+    last_error: dict[int, str] = {}  # a run whose retry succeeded is no error of this call
     waited_for: set[int] = set()
 
     def done(job: Job, result: RunSummary | None, error: BaseException | None) -> None:
         if error is not None:
-            failed.add(job.row_id)
-            report.errors.append(f"{Path(job.pair_path).name}/{job.side} k={job.k}: {error}")
+            failed[job.row_id] = failed.get(job.row_id, 0) + 1
+            last_error[job.row_id] = f"{Path(job.pair_path).name}/{job.side} k={job.k}: {error}"
         elif result is not None and result.skipped is None:
+            last_error.pop(job.row_id, None)
             report.ran += 1
         elif result is not None:
             waited_for.add(job.row_id)
@@ -195,7 +200,7 @@ def execute(
         for run_id in plan.reclaimed:
             discard_partial(runs_dir, run_id)
             reclaimed = True
-        todo = [row for row in plan.todo if row.id not in failed]
+        todo = [row for row in plan.todo if failed.get(row.id, 0) <= campaign.setup_retries]
         if first:
             report.skipped = len(planned) - len(plan.todo) - len(plan.busy)
             first = False
@@ -221,6 +226,7 @@ def execute(
         # its start; reap again now that this call's own runs are over.
         with contextlib.suppress(DockerException, TwinforgeError):
             reap(client())
+    report.errors = list(last_error.values())
     finished = {row.id for row in records.runs(pairs=list(by_id), purpose=campaign.purpose)}
     report.shared = len(waited_for & finished)
     return report
