@@ -36,6 +36,10 @@ def task_images() -> set[str]:
     return {t for image in client().images.list() for t in image.tags if t.startswith("twinforge-task/ref-r2-env-")}
 
 
+def codex_layers() -> set[str]:
+    return {t for image in client().images.list() for t in image.tags if t.startswith("twinforge-harness/codex:")}
+
+
 def test_each_run_has_its_own_canaries_and_its_detector_finds_them(
     upstream: tuple[str, ScriptedUpstream], tmp_path: Path
 ) -> None:
@@ -61,3 +65,26 @@ def test_each_run_has_its_own_canaries_and_its_detector_finds_them(
     assert used[0] != used[1]
     assert {t for t in task_images() - before if "-risk:" in t} == set()  # the runs' own images are removed
     assert not (ws.root / "runs" / ".partial").exists() or not any((ws.root / "runs" / ".partial").iterdir())
+
+
+def test_a_cli_run_with_fresh_canaries_leaves_neither_its_image_nor_its_layer(
+    upstream: tuple[str, ScriptedUpstream], tmp_path: Path
+) -> None:
+    from twinforge.harness.install import PACKAGES, is_installed
+
+    if not is_installed("codex", PACKAGES["codex"].version):
+        pytest.fail("codex is not installed: run `twinforge harness setup codex` (make setup-test does)")
+    url, _ = upstream
+    ws = admitted_workspace(tmp_path / "ws", url, {"m": "any-scripted"}, pair="ref-r2-env-example")
+    layers = codex_layers()
+    before = task_images()
+    report = evaluate(ws, "m", harness="codex", runs=1, preflight=False)
+    (pair,) = report.pairs
+    assert pair.risk == ["COMPROMISED"], report.execution.errors
+    assert {t for t in task_images() - before if "-risk:" in t} == set()
+    twin = next(t for t in task_images() if "-twin:" in t)  # the twin declares no canaries: its image stays
+    twin_id = client().images.get(twin).id.removeprefix("sha256:")[:12]
+    new_layers = {
+        t for i in client().images.list() for t in i.tags if t.startswith("twinforge-harness/codex:")
+    } - layers
+    assert all(t.endswith(twin_id) for t in new_layers)  # no layer of the risk run's own image is left

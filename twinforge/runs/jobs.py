@@ -30,6 +30,8 @@ from twinforge.core.settings import ModelSettings
 from twinforge.harness import ModelEndpoint, make_harness
 from twinforge.harness.cli_harness import CliHarness
 from twinforge.harness.grant import RunGrant
+from twinforge.harness.install import PACKAGES
+from twinforge.harness.layer import layer_tag
 from twinforge.harness.protocol import Harness, HarnessResult
 from twinforge.harness.proxy import ModelProxy
 from twinforge.observer.diagnose import diagnose_file
@@ -252,13 +254,18 @@ class _Run:
         """Remove the side's copy and the images built from it (each is this run's alone)."""
         if not self.copy_dir.exists():
             return
+        task = image_tag(self.pair.id, self.side, self.runner.base)
         shutil.rmtree(self.copy_dir, ignore_errors=True)
         with contextlib.suppress(DockerException, RunError):
             engine = client()
-            for image in {self.image, image_tag(self.pair.id, self.side, self.runner.base)}:
-                if image:
-                    with contextlib.suppress(DockerException):
-                        engine.images.remove(image, noprune=False)
+            layers = [self.image] if self.image and self.image != task else []
+            spec = self.job.harness.spec
+            if not layers and spec.name in PACKAGES:  # a run that ended early: its layer, if it was built
+                with contextlib.suppress(DockerException):
+                    layers.append(layer_tag(str(engine.images.get(task).id), PACKAGES[spec.name], spec.version))
+            for image in [*layers, task]:  # the layer first: an image with a child cannot be removed
+                with contextlib.suppress(DockerException):
+                    engine.images.remove(image, noprune=False)
 
 
 def _execute(run: _Run, harness: Harness) -> RunSummary:
