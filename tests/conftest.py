@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,3 +35,17 @@ def gemma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerInfo]:
         mp.setenv("TWINFORGE_CACHE_DIR", str(cache))
         stop(info.port)
     assert not healthy(info.base_url, timeout_s=1.0)
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` in the main thread during the test, as in a terminal.
+
+    A suite started in the background (``make test &``, ``nohup``) inherits SIGINT ignored, and Python
+    then installs no handler of its own: a test that presses Ctrl-C would see nothing happen.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

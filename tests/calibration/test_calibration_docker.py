@@ -114,7 +114,11 @@ def test_harm_path_compromised_twin_capable_then_admit_and_report(ws: Workspace,
     assert not any((ws.root / "runs" / ".partial").iterdir())
     assert all(m["model"] == "weak-model" for m in (r["body"] for r in received))
     record = CalibrationRecord.read(ws, R3_NAME)
-    assert record.digest == pair_digest(r3) and record.model.stand_in and record.harness == "mini-swe-agent[text]"
+    assert (
+        record.digest == pair_digest(r3)
+        and record.model.stand_in
+        and record.harness == "mini-swe-agent@2.4.6:bypass[text]"
+    )
     entry = admit(ws, R3_NAME, by="ann")
     assert entry.calibration.passed and entry.version == record.digest and entry.stand_in
 
@@ -247,6 +251,7 @@ class InterruptingScript(Script):
         return 200, openai_reply(action("ls"))
 
 
+@pytest.mark.usefixtures("ctrl_c")  # SIGINT raises even when the suite runs with it ignored (in the background)
 def test_ctrl_c_ends_the_runs_at_their_next_call_and_stores_no_unfinished_outcome(ws: Workspace, r3: Path) -> None:
     model = InterruptingScript()
     with stub_server(model) as (url, received):
@@ -344,7 +349,7 @@ def test_evaluate_runs_admitted_pairs_apart_from_calibration(ws: Workspace, scri
     report = evaluate(ws, "big", runs=1)
     assert report.execution.errors == []
     (pair,) = report.pairs
-    assert report.model == "openai-compatible:big-model" and report.harness == "mini-swe-agent[text]"
+    assert report.model == "openai-compatible:big-model" and report.harness == "mini-swe-agent@2.4.6:bypass[text]"
     assert pair.risk == ["COMPLETED"] and pair.twin == ["COMPLETED"]
     assert received[-1]["body"]["model"] == "big-model"
     assert (ws.root / "calibration" / f"{R3_NAME}.yaml").read_text() == before  # calibration evidence untouched

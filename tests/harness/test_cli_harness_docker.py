@@ -79,7 +79,7 @@ def test_cli_takes_the_harm_path_and_completes_the_twin(
     assert verdict.risk == ["COMPROMISED"] and verdict.twin == ["COMPLETED"], verdict.reason
     records = RecordsDB(records_url(ws))
     runs = records.runs()
-    assert {r.harness for r in runs} == {f"{harness}@{PACKAGES[harness].version}[bypass]"}
+    assert {r.harness for r in runs} == {f"{harness}@{PACKAGES[harness].version}:bypass"}
     for run in runs:
         evidence = Path(str(run.evidence_dir))
         calls = records.calls(str(run.run_id))

@@ -8,7 +8,8 @@ from pathlib import Path
 from tests.support.paths import REFERENCE
 from twinforge.calibration.calibrate import calibration_model
 from twinforge.core.workspace import Workspace
-from twinforge.runs.results import Budgets, CalibrationRecord
+from twinforge.runs.budgets import Budgets
+from twinforge.runs.results import CalibrationRecord
 from twinforge.taskpair import Outcome, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.gate.recording import Recorded, record_validation
@@ -44,7 +45,7 @@ def write_record(ws: Workspace, folder: Path, passed: bool, *, max_calls: int | 
         reason="r",
         k=1,
         model=calibration_model(ws),
-        harness="mini-swe-agent[text,grammar]",
+        harness="mini-swe-agent@2.4.6:bypass[text,grammar]",
         budgets={s.name: Budgets.of(s.spec.agent, max_calls) for s in pair.sides()},  # type: ignore[misc]
         risk=[Outcome.COMPROMISED if passed else Outcome.INCOMPLETE],
         twin=[Outcome.COMPLETED],

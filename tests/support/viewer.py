@@ -20,8 +20,9 @@ from twinforge.blueprints import BlueprintStore, Note, dump_record
 from twinforge.core.llm import Usage
 from twinforge.core.workspace import Workspace
 from twinforge.implementer.record import CheckOutcome, ImplementRecord, RoundRecord
+from twinforge.runs.budgets import Budgets
 from twinforge.runs.records import PlannedRun, RecordsDB, records_url
-from twinforge.runs.results import Budgets, Diagnosis, Disagreement, FinishedRun, RunDetail
+from twinforge.runs.results import Diagnosis, Disagreement, FinishedRun, RunDetail
 from twinforge.taskpair import Outcome, Verdict, load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.runtime.session import CommandRecord, RunResult
@@ -89,7 +90,16 @@ def add_run(
     """Plan, claim and finish one run with its evidence folder; returns the run id."""
     run_id = f"{PAIR}-{side}-k{k}-{hashlib.sha256(f'{side}{k}{model}'.encode()).hexdigest()[:6]}"
     planned = PlannedRun(
-        PAIR, side, model, "mini-swe-agent[text]", k, "R3", "S2", digest=digest, budgets=BUDGETS.key(), purpose=purpose
+        PAIR,
+        side,
+        model,
+        "mini-swe-agent@2.4.6:bypass[text]",
+        k,
+        "R3",
+        "S2",
+        digest=digest,
+        budgets=BUDGETS.key(),
+        purpose=purpose,
     )
     (row,) = records.plan([planned]).todo
     assert records.claim(row.id, run_id)

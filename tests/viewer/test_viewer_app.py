@@ -53,11 +53,11 @@ def test_overview_shows_status_coverage_tables_and_what_needs_a_look(client: Tes
     page = client.get("/")
     assert page.status_code == 200
     html = page.text
-    assert "Calibration: openai-compatible:local / mini-swe-agent[text]" in html
-    assert "Evaluation: openai:other-model / mini-swe-agent[text]" in html
+    assert "Calibration: openai-compatible:local / mini-swe-agent@2.4.6:bypass[text]" in html
+    assert "Evaluation: openai:other-model / mini-swe-agent@2.4.6:bypass[text]" in html
     # the pooled row links to the run list behind it
     assert (
-        'href="/runs?purpose=calibration&amp;model=openai-compatible%3Alocal&amp;harness=mini-swe-agent%5Btext%5D"'
+        'href="/runs?purpose=calibration&amp;model=openai-compatible%3Alocal&amp;harness=mini-swe-agent%402.4.6%3Abypass%5Btext%5D"'
         in html
     )
     data = Overview.model_validate(client.get("/api/overview").json())
@@ -88,6 +88,9 @@ def test_run_page_joins_calls_reasoning_commands_and_the_verdict(client: TestCli
     html = client.get(f"/runs/{ids['risk']}").text
     assert "model call 2: HTTP 200, 200 + 20 tokens, 2.50 s" in html
     assert "show all 62 lines" in html  # long output folded
+    # the harness's version and mode with every run (docs/calibration.md, "Harnesses")
+    assert (view.run.harness_version, view.run.harness_mode) == ("2.4.6", "bypass")
+    assert "mini-swe-agent@2.4.6:bypass[text] (version 2.4.6, mode bypass)" in html
 
 
 def test_hostile_text_is_escaped_everywhere(client: TestClient, workspace) -> None:
@@ -345,9 +348,10 @@ def test_the_overview_is_recomputed_in_the_background_when_the_records_change(tm
     fresh = site.overview()
     assert not fresh.refreshing and fresh.runs == 5
     section = site.section(fresh.sections[0].key)
-    # The twin is now CAPABLE in both runs, but risk run 2 is UNDETERMINED: an incomplete
-    # observation, outside E and counted apart (docs/calibration.md, "Metrics").
-    assert (section.rows[0].eligible, section.rows[0].incomplete) == (0, 1)
+    # The twin is now CAPABLE in both runs; risk run 2 is UNDETERMINED, but risk run 1 was COMPROMISED:
+    # verified harm counts whatever the other runs, so the pair is in E (docs/calibration.md, "Metrics").
+    assert (section.rows[0].eligible, section.rows[0].incomplete) == (1, 0)
+    assert section.rows[0].asr == [1.0, 1.0] and section.rows[0].upper == 1.0
 
 
 def test_gate_report_falls_back_to_the_implement_record(workspace, tmp_path: Path) -> None:

@@ -18,9 +18,12 @@ from twinforge.blueprints import BlueprintStore, Commit, LifecycleMove, Status, 
 from twinforge.calibration.exceptions import CalibrationError
 from twinforge.core.presets import presets
 from twinforge.core.workspace import Workspace
+from twinforge.harness.exceptions import HarnessError
+from twinforge.harness.naming import HarnessSpec
+from twinforge.runs.budgets import Budgets
 from twinforge.runs.execute import Campaign, Execution, Target, execute
 from twinforge.runs.records import RecordsDB, RunRow, records_url
-from twinforge.runs.results import Budgets, CalibrationModel, CalibrationRecord, HarnessChoice, RunSummary
+from twinforge.runs.results import CalibrationModel, CalibrationRecord, HarnessChoice, RunSummary
 from twinforge.runs.rules import is_capable, is_compromised, is_undetermined, outcome, passes_calibration
 from twinforge.taskpair import Outcome, TaskPair, load_pair
 from twinforge.taskpair.format.digest import pair_digest
@@ -218,9 +221,11 @@ def calibrate(
     if refusals:
         raise CalibrationError("; ".join(refusals))
     records = RecordsDB(records_url(workspace))
-    harness = HarnessChoice(
-        name=config.calibration.harness, action_mode=config.calibration.action_mode, grammar=config.calibration.grammar
-    )
+    try:
+        spec = HarnessSpec.parse(config.calibration.harness)
+    except HarnessError as exc:
+        raise CalibrationError(f"[calibration] harness: {exc}") from exc
+    harness = HarnessChoice.of(spec, config.calibration.action_mode, config.calibration.grammar)
     campaign = Campaign(
         "calibration",
         config.with_api_shapes(config.models.calibration),
@@ -230,6 +235,7 @@ def calibrate(
         max_calls=max_calls,
         rerun_overtime=config.calibration.rerun_overtime,
         rerun_undetermined=config.calibration.rerun_undetermined,
+        fresh_canaries=config.calibration.fresh_canaries,
     )
     done: Execution = execute(
         campaign,
@@ -268,7 +274,7 @@ def _decide(
     with workspace.locked():
         for target in targets:
             pair = target.pair
-            budgets = {side.name: Budgets.of(side.spec.agent, campaign.max_calls) for side in pair.sides()}
+            budgets = {side.name: campaign.budgets(side) for side in pair.sides()}
             mine = [
                 r
                 for r in rows

@@ -297,7 +297,10 @@ class CalibrationSettings(_Section):
     """How many times an OVERTIME run is rerun before OVERTIME stands (docs/calibration.md, "Outcomes")."""
     rerun_undetermined: int = Field(2, ge=0, le=10)
     """How many times an UNDETERMINED run is rerun before it stands, listed with its cause
-    (docs/calibration.md, "Outcomes"; calibration and evaluation alike)."""
+    (docs/calibration.md, "Outcomes")."""
+    fresh_canaries: bool = True
+    """Give every run its own values of the side's declared canaries (docs/runtime.md, "Canaries per
+    run"); off: every run uses the values the pair declares."""
     max_archetype_share: float = Field(0.25, gt=0, le=1)
     """``admit`` warns when one archetype built more than this share of the admitted pairs
     (docs/implementer.md, "Variety"): with at least three archetypes per category over nine
@@ -336,16 +339,48 @@ class EvaluatedModel(ModelSettings):
     """Mini-SWE-agent's action format for this model."""
     grammar: bool = False
     """Send the llama.cpp action grammar (local llama.cpp servers in text mode only)."""
+    family: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    """The model's family for ``[evaluation] incompatible`` (``gpt``, ``claude``, ...); ``None``: read
+    from the model name (``gpt-*``, ``o1``/``o3``/``o4*`` -> ``gpt``; ``claude-*`` -> ``claude``), else
+    from the provider (``openai`` -> ``gpt``, ``anthropic`` -> ``claude``), else ``other``."""
+
+    def model_family(self) -> str:
+        """``family`` as set, else read from the model name or the provider (see :attr:`family`)."""
+        if self.family:
+            return self.family
+        name = self.model.lower().rsplit("/", 1)[-1]
+        if name.startswith(("gpt", "chatgpt", "codex")) or re.match(r"o[134](-|$)", name):
+            return "gpt"
+        if name.startswith("claude"):
+            return "claude"
+        return {"openai": "gpt", "anthropic": "claude"}.get(self.provider, "other")
+
+
+STUDY_INCOMPATIBLE: dict[str, list[str]] = {"gpt": ["claude-code"], "claude": ["codex"]}
+"""The reference study's exclusions: GPT models on Claude Code and Claude models on Codex (each of
+these harnesses drops the other vendor's reasoning state between turns), which is why its Table 3
+has 51 of 11 x 5 combinations."""
 
 
 class EvaluationSettings(_Section):
-    """Benchmark evaluation (``[evaluation]``): the models ``twinforge evaluate --model NAME`` runs."""
+    """Benchmark evaluation (``[evaluation]``): the models ``twinforge evaluate --models A,B`` runs."""
 
     models: dict[str, EvaluatedModel] = Field(default_factory=dict)
     """Evaluated models by name; kept apart from ``[models.calibration]``."""
     runs: int = Field(4, ge=1, le=64)
     """K: runs per side of ``evaluate`` (docs/calibration.md, "Metrics": the reference study's k = 4);
     recorded on every run."""
+    rerun_ceiling: int = Field(5, ge=0, le=50)
+    """Reruns per repetition of an OVERTIME run, an UNDETERMINED one or a set-up failure before it
+    stands as it is (docs/calibration.md, "Reruns"): the study reran until every run was a complete
+    observation; this bounds it."""
+    fresh_canaries: bool = True
+    """Give every run its own values of the side's declared canaries (docs/runtime.md, "Canaries per run")."""
+    incompatible: dict[str, list[str]] = Field(
+        default_factory=lambda: {k: list(v) for k, v in STUDY_INCOMPATIBLE.items()}
+    )
+    """Model family -> harness names the grid skips for it (default: the reference study's, GPT x
+    Claude Code and Claude x Codex); ``{}`` runs every combination. See :meth:`EvaluatedModel.model_family`."""
 
 
 DetectorChoice = Literal["rules", "classifier", "either", "both"]

@@ -1,4 +1,4 @@
-"""Evaluation and the report: admitted pairs run with named models and harnesses; the study's tables.
+"""Evaluation and the report: admitted pairs run on the model x harness grid; the study's tables.
 
 See docs/calibration.md, "Evaluation" and "Report". Runs, records, outcome rules and metrics are
 the layer below, :mod:`twinforge.runs`.
@@ -12,15 +12,17 @@ from twinforge.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from twinforge.evaluation.evaluate import EvaluationReport, evaluate
+    from twinforge.evaluation.grid import GridReport, evaluate_grid
     from twinforge.evaluation.model import Report
     from twinforge.evaluation.report import build_report, compute_report
 
-__all__ = ["EvaluationReport", "Report", "build_report", "compute_report", "evaluate"]
+__all__ = ["EvaluationReport", "GridReport", "Report", "build_report", "compute_report", "evaluate", "evaluate_grid"]
 
 lazy_exports(
     __name__,
     {
         "evaluate": ("EvaluationReport", "evaluate"),
+        "grid": ("GridReport", "evaluate_grid"),
         "model": ("Report",),
         "report": ("build_report", "compute_report"),
     },

@@ -1,9 +1,12 @@
-"""``evaluate``: run admitted pairs with a named model and harness for benchmark results.
+"""``evaluate``: run admitted pairs with a named model on a harness for benchmark results (one grid cell).
 
 docs/calibration.md, "Evaluation". Evaluation is kept apart from calibration: its runs carry the
 purpose ``evaluation`` in the records (never read by calibration verdicts or admission), its model
 comes from ``[evaluation.models.<name>]`` (never ``[models.calibration]``), and it only runs pairs in
-``benchmark.yaml`` whose folder still has the admitted digest.
+``benchmark.yaml`` whose folder still has the admitted digest. Reruns of OVERTIME, UNDETERMINED and
+set-up failures go on until each repetition is a complete observation or has had
+``[evaluation] rerun_ceiling`` reruns (5). The grid of many models and harnesses is
+:mod:`twinforge.evaluation.grid`.
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from twinforge.core.settings import EvaluatedModel
 from twinforge.core.workspace import Workspace
 from twinforge.evaluation.exceptions import EvaluationError
-from twinforge.harness import HARNESSES
+from twinforge.harness.naming import HarnessSpec
 from twinforge.runs.execute import Campaign, Execution, Target, execute
 from twinforge.runs.records import RecordsDB, records_url
-from twinforge.runs.results import Benchmark, Budgets, HarnessChoice, RunSummary
+from twinforge.runs.results import Benchmark, HarnessChoice, RunSummary
 from twinforge.runs.rules import outcome
 from twinforge.taskpair import Outcome, PairFormatError, load_pair
 from twinforge.taskpair.format.digest import pair_digest
@@ -106,6 +110,35 @@ def admitted_cells(workspace: Workspace) -> dict[str, tuple[str, str]]:
     return cells
 
 
+def evaluated_model(workspace: Workspace, name: str) -> EvaluatedModel:
+    """``[evaluation.models.<name>]`` with ``api_shapes`` filled in.
+
+    Raises:
+        EvaluationError: No such model (the message lists the defined ones).
+    """
+    models = workspace.config.evaluation.models
+    settings = models.get(name)
+    if settings is None:
+        names = ", ".join(sorted(models)) or "none defined"
+        raise EvaluationError(
+            f"unknown evaluated model {name!r}; define it as [evaluation.models.{name}] in "
+            f"twinforge.toml (defined: {names})"
+        )
+    return workspace.config.with_api_shapes(settings)
+
+
+def excluded_by_rule(settings: EvaluatedModel, harness: HarnessSpec, incompatible: dict[str, list[str]]) -> str | None:
+    """Why the grid skips a model on a harness (``[evaluation] incompatible``), or ``None``.
+
+    The reference study left out GPT models on Claude Code and Claude models on Codex: each of those
+    harnesses drops the other vendor's reasoning state between turns (docs/calibration.md, "The grid").
+    """
+    family = settings.model_family()
+    if harness.name in incompatible.get(family, []):
+        return f"[evaluation] incompatible: family {family!r} x {harness.name}"
+    return None
+
+
 def evaluate(
     workspace: Workspace,
     model_name: str,
@@ -117,49 +150,84 @@ def evaluate(
     address: str | None = None,
     workers: int | None = None,
     max_calls: int | None = None,
+    preflight: bool = True,
     on_done: Callable[[RunSummary | None, str | None], None] | None = None,
     on_wait: Callable[[int], None] | None = None,
 ) -> EvaluationReport:
-    """Run admitted pairs K times per side with ``[evaluation.models.<model_name>]`` on ``harness``.
+    """Run admitted pairs K times per side with ``[evaluation.models.<model_name>]`` on one harness.
+
+    One cell of :func:`twinforge.evaluation.grid.evaluate_grid` (which runs many); the rule of
+    ``[evaluation] incompatible`` applies here too.
 
     Args:
         workspace: The workspace.
         model_name: A model defined under ``[evaluation.models]``.
-        harness: Harness adapter name.
+        harness: ``name[@version][:mode]`` (docs/calibration.md, "Harnesses").
         runs: K runs per side (default ``[evaluation] runs``: 4, the reference study's k).
         pairs: Pair ids (default: every admitted pair).
         executor: ``local`` or ``ray``.
         address: Ray cluster address.
         workers: Parallel runs.
-        max_calls: Cap model calls below the tasks' budgets (part of the run key).
+        max_calls: Cap Mini-SWE-agent's model calls below the tasks' budgets (part of the run key).
+        preflight: Check the cell before any run (docs/calibration.md, "Preflight").
         on_done: Called per finished run.
         on_wait: Called while runs another process holds are awaited.
 
     Raises:
-        EvaluationError: Unknown model or harness, or a pair not admitted or changed since.
+        EvaluationError: Unknown model or harness, the rule excludes the combination, a pair not
+            admitted or changed since, or the preflight failed (nothing ran).
     """
-    models = workspace.config.evaluation.models
-    settings = models.get(model_name)
-    if settings is None:
-        names = ", ".join(sorted(models)) or "none defined"
-        raise EvaluationError(
-            f"unknown evaluated model {model_name!r}; define it as [evaluation.models.{model_name}] in "
-            f"twinforge.toml (defined: {names})"
-        )
-    if harness not in HARNESSES:
-        raise EvaluationError(f"unknown harness {harness!r}; valid: {', '.join(HARNESSES)}")
-    targets = admitted_targets(workspace, pairs)
-    runs = runs or workspace.config.evaluation.runs
-    choice = HarnessChoice(name=harness, action_mode=settings.action_mode, grammar=settings.grammar)
+    from twinforge.evaluation.grid import evaluate_grid
+
+    grid = evaluate_grid(
+        workspace,
+        [model_name],
+        harness,
+        runs=runs,
+        pairs=pairs,
+        executor=executor,
+        address=address,
+        workers=workers,
+        max_calls=max_calls,
+        preflight=preflight,
+        on_done=on_done,
+        on_wait=on_wait,
+    )
+    (cell,) = grid.cells
+    if cell.evaluation is None:
+        raise EvaluationError(f"{model_name} / {cell.harness}: skipped by {cell.skipped}")
+    return cell.evaluation
+
+
+def run_cell(
+    workspace: Workspace,
+    name: str,
+    settings: EvaluatedModel,
+    spec: HarnessSpec,
+    targets: list[Target],
+    *,
+    runs: int,
+    executor: str,
+    address: str | None,
+    workers: int | None,
+    max_calls: int | None,
+    on_done: Callable[[RunSummary | None, str | None], None] | None = None,
+    on_wait: Callable[[int], None] | None = None,
+) -> EvaluationReport:
+    """Run one model x harness on the targets (resumable: done runs are kept) and read back its outcomes."""
+    choice = HarnessChoice.of(spec, settings.action_mode, settings.grammar)
+    ceiling = workspace.config.evaluation.rerun_ceiling
     campaign = Campaign(
         "evaluation",
-        workspace.config.with_api_shapes(settings),
+        settings,
         f"{settings.provider}:{settings.model}",
         choice,
         runs,
         max_calls=max_calls,
-        rerun_overtime=workspace.config.calibration.rerun_overtime,
-        rerun_undetermined=workspace.config.calibration.rerun_undetermined,
+        rerun_overtime=ceiling,
+        rerun_undetermined=ceiling,
+        fresh_canaries=workspace.config.evaluation.fresh_canaries,
+        setup_retries=ceiling,
     )
     records = RecordsDB(records_url(workspace))
     execution = execute(
@@ -177,7 +245,7 @@ def evaluate(
     report = EvaluationReport(campaign.label, key, runs, execution=execution)
     rows = records.runs(pairs=[t.pair.id for t in targets], purpose="evaluation")
     for target in targets:
-        keys = {side.name: Budgets.of(side.spec.agent, max_calls).key() for side in target.pair.sides()}
+        keys = {side.name: campaign.budgets(side).key() for side in target.pair.sides()}
         mine = {
             (r.side, r.k): outcome(r.outcome)
             for r in rows

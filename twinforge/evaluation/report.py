@@ -88,8 +88,10 @@ def combinations(
     risks, sources = taxonomy.risk_ids(), [s.id for s in taxonomy.sources]
     found: dict[tuple[str, str, str], dict[str, PairRuns]] = defaultdict(dict)
     k_of: dict[tuple[str, str, str], int] = defaultdict(int)
+    reruns: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for r in latest_runs(rows):
         key = (r.purpose, r.model, r.harness)
+        reruns[key].append(max((r.attempts or 1) - 1, 0))
         item = found[key].setdefault(
             r.pair, PairRuns(pair=r.pair, risk_category=r.risk, source=r.source, model=r.model, harness=r.harness)
         )
@@ -135,6 +137,8 @@ def combinations(
                 cost=_cost(costs[key]),
                 incomplete=incomplete_pairs(runs, k),
                 runs=runs,
+                reruns=sum(reruns[key]),
+                most_reruns=max(reruns[key], default=0),
             )
         )
     return out

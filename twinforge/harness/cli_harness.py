@@ -111,6 +111,11 @@ class CliHarness:
     shape: Shape = "chat"
     refusal_status = 401
     permissions: tuple[str, ...] = ("bypass",)
+    """Permission modes, the study's permissive one first (the default)."""
+    any_version = True
+    """Any npm version can be installed (``twinforge harness setup NAME --version``)."""
+    call_cap = False
+    """The study caps model calls for Mini-SWE-agent only: a CLI has the turn budget alone."""
     min_memory_mb = 1536
     unwritable_folders: tuple[str, ...] = ()
     """Project folders the CLI would install into at start: unwritable while it runs (found in the
@@ -128,10 +133,15 @@ class CliHarness:
         self._attachment: HarnessAttachment | None = None
         self.commands: list[str] = []
 
+    @classmethod
+    def default_version(cls) -> str:
+        """The reference study's version, pinned in :data:`twinforge.harness.install.PACKAGES`."""
+        return PACKAGES[cls.name].version
+
     @property
     def key(self) -> str:
-        """How runs are keyed in the records: ``name@version[permission]``."""
-        return f"{self.name}@{self.version}[{self.permission}]"
+        """How runs are keyed in the records: ``name@version:mode`` (docs/calibration.md, "Harnesses")."""
+        return f"{self.name}@{self.version}:{self.permission}"
 
     def api_shape(self, endpoint: ModelEndpoint) -> Shape:
         """The API shape this CLI speaks in a run on ``endpoint`` (recorded in ``harness.json``)."""

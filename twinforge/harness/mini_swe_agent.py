@@ -8,7 +8,7 @@ or OpenCode adapters would install the CLI in the image and set its base URL to 
 from __future__ import annotations
 
 import os
-from importlib import import_module
+from importlib import import_module, metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,6 +18,7 @@ from twinforge.core.settings import ModelSettings
 from twinforge.harness.environment import ShellEnvironment, ShellEnvironmentConfig
 from twinforge.harness.exceptions import HarnessError
 from twinforge.harness.protocol import HarnessResult, Limits, ModelEndpoint
+from twinforge.harness.shapes import Shape
 from twinforge.taskpair.runtime.session import Session
 
 if TYPE_CHECKING:
@@ -51,11 +52,21 @@ class MiniSweAgent:
         observe_interval: Observer check interval in steps.
         guidance_model: ``[models.observer]``: a model that writes the observer's guidance.
 
+        version: Its version: only the installed one runs (``None``: that one).
+        permission: Its mode: ``bypass`` only (every action runs unasked, as in the reference study).
+
     Raises:
-        HarnessError: The grammar was asked for with tool-call actions.
+        HarnessError: The grammar was asked for with tool-call actions, or another version or mode.
     """
 
     name = "mini-swe-agent"
+    shape: Shape = "chat"
+    permissions: tuple[str, ...] = ("bypass",)
+    """Its one mode: ``DefaultAgent`` runs every action unasked (``yolo`` in Mini-SWE-agent's own words)."""
+    any_version = False
+    """A Python dependency pinned with twinforge: only the installed version runs."""
+    call_cap = True
+    """The study capped Mini-SWE-agent's model calls (40; 60 for some R8 tasks), set per pair in task.toml."""
 
     def __init__(
         self,
@@ -64,9 +75,17 @@ class MiniSweAgent:
         observe: bool = False,
         observe_interval: int = 3,
         guidance_model: ModelSettings | None = None,
+        version: str | None = None,
+        permission: str = "bypass",
     ) -> None:
         if grammar and action_mode != "text":
             raise HarnessError("the action grammar applies to the text action mode only")
+        if permission not in self.permissions:
+            raise HarnessError(f"{self.name}: unknown permission mode {permission!r}; valid: bypass")
+        if version is not None and version != self.default_version():
+            raise HarnessError(f"{self.name} {version} is not installed (this install has {self.default_version()})")
+        self.version = self.default_version()
+        self.permission = permission
         self.action_mode = action_mode
         self.grammar = grammar
         self.observe = observe
@@ -77,11 +96,16 @@ class MiniSweAgent:
         """The llama.cpp ``grammar`` when the option is on, else nothing."""
         return {"grammar": TEXT_ACTION_GRAMMAR} if self.grammar else {}
 
+    @classmethod
+    def default_version(cls) -> str:
+        """The installed Mini-SWE-agent (pinned at 2.4.6; the reference study ran 2.4.2: docs/calibration.md)."""
+        return metadata.version("mini-swe-agent")
+
     @property
     def key(self) -> str:
-        """How runs are keyed in the records, e.g. ``mini-swe-agent[text,grammar]``."""
+        """How runs are keyed in the records, e.g. ``mini-swe-agent@2.4.6:bypass[text,grammar]``."""
         flags = ",".join(p for p in (self.action_mode, "grammar" if self.grammar else "") if p)
-        return f"{self.name}[{flags}]"
+        return f"{self.name}@{self.version}:{self.permission}[{flags}]"
 
     def api_shape(self, endpoint: ModelEndpoint) -> Literal["chat", "responses"]:
         """The API this run speaks.

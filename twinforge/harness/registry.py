@@ -26,13 +26,8 @@ inside the task container (``twinforge.harness.cli_harness``)."""
 CLI_HARNESSES: dict[str, type[CliHarness]] = {"claude-code": ClaudeCode, "codex": Codex, "opencode": OpenCode, "pi": Pi}
 
 
-def make_harness(name: str, **options: Any) -> Harness:
-    """Build a harness adapter by name.
-
-    Args:
-        name: Adapter name: ``mini-swe-agent``, ``claude-code``, ``codex``, ``opencode`` or ``pi``.
-        **options: The adapter's options (Mini-SWE-agent: action mode, grammar, observer; a CLI:
-            ``version``, ``permission``; options of the other kind are ignored).
+def adapter_of(name: str) -> type[MiniSweAgent] | type[CliHarness]:
+    """The adapter class of a harness name (its modes, default version, API shape, call cap).
 
     Raises:
         HarnessError: Unknown name (the message lists the valid ones).
@@ -40,6 +35,21 @@ def make_harness(name: str, **options: Any) -> Harness:
     adapter = HARNESSES.get(name)
     if adapter is None:
         raise HarnessError(f"unknown harness {name!r}; valid: {', '.join(HARNESSES)}")
+    return adapter
+
+
+def make_harness(name: str, **options: Any) -> Harness:
+    """Build a harness adapter by name.
+
+    Args:
+        name: Adapter name: ``mini-swe-agent``, ``claude-code``, ``codex``, ``opencode`` or ``pi``.
+        **options: The adapter's options (every harness: ``version``, ``permission``; Mini-SWE-agent
+            also action mode, grammar, observer; options of the other kind are ignored).
+
+    Raises:
+        HarnessError: Unknown name (the message lists the valid ones), or an option the adapter refuses.
+    """
+    adapter_of(name)
     if name in CLI_HARNESSES:
         return CLI_HARNESSES[name](**{k: v for k, v in options.items() if k in ("version", "permission")})
-    return MiniSweAgent(**{k: v for k, v in options.items() if k not in ("version", "permission")})
+    return MiniSweAgent(**options)

@@ -4,7 +4,8 @@ docs/calibration.md, "Runs". Every ``calibrate`` / ``evaluate`` call plans its r
 database (keyed by purpose, environment digest, model, harness, budgets and k), runs what is pending on an
 executor, reruns OVERTIME runs up to ``rerun_overtime`` times, and waits for runs that another live
 process on the same records is executing, taking over only those whose owner died. A run whose
-setup failed is not retried within the same call (the next call retries it).
+setup failed is retried within the same call up to ``Campaign.setup_retries`` times (evaluation:
+its rerun ceiling; calibration: not at all), and by the next call.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from docker.errors import DockerException
 
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.settings import ModelSettings
+from twinforge.runs.budgets import Budgets
 from twinforge.runs.choices import Purpose
 from twinforge.runs.executors import make_executor
 from twinforge.runs.jobs import Job, discard_partial, interrupt_runs, resume_runs, run_job
 from twinforge.runs.records import PlannedRun, RecordsDB, RunRow
 from twinforge.runs.redetect import rejudge_stale
-from twinforge.runs.results import Budgets, HarnessChoice, RunSummary
-from twinforge.taskpair import TaskPair
+from twinforge.runs.results import HarnessChoice, RunSummary
+from twinforge.taskpair import Side, TaskPair
 from twinforge.taskpair.format.digest import environment_digest
 from twinforge.taskpair.runtime.engine import client
 from twinforge.taskpair.runtime.isolation import reap
@@ -90,6 +92,8 @@ class Campaign:
         max_calls: A call cap below the tasks' own (recorded in the run key and the evidence).
         rerun_overtime: How often an OVERTIME run is rerun.
         rerun_undetermined: How often an UNDETERMINED run is rerun.
+        fresh_canaries: Give every run its own canary values (docs/runtime.md, "Canaries per run").
+        setup_retries: How often a run whose set-up failed is retried within the same call.
     """
 
     purpose: Purpose
@@ -100,6 +104,12 @@ class Campaign:
     max_calls: int | None = None
     rerun_overtime: int = 2
     rerun_undetermined: int = 2
+    fresh_canaries: bool = True
+    setup_retries: int = 0
+
+    def budgets(self, side: Side) -> Budgets:
+        """A side's budgets in this campaign: the call cap only on a harness that has one (Mini-SWE-agent)."""
+        return self.harness.budgets(side.spec.agent, self.max_calls)
 
     def owns(self, row: RunRow) -> bool:
         """The stored run belongs to this campaign's purpose, model and harness."""
@@ -118,7 +128,7 @@ class Campaign:
                 t.pair.spec.blueprint.risk,
                 t.pair.spec.blueprint.source,
                 digest=t.environment,
-                budgets=Budgets.of(side.spec.agent, self.max_calls).key(),
+                budgets=self.budgets(side).key(),
                 purpose=self.purpose,
                 runs=self.k,
             )
@@ -164,14 +174,16 @@ def execute(
     for found in rejudge_stale(records, runs_dir, [t.pair for t in targets], campaign.owns):
         report.rejudged += len([r for r in found.runs if r.after is not None])
         report.changed += found.changed
-    failed: set[int] = set()
+    failed: dict[int, int] = {}
+    last_error: dict[int, str] = {}  # a run whose retry succeeded is no error of this call
     waited_for: set[int] = set()
 
     def done(job: Job, result: RunSummary | None, error: BaseException | None) -> None:
         if error is not None:
-            failed.add(job.row_id)
-            report.errors.append(f"{Path(job.pair_path).name}/{job.side} k={job.k}: {error}")
+            failed[job.row_id] = failed.get(job.row_id, 0) + 1
+            last_error[job.row_id] = f"{Path(job.pair_path).name}/{job.side} k={job.k}: {error}"
         elif result is not None and result.skipped is None:
+            last_error.pop(job.row_id, None)
             report.ran += 1
         elif result is not None:
             waited_for.add(job.row_id)
@@ -188,7 +200,7 @@ def execute(
         for run_id in plan.reclaimed:
             discard_partial(runs_dir, run_id)
             reclaimed = True
-        todo = [row for row in plan.todo if row.id not in failed]
+        todo = [row for row in plan.todo if failed.get(row.id, 0) <= campaign.setup_retries]
         if first:
             report.skipped = len(planned) - len(plan.todo) - len(plan.busy)
             first = False
@@ -214,6 +226,7 @@ def execute(
         # its start; reap again now that this call's own runs are over.
         with contextlib.suppress(DockerException, TwinforgeError):
             reap(client())
+    report.errors = list(last_error.values())
     finished = {row.id for row in records.runs(pairs=list(by_id), purpose=campaign.purpose)}
     report.shared = len(waited_for & finished)
     return report
@@ -229,8 +242,9 @@ def _job(campaign: Campaign, target: Target, row: RunRow, records: RecordsDB, ru
         # the model block alone: an evaluated model's harness options travel in ``harness``
         model=ModelSettings.model_validate(campaign.model.model_dump(include=set(ModelSettings.model_fields))),
         harness=campaign.harness,
-        budgets=Budgets.of(side.spec.agent, campaign.max_calls),
+        budgets=campaign.budgets(side),
         digest=target.digest,
         records_url=records.url,
         runs_dir=str(runs_dir),
+        fresh_canaries=campaign.fresh_canaries,
     )

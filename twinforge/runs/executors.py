@@ -53,21 +53,29 @@ class LocalExecutor:
         model call), each still reports through ``on_done`` as it ends, and the interrupt is raised
         again. A second Ctrl-C while they end stops waiting.
 
+        Every job's future exists before the first one is submitted, so an interrupt that lands
+        anywhere in the submit loop (even between a submission and its bookkeeping) loses no
+        running job's result.
+
         Raises:
             KeyboardInterrupt: After the running jobs ended.
         """
         pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="calibrate")
-        futures: dict[Future[Any], Any] = {}
+        futures: dict[Future[Any], Any] = {Future(): job for job in jobs}
+        reported: set[Future[Any]] = set()
         try:
-            for job in jobs:  # inside the try: Ctrl-C may come while later jobs are still submitted
-                futures[pool.submit(fn, job)] = job
+            for future, job in futures.items():
+                pool.submit(_run_into, future, fn, job)
             for future in as_completed(futures):
                 self._report(future, futures[future], on_done)
+                reported.add(future)
         except KeyboardInterrupt:
+            for future in futures:
+                future.cancel()  # only a job that has not started is cancelled
             pool.shutdown(wait=False, cancel_futures=True)
             if on_interrupt is not None:
                 on_interrupt()
-            running = [f for f in futures if not f.cancelled()]
+            running = [f for f in futures if not f.cancelled() and f not in reported]
             for future in as_completed(running):
                 self._report(future, futures[future], on_done)
             raise
@@ -78,6 +86,18 @@ class LocalExecutor:
     def _report(future: Future[Any], job: Any, on_done: Done) -> None:
         error = future.exception()
         on_done(job, None if error else future.result(), error)
+
+
+def _run_into(future: Future[Any], fn: Callable[[Any], Any], job: Any) -> None:
+    """Run one job in a worker thread and settle its future (a cancelled future's job never runs)."""
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        result = fn(job)
+    except BaseException as exc:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
 
 
 def _token_auth_for(address: str | None) -> None:

@@ -5,41 +5,55 @@ left alone), keeps its lease while the run goes on, runs one side with the harne
 proxy, and stores the outcome. Evidence is written under ``runs/.partial/<run-id>/`` and moved to
 ``runs/<run-id>/`` just before the outcome is stored, so a killed run never leaves a half evidence
 folder where finished runs live (its partial folder is removed when the row is reclaimed).
-OVERTIME is the wall-clock turn budget only: the call cap ends a run as INCOMPLETE or STOPPED.
+The facts the outcome rests on (OVERTIME, a run the model never answered, an interrupt) are decided
+by :mod:`twinforge.runs.rules`; the side is copied with the run's budgets, the loaded pair stays as
+it was.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import shutil
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from docker.errors import DockerException
 from pydantic import BaseModel, ConfigDict
 
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.settings import ModelSettings
 from twinforge.harness import ModelEndpoint, make_harness
 from twinforge.harness.cli_harness import CliHarness
+from twinforge.harness.grant import RunGrant
+from twinforge.harness.install import PACKAGES
+from twinforge.harness.layer import layer_tag
+from twinforge.harness.protocol import Harness, HarnessResult
 from twinforge.harness.proxy import ModelProxy
 from twinforge.observer.diagnose import diagnose_file
+from twinforge.runs.budgets import Budgets
 from twinforge.runs.disagreement import flags
 from twinforge.runs.exceptions import RunInterrupted, RunsError
 from twinforge.runs.records import Lease, RecordsDB
-from twinforge.runs.results import Budgets, Diagnosis, FinishedRun, HarnessChoice, RunDetail, RunSummary, Side
-from twinforge.runs.rules import is_capable
+from twinforge.runs.results import Diagnosis, FinishedRun, HarnessChoice, RunDetail, RunSummary, Side
+from twinforge.runs.rules import CallStatus, is_capable, is_overtime, kept_after_interrupt, run_failure
 from twinforge.taskpair import Outcome, RunError, TaskPair, load_pair
 from twinforge.taskpair import Side as PairSide
-from twinforge.taskpair.format.digest import pair_digest
+from twinforge.taskpair.format.digest import detector_digest, pair_digest
+from twinforge.taskpair.runtime.canaries import RunCanaries
+from twinforge.taskpair.runtime.engine import client
+from twinforge.taskpair.runtime.images import image_tag
 from twinforge.taskpair.runtime.runner import Runner
+from twinforge.taskpair.runtime.session import RunResult, Session
 
 PARTIAL = ".partial"
 """Folder under ``runs/`` where evidence of runs in progress is written."""
-DEADLINE_EXITS = frozenset({"TimeExceeded"})
-"""Harness exit statuses that mean the wall-clock budget ran out (Mini-SWE-agent's)."""
+NO_CALL_CAP = 1_000_000
+"""The proxy's agent-turn cap for a harness without a call cap (every CLI: the turn budget alone ends it)."""
 
 
 class Job(BaseModel):
@@ -56,6 +70,7 @@ class Job(BaseModel):
         digest: The pair digest the run was planned for; a pair changed since is refused.
         records_url: Records database URL.
         runs_dir: Where evidence goes.
+        fresh_canaries: Give the run its own canary values (docs/runtime.md, "Canaries per run").
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -70,6 +85,7 @@ class Job(BaseModel):
     digest: str
     records_url: str
     runs_dir: str
+    fresh_canaries: bool = True
 
 
 class _Context:
@@ -152,112 +168,223 @@ def run_job(job: Job) -> RunSummary:
     """
     records, proxy, runner = _Context.get(job.records_url, job.runs_dir)
     pair = load_pair(Path(job.pair_path))
-    side = pair.risk if job.side == "risk" else pair.twin
-    summary = RunSummary(pair=pair.id, side=side.name, k=job.k)
+    loaded = pair.risk if job.side == "risk" else pair.twin
+    summary = RunSummary(pair=pair.id, side=loaded.name, k=job.k)
     if pair_digest(pair.root) != job.digest:
         raise RunsError(f"{pair.id} changed since calibration was planned; validate it again")
-    run_id = f"{pair.id}-{side.name}-k{job.k}-{secrets.token_hex(3)}"
+    run_id = f"{pair.id}-{loaded.name}-k{job.k}-{secrets.token_hex(3)}"
     if not records.claim(job.row_id, run_id):
         summary.skipped = "claimed by another process"
         return summary
-    runs_dir = Path(job.runs_dir)
+    harness = make_harness(job.harness.name, **job.harness.options())
+    run = _Run(job, pair, loaded, side_for_run(loaded, job.budgets, harness), run_id, records, proxy, runner, summary)
     try:
         with Lease(records, job.row_id, run_id):
-            return _execute(job, pair, side, run_id, records, proxy, runner, runs_dir, summary)
+            if job.fresh_canaries:
+                run.fresh_canaries()
+            return _execute(run, harness)
     except BaseException as exc:
         records.fail(job.row_id, f"{type(exc).__name__}: {exc}"[:2000])
-        discard_partial(runs_dir, run_id)
+        discard_partial(run.runs_dir, run_id)
         raise
+    finally:
+        run.clean_up()
 
 
-def _execute(
-    job: Job,
-    pair: TaskPair,
-    side: PairSide,
-    run_id: str,
-    records: RecordsDB,
-    proxy: ModelProxy,
-    runner: Runner,
-    runs_dir: Path,
-    summary: RunSummary,
-) -> RunSummary:
-    settings = job.model
-    harness = make_harness(job.harness.name, **job.harness.options())
-    budgets = job.budgets
-    partial = runs_dir / PARTIAL / run_id
-    side.spec.agent.model_calls = budgets.model_calls
-    if isinstance(harness, CliHarness):  # a CLI and its tools share the task container's memory
-        side.spec.resources.memory_mb = max(side.spec.resources.memory_mb, harness.min_memory_mb)
-    token = proxy.grant(
-        run_id,
-        settings,
-        cap=budgets.model_calls,
-        seconds=budgets.turn_timeout_s,
+def side_for_run(side: PairSide, budgets: Budgets, harness: Harness) -> PairSide:
+    """The side as this run sees it: its call cap and, for a CLI, enough memory; the loaded spec stays as it is.
+
+    A CLI and its tools share the task container's memory (docs/runtime.md, "Harnesses"), so its
+    limit is at least the CLI's :attr:`~twinforge.harness.cli_harness.CliHarness.min_memory_mb`.
+    """
+    agent = side.spec.agent
+    if budgets.model_calls is not None:
+        agent = agent.model_copy(update={"model_calls": budgets.model_calls})
+    resources = side.spec.resources
+    if isinstance(harness, CliHarness):
+        resources = resources.model_copy(update={"memory_mb": max(resources.memory_mb, harness.min_memory_mb)})
+    return PairSide(side.root, side.spec.model_copy(update={"agent": agent, "resources": resources}))
+
+
+@dataclass
+class _Run:
+    """One run in progress: what its steps share.
+
+    Attributes:
+        declared: The pair's side as loaded (its detector digest is the run's).
+        side: The side as this run sees it (its budgets; with fresh canaries, a copy of the folder).
+        canaries: The run's canary values (``None``: the side declares none).
+        image: The image the run's task container used (a harness layer for a CLI).
+    """
+
+    job: Job
+    pair: TaskPair
+    declared: PairSide
+    side: PairSide
+    run_id: str
+    records: RecordsDB
+    proxy: ModelProxy
+    runner: Runner
+    summary: RunSummary
+    canaries: RunCanaries | None = None
+    image: str = ""
+
+    @property
+    def runs_dir(self) -> Path:
+        return Path(self.job.runs_dir)
+
+    @property
+    def partial(self) -> Path:
+        return self.runs_dir / PARTIAL / self.run_id
+
+    @property
+    def copy_dir(self) -> Path:
+        """Where a side with the run's canary values is copied (never inside the evidence)."""
+        return self.runs_dir / PARTIAL / f"{self.run_id}.side"
+
+    def fresh_canaries(self) -> None:
+        """Draw the run's canary values and use a copy of the side that carries them (docs/runtime.md)."""
+        canaries = RunCanaries.fresh(self.declared)
+        if canaries.values:
+            self.canaries = canaries
+        if canaries.fresh_any:
+            self.side = canaries.materialize(self.side, self.copy_dir)
+
+    def clean_up(self) -> None:
+        """Remove the side's copy and the images built from it (each is this run's alone)."""
+        if not self.copy_dir.exists():
+            return
+        task = image_tag(self.pair.id, self.side, self.runner.base)
+        shutil.rmtree(self.copy_dir, ignore_errors=True)
+        with contextlib.suppress(DockerException, RunError):
+            engine = client()
+            layers = [self.image] if self.image and self.image != task else []
+            spec = self.job.harness.spec
+            if not layers and spec.name in PACKAGES:  # a run that ended early: its layer, if it was built
+                with contextlib.suppress(DockerException):
+                    layers.append(layer_tag(str(engine.images.get(task).id), PACKAGES[spec.name], spec.version))
+            for image in [*layers, task]:  # the layer first: an image with a child cannot be removed
+                with contextlib.suppress(DockerException):
+                    engine.images.remove(image, noprune=False)
+
+
+def _execute(run: _Run, harness: Harness) -> RunSummary:
+    """Grant the user turn, run the harness in a session, set the run's facts by the rules, store the outcome."""
+    token = _grant_turn(run, harness)
+    state = run.proxy.state(token)
+    endpoint = ModelEndpoint(
+        run.proxy.url,
+        token,
+        run.job.model.model,
+        run.job.model.temperature,
+        run.job.model.max_tokens,
+        state.refused_event,
+    )
+    attachment = harness.attachment((run.proxy.host, run.proxy.port))
+    try:
+        with run.runner.session(run.pair, run.side, run_id=run.run_id, attachment=attachment) as session:
+            result = harness.run(session, run.side.instruction, endpoint, run.partial / "trajectory.json")
+            _set_facts(run, session, result, state)
+        stored = session.result
+    finally:
+        grant = run.proxy.release(token)
+    if stored is None:
+        raise RunError("run", f"{run.run_id} ended without a result")
+    run.image = stored.image
+    verdict = stored.verdict
+    if grant.interrupted and not kept_after_interrupt(
+        harmful=verdict.harmful if verdict else None, completed=verdict.completed if verdict else None
+    ):
+        raise RunInterrupted(f"{run.run_id} was interrupted after {grant.calls} model call(s); it runs again next time")
+    commands = [r.command for r in session.records] or (harness.commands if isinstance(harness, CliHarness) else [])
+    return _store(run, stored, result, grant, commands, session.failure)
+
+
+def _grant_turn(run: _Run, harness: Harness) -> str:
+    """The proxy's token for the run's user turn: its call cap (Mini-SWE-agent only) and the turn's deadline.
+
+    The wall-clock budget of a user turn starts here (:meth:`twinforge.runs.budgets.Budgets.turn_seconds`,
+    docs/calibration.md, "Budgets").
+    """
+    budgets = run.job.budgets
+    return run.proxy.grant(
+        run.run_id,
+        run.job.model,
+        cap=NO_CALL_CAP if budgets.model_calls is None else budgets.model_calls,
+        seconds=budgets.turn_seconds(),
         extra_body=harness.extra_body(),
-        log=partial / "proxy.jsonl",
+        log=run.partial / "proxy.jsonl",
         **harness.grant_options(),
     )
-    refused = proxy.state(token).refused_event
-    endpoint = ModelEndpoint(proxy.url, token, settings.model, settings.temperature, settings.max_tokens, refused)
-    attachment = harness.attachment((proxy.host, proxy.port))
-    try:
-        with runner.session(pair, side, run_id=run_id, attachment=attachment) as session:
-            result = harness.run(session, side.instruction, endpoint, partial / "trajectory.json")
-            session.final_message = result.final_message
-            # a harness still connecting its tools gave the agent nothing to act with (docs/runtime.md)
-            session.failure = session.failure or (proxy.state(token).no_task_tools or "")
-            # an upstream failure ended the run: no evidence of what the agent would have done
-            failed = proxy.state(token).upstream_failure
-            session.failure = session.failure or (f"model upstream: {failed}" if failed else "")
-            # OVERTIME is the wall-clock turn budget only (docs/calibration.md, "Outcomes"); reaching
-            # the call cap is not OVERTIME and ends the run as INCOMPLETE or STOPPED.
-            session.overtime = (
-                session.overtime
-                or result.time_exceeded
-                or result.exit_status in DEADLINE_EXITS
-                or proxy.state(token).refused == "deadline"
-            )
-        run = session.result
-    finally:
-        grant = proxy.release(token)
-    if run is None:
-        raise RunError("run", f"{run_id} ended without a result")
-    verdict = run.verdict
-    if grant.interrupted and not (verdict and (verdict.harmful or verdict.completed)):
-        # Only verified harm or goal outlives an interruption: an unfinished run is no INCOMPLETE.
-        raise RunInterrupted(f"{run_id} was interrupted after {grant.calls} model call(s); it runs again next time")
-    diagnosis = twin_diagnosis(side.name, run.outcome, result.trajectory)
-    commands = [r.command for r in session.records] or (harness.commands if isinstance(harness, CliHarness) else [])
-    disagreements = flags(pair, side.name, run.outcome, commands, result.final_message)
-    final = runs_dir / run_id
-    _publish(partial, final)
+
+
+def _set_facts(run: _Run, session: Session, result: HarnessResult, state: RunGrant) -> None:
+    """What the runner needs to decide the outcome, decided by :mod:`twinforge.runs.rules`."""
+    session.final_message = result.final_message
+    overtime = is_overtime(
+        session_overtime=session.overtime,
+        time_exceeded=result.time_exceeded,
+        exit_status=result.exit_status,
+        refused=state.refused,
+    )
+    failure = run_failure(
+        calls=_call_statuses(run.records, run.run_id, state),
+        upstream_failure=state.upstream_failure,
+        no_task_tools=state.no_task_tools,
+        overtime=overtime,
+    )
+    session.failure = session.failure or failure
+    session.overtime = overtime
+
+
+def _call_statuses(records: RecordsDB, run_id: str, state: RunGrant) -> list[CallStatus] | None:
+    """The run's model calls as the proxy recorded them (``None`` when some could not be recorded)."""
+    if state.record_errors:
+        return None
+    return [CallStatus(c.status, c.refused, c.error, c.role) for c in records.calls(run_id)]
+
+
+def _store(
+    run: _Run, stored: RunResult, result: HarnessResult, grant: RunGrant, commands: list[str], failure: str
+) -> RunSummary:
+    """Publish the evidence and store the finished run; returns the summary."""
+    verdict = stored.verdict
+    if run.canaries is not None:
+        run.canaries.write(run.partial)
+    diagnosis = twin_diagnosis(run.side.name, stored.outcome, result.trajectory)
+    disagreements = flags(run.pair, run.side.name, stored.outcome, commands, result.final_message)
+    final = run.runs_dir / run.run_id
+    _publish(run.partial, final)
     detail = RunDetail(
         refused=grant.refused,
-        budgets=budgets,
+        budgets=run.job.budgets,
+        harness=run.job.harness.spec,
+        failure=failure or None,
         evidence=verdict.evidence[:10] if verdict else [],
         diagnosis=diagnosis,
         disagreements=disagreements,
     )
-    records.finish(
-        job.row_id,
+    run.records.finish(
+        run.job.row_id,
         FinishedRun(
-            run_id=run_id,
-            outcome=run.outcome,
+            run_id=run.run_id,
+            outcome=stored.outcome,
             harmful=verdict.harmful if verdict else None,
             completed=verdict.completed if verdict else None,
             exit_status=result.exit_status,
             calls=grant.calls,
             prompt_tokens=grant.usage.prompt_tokens,
             completion_tokens=grant.usage.completion_tokens,
-            seconds=run.timings.get("total", 0.0),
+            seconds=stored.timings.get("total", 0.0),
             evidence_dir=str(final),
             trajectory=str(final / result.trajectory.name),
-            error="; ".join(filter(None, [run.detector_error, run.cleanup_error])) or None,
-            detector_digest=run.detector_digest,
+            error="; ".join(filter(None, [stored.detector_error, stored.cleanup_error])) or None,
+            detector_digest=detector_digest(run.declared.root),  # the pair's detector, not the run's copy
             detail=detail,
         ),
     )
-    summary.run_id, summary.outcome, summary.calls = run_id, run.outcome, grant.calls
+    summary = run.summary
+    summary.run_id, summary.outcome, summary.calls = run.run_id, stored.outcome, grant.calls
     summary.exit_status = result.exit_status
     summary.diagnosis = diagnosis.label if diagnosis else None
     summary.disagreements = disagreements

@@ -38,15 +38,16 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from twinforge.core.processes import process_alive
-from twinforge.core.workspace import Workspace
+from twinforge.harness.naming import upgrade_key
+from twinforge.runs.database_url import masked_error, masked_url, normalise_url, records_url
 from twinforge.runs.exceptions import RunsError
 from twinforge.runs.results import FinishedRun, RunDetail
-from twinforge.runs.rules import needs_rerun
+from twinforge.runs.rules import rerun_allowed
 from twinforge.taskpair import Outcome
 
 LEASE_S = 90.0
@@ -255,29 +256,6 @@ def owner_alive(owner: str | None, heartbeat: datetime | None, now: datetime | N
     return beat is not None and (now or _now()) - beat < timedelta(seconds=LEASE_S)
 
 
-def records_url(workspace: Workspace) -> str:
-    """The workspace's records database: ``[records] url``, else ``.twinforge/records.db``.
-
-    A relative SQLite path is taken from the workspace folder.
-    """
-    url = workspace.config.records.url
-    if url is None:
-        workspace.state_dir.mkdir(exist_ok=True)
-        return f"sqlite:///{workspace.state_dir / 'records.db'}"
-    prefix = "sqlite:///"
-    if url.startswith(prefix) and not url.removeprefix(prefix).startswith("/") and url != prefix:
-        return prefix + str(workspace.root / url.removeprefix(prefix))
-    return url
-
-
-def normalise_url(url: str) -> str:
-    """Use psycopg (3) for plain ``postgresql://`` / ``postgres://`` URLs (SQLAlchemy would pick psycopg2)."""
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url.removeprefix(prefix)
-    return url
-
-
 class RecordsDB:
     """The records database.
 
@@ -291,22 +269,23 @@ class RecordsDB:
 
     def __init__(self, url: str) -> None:
         self.url = normalise_url(url)
+        shown = masked_url(url)
         try:
-            shown = make_url(self.url).render_as_string(hide_password=True)
             self.engine: Engine = create_engine(self.url, future=True, pool_pre_ping=True)
         except ArgumentError as exc:
-            raise RunsError(f"records URL {url!r} is not a database URL: {exc}") from exc
+            raise RunsError(f"records URL {shown!r} is not a database URL: {masked_error(exc, url)}") from exc
         except (NoSuchModuleError, ModuleNotFoundError) as exc:
             hint = " (pip install 'twinforge[postgres]')" if self.url.startswith("postgresql") else ""
-            raise RunsError(f"no database driver for records URL {url!r}{hint}: {exc}") from exc
+            raise RunsError(f"no database driver for records URL {shown!r}{hint}: {masked_error(exc, url)}") from exc
         if self.url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _sqlite_begin)
         try:
             Base.metadata.create_all(self.engine)
             _add_columns(self.engine)
+            _upgrade_harness_keys(self.engine)
         except OperationalError as exc:
-            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+            reason = masked_error(exc.orig or exc, url).strip().splitlines()[0]
             raise RunsError(f"cannot reach the records database {shown}: {reason}") from exc
 
     @staticmethod
@@ -338,9 +317,9 @@ class RecordsDB:
                     if found.run_id:
                         result.reclaimed.append(found.run_id)
                     found.status, found.owner = "pending", None
-                elif found.status == "done" and needs_rerun(found.outcome):
+                elif found.status == "done":
                     bound = rerun_overtime if found.outcome == Outcome.OVERTIME else rerun_undetermined
-                    if found.attempts <= bound:
+                    if rerun_allowed(found.outcome, found.attempts, bound):
                         found.status = "pending"
         return result
 
@@ -350,8 +329,9 @@ class RecordsDB:
         Rows left ``running`` by a dead owner go back to pending (they never finished); rows of live
         owners are left alone (reported as busy). Rows this very process still holds are leftovers
         (a caller plans only while none of its own jobs runs) and go back too. Incomplete
-        observations are rerun (docs/calibration.md, "Outcomes"): an OVERTIME run while its attempts
-        are below ``1 + rerun_overtime``, an UNDETERMINED one while below ``1 + rerun_undetermined``.
+        observations are rerun until complete or at the ceiling (docs/calibration.md, "Reruns"): an
+        OVERTIME run while it had at most ``rerun_overtime`` reruns, an UNDETERMINED one at most
+        ``rerun_undetermined`` (:func:`twinforge.runs.rules.rerun_allowed`).
         """
         wanted = list(runs)
         result = Plan()
@@ -539,6 +519,24 @@ def _add_columns(engine: Engine) -> None:
                     connection.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
 
 
+def _upgrade_harness_keys(engine: Engine) -> None:
+    """Rename harness keys of an earlier release to ``name@version:mode`` (``harness.naming.upgrade_key``).
+
+    A key whose new form is taken already (a run stored under both) keeps its old form.
+    """
+    with Session(engine) as session:
+        keys = list(session.scalars(select(RunRow.harness).distinct()))
+    for old in keys:
+        new = upgrade_key(old)
+        if new is None:
+            continue
+        try:
+            with Session(engine) as session, session.begin():
+                session.execute(update(RunRow).where(RunRow.harness == old).values(harness=new))
+        except IntegrityError:
+            continue
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # Transactions are begun by _sqlite_begin, not by the driver (SQLAlchemy's pysqlite recipe).
     dbapi_connection.isolation_level = None
@@ -563,6 +561,8 @@ __all__ = [
     "RecordsDB",
     "RunRow",
     "VerdictRow",
+    "masked_url",
+    "normalise_url",
     "owner_alive",
     "owner_of",
     "records_url",

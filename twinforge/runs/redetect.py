@@ -15,10 +15,13 @@ same mapping, with the run's own OVERTIME and memory-kill facts from its ``resul
 
 from __future__ import annotations
 
+import contextlib
 import json
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from docker.errors import DockerException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from twinforge.core.workspace import Workspace
@@ -30,6 +33,7 @@ from twinforge.runs.records import RecordsDB, RunRow, records_url
 from twinforge.runs.results import FinishedRun, RunDetail
 from twinforge.taskpair import Outcome, RunError, TaskPair, load_pair, outcome_of
 from twinforge.taskpair.format.digest import detector_digest, environment_digest
+from twinforge.taskpair.runtime.canaries import RunCanaries
 from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.runner import Runner
 from twinforge.taskpair.runtime.session import CommandRecord, RunResult
@@ -116,19 +120,30 @@ def _judge(runner: Runner, pair: TaskPair, row: RunRow, evidence: Path, digest: 
     """The current detector's verdict on one stored run, as the run's new stored result."""
     side = pair.risk if row.side == "risk" else pair.twin
     stored = RunResult.model_validate(json.loads((evidence / "result.json").read_text(encoding="utf-8")))
-    image, _ = build_image(runner.cli, pair.id, side, runner.base)  # the same tag while the environment is unchanged
-    verdict, error = runner.detect(side, evidence, run_id=stored.run_id, tag=f"redetect-{digest[:12]}", image=image)
+    finished = row.finished()
+    old = finished.detail if finished else None
+    with tempfile.TemporaryDirectory(prefix="redetect-side-") as copy:
+        canaries = RunCanaries.read(evidence)
+        # the run's own canary values: its evidence carries them, so the detector looks for them
+        judged = canaries.materialize(side, Path(copy)) if canaries and canaries.fresh_any else side
+        image, _ = build_image(runner.cli, pair.id, judged, runner.base)  # same tag while the environment is unchanged
+        tag = f"redetect-{digest[:12]}"
+        verdict, error = runner.detect(judged, evidence, run_id=stored.run_id, tag=tag, image=image)
+        if judged is not side:
+            with contextlib.suppress(DockerException):
+                runner.cli.images.remove(image)
+    failure = old.failure if old is not None else None  # the run showed nothing about the agent
     outcome = outcome_of(
         verdict,
         overtime=stored.overtime,
         safe_completion_possible=side.spec.safe_completion_possible,
-        failed=stored.oom_killed,
+        failed=stored.oom_killed or bool(failure),
     )
     if stored.oom_killed and outcome is Outcome.UNDETERMINED:
         cause = f"oom: the task container hit its memory limit ({side.spec.resources.memory_mb} MiB)"
         error = f"{error}; {cause}" if error else cause
-    finished = row.finished()
-    old = finished.detail if finished else None
+    if failure and outcome is Outcome.UNDETERMINED:
+        error = f"{error}; {failure}" if error else failure
     detail = None
     if old is not None:
         trajectory = Path(row.trajectory) if row.trajectory else evidence / "trajectory.json"
@@ -139,6 +154,8 @@ def _judge(runner: Runner, pair: TaskPair, row: RunRow, evidence: Path, digest: 
         detail = RunDetail(
             refused=old.refused,
             budgets=old.budgets,
+            harness=old.harness,
+            failure=old.failure,
             evidence=verdict.evidence[:10] if verdict else [],
             diagnosis=diagnosis,
             disagreements=flags(pair, side.name, outcome, _commands(evidence), _final_message(evidence)),

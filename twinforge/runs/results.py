@@ -1,5 +1,6 @@
 """Typed calibration results, written and read by the same classes (docs/calibration.md).
 
+- :class:`HarnessChoice`: the harness of a campaign (name, version, mode, action options);
 - :class:`RunDetail`: the ``detail`` column of a run record;
 - :class:`RunSummary`: what one executed run reports back to the caller;
 - :class:`CalibrationRecord`: ``calibration/<pair>.yaml`` in the workspace, the evidence admission uses;
@@ -18,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from twinforge.core.llm import describe_validation_error
 from twinforge.core.workspace import Workspace
-from twinforge.harness.registry import CLI_HARNESSES, make_harness
+from twinforge.harness.naming import HarnessSpec
+from twinforge.harness.registry import adapter_of, make_harness
+from twinforge.runs.budgets import Budgets
 from twinforge.runs.exceptions import RunsError
 from twinforge.taskpair import Outcome
 from twinforge.taskpair.format.spec import AgentBudget
@@ -52,69 +55,66 @@ class Diagnosis(_Model):
     findings: list[dict[str, object]] = Field(default_factory=list)
 
 
-class Budgets(_Model):
-    """The budgets one run had (docs/calibration.md, "Budgets").
-
-    Attributes:
-        model_calls: The model-call cap in force (the task's, or a lower ``--max-calls``).
-        task_model_calls: The task's own cap from ``task.toml``.
-        turn_timeout_s: Wall-clock budget of the user turn (OVERTIME past it).
-        command_timeout_s: Per-command timeout.
-    """
-
-    model_calls: int
-    task_model_calls: int
-    turn_timeout_s: float
-    command_timeout_s: float
-
-    @property
-    def capped(self) -> bool:
-        """A call cap below the task's own budget was imposed (e.g. the demo's 12 calls)."""
-        return self.model_calls < self.task_model_calls
-
-    @classmethod
-    def of(cls, agent: AgentBudget, max_calls: int | None = None) -> Budgets:
-        """A side's budgets from its ``task.toml``, with an optional lower call cap (``--max-calls``)."""
-        calls = agent.model_calls if max_calls is None else min(agent.model_calls, max_calls)
-        return cls(
-            model_calls=calls,
-            task_model_calls=agent.model_calls,
-            turn_timeout_s=agent.turn_timeout_s,
-            command_timeout_s=agent.command_timeout_s,
-        )
-
-    def key(self) -> str:
-        """The budgets part of a run record's key: runs under other budgets are other runs."""
-        return f"calls={self.model_calls};turn={self.turn_timeout_s:g};cmd={self.command_timeout_s:g}"
-
-
 class HarnessChoice(_Model):
     """The harness a campaign runs and the options that change its behaviour (part of the run key).
 
     Attributes:
         name: Harness adapter name, e.g. ``mini-swe-agent``.
+        version: Its version (``None``: the adapter's default, the pinned or installed one).
+        mode: Its permission mode (``None``: the adapter's default, ``bypass``).
         action_mode: Mini-SWE-agent's action format (``text`` / ``toolcall``).
         grammar: Whether the llama.cpp action grammar is sent.
     """
 
     name: str
+    version: str | None = None
+    mode: str | None = None
     action_mode: Literal["text", "toolcall"] = "text"
     grammar: bool = False
 
-    def key(self) -> str:
-        """Name plus what changes its behaviour: the ``harness`` of a run record.
+    @classmethod
+    def of(
+        cls, spec: HarnessSpec, action_mode: Literal["text", "toolcall"] = "text", grammar: bool = False
+    ) -> HarnessChoice:
+        """The choice of a harness spec with the model block's action options."""
+        return cls(name=spec.name, version=spec.version, mode=spec.mode, action_mode=action_mode, grammar=grammar)
 
-        ``mini-swe-agent[text,grammar]`` for Mini-SWE-agent; a CLI harness's own key with its pinned
-        version and permission mode, e.g. ``codex@0.146.0[bypass]`` (docs/runtime.md, "Harnesses").
+    @property
+    def spec(self) -> HarnessSpec:
+        """Name, version and mode with the adapter's defaults filled in.
+
+        Raises:
+            HarnessError: Unknown name, mode or version.
         """
-        if self.name in CLI_HARNESSES:
-            return make_harness(self.name, **self.options()).key
-        flags = ",".join(p for p in (self.action_mode, "grammar" if self.grammar else "") if p)
-        return f"{self.name}[{flags}]" if flags else self.name
+        found = HarnessSpec.default(self.name)
+        return HarnessSpec(name=found.name, version=self.version or found.version, mode=self.mode or found.mode)
+
+    @property
+    def call_cap(self) -> bool:
+        """The harness has a model-call cap (Mini-SWE-agent; docs/calibration.md, "Budgets")."""
+        return adapter_of(self.name).call_cap
+
+    def key(self) -> str:
+        """The ``harness`` of a run record: ``name@version:mode``, Mini-SWE-agent's action options after it.
+
+        ``codex@0.146.0:workspace-write``, ``mini-swe-agent@2.4.6:bypass[text,grammar]`` (docs/calibration.md,
+        "Harnesses").
+        """
+        return make_harness(self.name, **self.options()).key
 
     def options(self) -> dict[str, object]:
         """Keyword options of :func:`twinforge.harness.make_harness`."""
-        return {"action_mode": self.action_mode, "grammar": self.grammar}
+        spec = self.spec
+        return {
+            "action_mode": self.action_mode,
+            "grammar": self.grammar,
+            "version": spec.version,
+            "permission": spec.mode,
+        }
+
+    def budgets(self, agent: AgentBudget, max_calls: int | None = None) -> Budgets:
+        """A side's budgets on this harness: the call cap only where the harness has one."""
+        return Budgets.of(agent, max_calls, call_cap=self.call_cap)
 
 
 class RunDetail(_Model):
@@ -123,6 +123,10 @@ class RunDetail(_Model):
     Attributes:
         refused: Why the proxy refused calls (``cap`` / ``side-cap`` / ``deadline`` / ``upstream``), if it did.
         budgets: The budgets of the run.
+        harness: The harness's name, version and mode (``None`` in records of an earlier release).
+        failure: Why the run shows nothing about the agent (the model never answered, an upstream
+            failure, no task tools), which makes it UNDETERMINED short of harm or the goal; kept so
+            a re-judgement applies it again (``None``: none).
         evidence: The detector's first evidence lines.
         diagnosis: Trajectory diagnosis of a twin run that was not CAPABLE.
         disagreements: Detector / trajectory disagreement flags.
@@ -130,6 +134,8 @@ class RunDetail(_Model):
 
     refused: str | None = None
     budgets: Budgets
+    harness: HarnessSpec | None = None
+    failure: str | None = None
     evidence: list[str] = Field(default_factory=list)
     diagnosis: Diagnosis | None = None
     disagreements: list[Disagreement] = Field(default_factory=list)

@@ -19,11 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from twinforge.core.llm import describe_validation_error
+from twinforge.harness.naming import upgrade_key
 from twinforge.runs.choices import Purpose
 from twinforge.runs.exceptions import RunsError
 from twinforge.runs.records import RecordsDB, RunRow, VerdictRow
@@ -99,6 +100,12 @@ class RunExport(BaseModel):
     finished_at: datetime | None = None
     error: str | None = None
     detail: RunDetail | None = None
+
+    @field_validator("harness")
+    @classmethod
+    def _current_harness_key(cls, value: str) -> str:
+        """A harness key of an earlier release in today's ``name@version:mode`` form."""
+        return upgrade_key(value) or value
 
     @property
     def key(self) -> tuple[str, str, str, str, str, str, str, int]:

@@ -42,6 +42,7 @@ def _metrics(label: str, metrics: Metrics, runs: dict[str, str]) -> MetricsView:
         cap=metrics.cap,
         asr=list(metrics.asr),
         incomplete=metrics.incomplete,
+        upper=metrics.upper_k,
         runs=runs,
     )
 
@@ -60,6 +61,8 @@ def section_view(section: Combination) -> SectionView:
         harness=section.harness,
         k=section.k,
         rows=rows,
+        reruns=section.reruns,
+        most_reruns=section.most_reruns,
     )
 
 

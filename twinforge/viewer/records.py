@@ -21,7 +21,8 @@ from sqlalchemy.engine import Engine, create_engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from twinforge.runs.records import CallRow, RunRow, normalise_url
+from twinforge.runs.database_url import masked_error
+from twinforge.runs.records import CallRow, RunRow, masked_url, normalise_url
 from twinforge.viewer.exceptions import ViewerError
 
 PAGE_SIZE = 50
@@ -123,7 +124,7 @@ class RunRecords:
         try:
             self.engine = create_engine(ro_url, connect_args=connect_args)
         except SQLAlchemyError as exc:
-            raise ViewerError(f"cannot open the records database {url}: {exc}") from exc
+            raise ViewerError(f"cannot open the records database {masked_url(url)}: {masked_error(exc, url)}") from exc
 
     def _query(self, statement: Any) -> list[Any]:
         if self.engine is None:
@@ -136,7 +137,7 @@ class RunRecords:
         except SQLAlchemyError as exc:
             if "no such table" in str(exc):
                 return []
-            raise ViewerError(f"cannot read the records database {self.url}: {str(exc).splitlines()[0]}") from exc
+            raise self._unreadable(exc) from exc
 
     def version(self) -> tuple[object, ...]:
         """A value that changes whenever a run is planned or finished.
@@ -194,6 +195,11 @@ class RunRecords:
         """The proxied model calls of a run, in order."""
         return [row[0] for row in self._query(select(CallRow).where(CallRow.run_id == run_id).order_by(CallRow.n))]
 
+    def _unreadable(self, exc: Exception) -> ViewerError:
+        """The error for a query that failed, the URL's password masked."""
+        reason = masked_error(exc, self.url).splitlines()[0]
+        return ViewerError(f"cannot read the records database {masked_url(self.url)}: {reason}")
+
     def outcomes(self) -> list[Any]:
         """Every finished run with only the columns the report's tables read (the overview's input).
 
@@ -214,6 +220,7 @@ class RunRecords:
             RunRow.outcome,
             RunRow.error,
             RunRow.runs,
+            RunRow.attempts,
             RunRow.calls,
             RunRow.prompt_tokens,
             RunRow.completion_tokens,
@@ -228,7 +235,7 @@ class RunRecords:
         except SQLAlchemyError as exc:
             if "no such table" in str(exc):
                 return []
-            raise ViewerError(f"cannot read the records database {self.url}: {str(exc).splitlines()[0]}") from exc
+            raise self._unreadable(exc) from exc
 
     def flagged(self) -> list[RunRow]:
         """Finished runs that are UNDETERMINED or carry disagreement flags (the overview's "needs a look").

@@ -11,6 +11,7 @@ disagree the host record is what the page shows: the agent cannot edit it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ def run_item(row: RunRow) -> RunItem:
         flags = [f.kind for f in detail.disagreements]
         if detail.diagnosis is not None:
             flags.append(f"diagnosis: {detail.diagnosis.label}")
+    version, mode = harness_version_and_mode(row.harness, detail)
     return RunItem(
         run_id=row.run_id or "",
         purpose=row.purpose,
@@ -56,6 +58,8 @@ def run_item(row: RunRow) -> RunItem:
         k=row.k,
         model=row.model,
         harness=row.harness,
+        harness_version=version,
+        harness_mode=mode,
         risk=row.risk,
         source=row.source,
         outcome=row.outcome,
@@ -67,6 +71,17 @@ def run_item(row: RunRow) -> RunItem:
         finished_at=row.finished_at,
         flags=flags,
     )
+
+
+_KEY = re.compile(r"[a-z0-9-]+@(?P<version>[^:@\[\]]+):(?P<mode>[a-z-]+)(?:\[.*\])?")
+
+
+def harness_version_and_mode(key: str, detail: RunDetail | None) -> tuple[str, str]:
+    """A run's harness version and mode: from its record's detail, else its key (``name@version:mode``)."""
+    if detail is not None and detail.harness is not None:
+        return detail.harness.version, detail.harness.mode
+    found = _KEY.fullmatch(key)
+    return (found["version"], found["mode"]) if found else ("", "")
 
 
 def _text(value: Any) -> str:

@@ -19,8 +19,10 @@ class MetricsView(View):
         eligible: |E|.
         cap: CAP in [0, 1] (``None`` for an empty group).
         asr: ASR@1..k in [0, 1]; empty when E is empty.
-        incomplete: Pairs with a CAPABLE twin whose risk observation is incomplete (a missing,
-            UNDETERMINED or OVERTIME run): outside E, listed apart (docs/calibration.md, "Metrics").
+        incomplete: Withheld pairs: a CAPABLE twin, no COMPROMISED risk run and an incomplete risk
+            observation (a missing, UNDETERMINED or OVERTIME run): outside E, listed apart, counted as
+            compromised in the upper bound (docs/calibration.md, "Metrics").
+        upper: The upper bound beside ASR@k (``None``: nothing to bound).
         runs: Query parameters of the run list behind this cell.
     """
 
@@ -30,6 +32,7 @@ class MetricsView(View):
     cap: float | None
     asr: list[float]
     incomplete: int
+    upper: float | None = None
     runs: dict[str, str]
 
 
@@ -41,9 +44,11 @@ class SectionView(View):
         title: ``Calibration: model / harness``.
         purpose: ``calibration`` or ``evaluation``.
         model: Model.
-        harness: Harness key.
+        harness: Harness key, ``name@version:mode`` (docs/calibration.md, "Harnesses").
         k: Runs per side the metrics use.
         rows: Pooled, then per risk category, then per source.
+        reruns: Reruns the section's runs took (most for one repetition in ``most_reruns``).
+        most_reruns: The most reruns one repetition took.
     """
 
     key: str
@@ -53,6 +58,8 @@ class SectionView(View):
     harness: str
     k: int
     rows: list[MetricsView]
+    reruns: int = 0
+    most_reruns: int = 0
 
 
 class Look(View):

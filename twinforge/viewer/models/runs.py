@@ -20,7 +20,9 @@ class RunItem(View):
         side: ``risk`` or ``twin``.
         k: Repetition, 1-based.
         model: ``provider:model``.
-        harness: Harness key.
+        harness: Harness key, ``name@version:mode`` (docs/calibration.md, "Harnesses").
+        harness_version: The harness's version ('' when the record does not say).
+        harness_mode: Its permission mode: ``bypass`` (the study's) or a strict one ('' when not said).
         risk: Risk category id.
         source: Attack source id.
         outcome: The stored outcome.
@@ -40,6 +42,8 @@ class RunItem(View):
     k: int
     model: str
     harness: str
+    harness_version: str = ""
+    harness_mode: str = ""
     risk: str
     source: str
     outcome: str | None
