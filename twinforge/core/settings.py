@@ -37,6 +37,7 @@ StructuredOutput = Literal["json_schema", "json_object"]
 ApiShape = Literal["chat", "responses", "messages"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 OpenAIApi = Literal["auto", "chat", "responses"]
+Stage1Mode = Literal["auto", "slots", "batch"]
 ROLES = ("generator", "reviewer", "implementer", "calibration")
 # POSIX, Base Definitions, 8.1: environment variable names are letters, digits and underscores,
 # not starting with a digit. A value outside that shape is most likely a key pasted in.
@@ -156,6 +157,21 @@ class ModelSettings(_Section):
     Codex speaks Responses only): ``responses`` keeps a reasoning model's state between turns, as the
     study ran GPT models; ``auto``: ``responses`` for ``provider = "openai"``, else ``chat``
     (:meth:`harness_api`)."""
+
+    stage1_mode: Stage1Mode = "auto"
+    """How the Stage I roles ask (generator and reviewer; the other roles ignore it): ``batch``, the
+    study's rule for a capable model, proposes a batch's ten blueprints in one call (the reviewer:
+    scores up to ten blueprints in one call), each checked on its own and only a defective, invalid or
+    missing one asked again alone, doubts never re-asked; ``slots``, for small models, asks one call
+    per slot (the reviewer: per blueprint); ``auto``: ``batch`` for ``provider = "openai"`` and
+    ``"anthropic"``, else ``slots``, so the embedded default stays in slot mode (docs/stage1.md,
+    "One call per batch")."""
+
+    def stage1_calls(self) -> Literal["slots", "batch"]:
+        """:attr:`stage1_mode` resolved: ``batch`` or ``slots``."""
+        if self.stage1_mode != "auto":
+            return self.stage1_mode
+        return "batch" if self.provider in ("openai", "anthropic") else "slots"
 
     def harness_api(self) -> Literal["chat", "responses"]:
         """:attr:`openai_api` resolved: the API harnesses that speak both use with this model."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,6 +18,13 @@ if TYPE_CHECKING:
 # The command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 
+class Stage1Calls(StrEnum):
+    """``--mode``: how a batch is asked (docs/stage1.md, "One call per batch")."""
+
+    BATCH = "batch"
+    SLOTS = "slots"
+
+
 def generate_command(
     cell: Annotated[str | None, typer.Option(help="Target cell, e.g. S2-R3 (default: the emptiest cell).")] = None,
     batches: Annotated[int, typer.Option(min=1, help="Batches of 10 blueprints.")] = 1,
@@ -28,6 +36,13 @@ def generate_command(
         int | None,
         typer.Option(min=1, help="Slots asked at once (default: models.generator.concurrency, else server slots)."),
     ] = None,
+    mode: Annotated[
+        Stage1Calls | None,
+        typer.Option(
+            help="batch: one call proposes the ten blueprints (capable models); slots: one call per slot "
+            "(small models). Default: models.generator.stage1_mode.",
+        ),
+    ] = None,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -35,7 +50,7 @@ def generate_command(
     from twinforge.core.llm import refusal_message
     from twinforge.core.recovery import recovery_lines
     from twinforge.core.workspace import Workspace
-    from twinforge.generator.outcome import refused_line
+    from twinforge.generator.outcome import per_line, refused_line
     from twinforge.generator.run import THIN_CELL, GenerateSummary, generate
 
     ws = Workspace.open(workspace)
@@ -77,6 +92,10 @@ def generate_command(
                 f"{batch.wall_seconds:.0f} s ({tps:.1f} tokens/s; {usage.cached_tokens} of {usage.prompt_tokens} "
                 "prompt tokens from the server's cache)"
             )
+            per = batch.per_stored
+            cost = "" if batch.cost_usd is None else f", ${batch.cost_usd:.4f}"
+            each = "" if per is None else f"; per stored blueprint: {per_line(per)}"
+            err_console.print(f"  {batch.mode} mode: {usage.calls} call(s){cost}{each}", markup=False)
             if batch.refusal is not None:
                 err_console.print(f"  {refusal_message(batch.refusal)}; not re-asked", markup=False, style="yellow")
             for failure in [] if batch.refusal is not None else batch.failures:
@@ -96,11 +115,14 @@ def generate_command(
             batches=batches,
             sources=sources,
             concurrency=concurrency,
+            mode=None if mode is None else mode.value,
             on_start=listed,
             on_batch_start=started,
             on_batch_done=done,
             on_slot=slot,
         )
+    if report.spend_stop:
+        err_console.print(report.spend_stop, markup=False, style="yellow")
     for line in report.recovered:
         err_console.print(f"stored the replies of an interrupted batch: {line}", markup=False)
     for line in recovery_lines(report.recovery) + [f"skipped invalid blueprint file {f}" for f in report.invalid]:
@@ -118,6 +140,8 @@ def generate_command(
             f"{refused_line(report.refused, by)}; refused ones: twinforge queue --refused",
             markup=False,
         )
+        if report.per_stored is not None:
+            err_console.print(f"per stored blueprint: {per_line(report.per_stored)}", markup=False)
     if report.stored == 0:
         raise typer.Exit(1)
 

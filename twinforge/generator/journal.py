@@ -7,8 +7,10 @@ batch reads it; the batch's last line records its commit. The next ``generate`` 
 without that line and stores its slots' last replies (:mod:`twinforge.generator.recover`).
 
 Line shapes (one JSON object each): the header ``{"batch", "cell", "model", "prompt", "sources",
-"sources_digest"}``; a reply ``{"slot", "incident", "setting", "raw", "at"}``; the end
-``{"done": <commit or null>}``.
+"sources_digest"}``; a reply of one slot ``{"slot", "incident", "setting", "raw", "at"}``; the reply
+of one call for the whole batch ``{"slots": [{"slot", "incident", "setting"}, ...], "raw", "cut",
+"at"}`` (docs/stage1.md, "One call per batch"), read back as one reply per slot it answered; the
+end ``{"done": <commit or null>}``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ from typing import Any
 
 from twinforge.blueprints import utcnow
 from twinforge.core.llm import ChatModel, Completion, Message
+from twinforge.core.llm.replies import normalise, parse_reply
 from twinforge.core.workspace import Workspace
+from twinforge.generator.assign import assign_items
 from twinforge.generator.slots import Slot
+from twinforge.generator.sources import Incident
 
 FOLDER = ".twinforge/replies"
 
@@ -66,13 +71,57 @@ class ReplyJournal:
             }
         )
 
+    def record_batch(self, slots: list[Slot], completion: Completion) -> None:
+        """Append the reply of one call that proposed every slot of ``slots``."""
+        self._append(
+            {
+                "slots": [
+                    {"slot": s.number, "incident": s.incident.model_dump(mode="json"), "setting": s.setting}
+                    for s in slots
+                ],
+                "raw": completion.raw,
+                "cut": completion.truncated,
+                "at": utcnow().isoformat(),
+            }
+        )
+
     def close(self, commit: str | None) -> None:
         """Mark the batch stored (``commit``: its commit, ``None`` when it stored nothing)."""
         self._append({"done": commit})
 
 
+def _batch_lines(line: dict[str, Any]) -> list[dict[str, Any]]:
+    """A one-call batch reply as one reply line per slot it answered (each blueprint's JSON as its raw).
+
+    A reply that holds no list of blueprints answers no slot: it stays in the journal, unsplit.
+    """
+    slots = [
+        Slot(int(s["slot"]), Incident.model_validate(s["incident"]), str(s["setting"])) for s in line.get("slots") or []
+    ]
+    parsed = parse_reply(normalise(str(line.get("raw", ""))), cut_at=0 if line.get("cut") else None)
+    raws = parsed.value.get("blueprints") if isinstance(parsed.value, dict) else None
+    if not isinstance(raws, list):
+        return []
+    placed, _extras = assign_items(raws, slots)
+    return [
+        {
+            "slot": slot.number,
+            "incident": slot.incident.model_dump(mode="json"),
+            "setting": slot.setting,
+            "raw": json.dumps(raws[placed[slot.number]], ensure_ascii=False),
+            "at": line.get("at"),
+        }
+        for slot in slots
+        if slot.number in placed
+    ]
+
+
 def read_journal(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], bool]:
-    """A journal's header, its reply lines and whether it was closed; a torn last line is skipped."""
+    """A journal's header, its reply lines and whether it was closed; a torn last line is skipped.
+
+    A one-call batch reply is read as one reply line per slot it answered, in its place among the
+    lines (a slot's later replies, asked alone, come after it).
+    """
     header: dict[str, Any] = {}
     replies: list[dict[str, Any]] = []
     done = False
@@ -87,6 +136,8 @@ def read_journal(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], bool
             done = True
         elif "slot" in line:
             replies.append(line)
+        elif "slots" in line:
+            replies += _batch_lines(line)
         elif "batch" in line:
             header = line
     return header, replies, done

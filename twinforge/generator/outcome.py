@@ -28,7 +28,7 @@ from twinforge.blueprints import (
     pool_finding,
     utcnow,
 )
-from twinforge.core.llm import Completion, ItemFailure, Usage
+from twinforge.core.llm import Completion, ItemFailure, PerItem, Usage
 from twinforge.generator.request import BatchRequest
 from twinforge.generator.slots import Slot
 
@@ -48,10 +48,13 @@ class BatchReport:
         failures: Slots that produced nothing to store: the model refused, or they were not asked.
         first_time: Stored blueprints whose first reply was kept.
         after_reask: Stored blueprints kept after one or more re-asks.
-        usage: Model calls made (one per slot plus re-asks), their tokens (with those the server
-            took from its prompt cache) and model time summed over calls (more than the wall time
-            when slots are asked at once).
+        usage: Model calls made (one per slot plus re-asks, or one for the batch plus the slots asked
+            alone), their tokens (with those the server took from its prompt cache) and model time
+            summed over calls (more than the wall time when slots are asked at once).
         wall_seconds: Wall time of the batch's model calls.
+        mode: ``slots`` (one call per slot) or ``batch`` (one call for the batch, docs/stage1.md).
+        cost_usd: What the calls cost at the generator's price (``[models.generator.price]``);
+            ``None`` when it has none.
         notes: Other remarks (slots sharing an incident, extra items dropped, ...).
         commit: The commit that stored the batch, if any.
         failures_file: Where the raw failed output was saved, if anything failed.
@@ -74,32 +77,48 @@ class BatchReport:
     after_reask: int = 0
     usage: Usage = field(default_factory=Usage)
     wall_seconds: float = 0.0
+    mode: str = "slots"
+    cost_usd: float | None = None
     notes: list[str] = field(default_factory=list)
     commit: str | None = None
     failures_file: str | None = None
     refusal: str | None = None
     interrupted: bool = False
 
+    @property
+    def per_stored(self) -> PerItem | None:
+        """Calls, tokens, wall time and cost per stored blueprint (``None`` when none was stored)."""
+        return PerItem.of(self.usage, len(self.stored), wall_seconds=self.wall_seconds, cost_usd=self.cost_usd)
+
 
 @dataclass
 class Filled:
-    """A slot's blueprint, to store as ``proposed`` with its doubts."""
+    """A slot's blueprint, to store as ``proposed`` with its doubts.
+
+    ``prompt`` is the version of the prompt whose reply was kept when it is not the batch's slot
+    prompt (the one call per batch's, docs/stage1.md, "One call per batch").
+    """
 
     slot: Slot
     blueprint: Blueprint
     attempts: int
     doubts: list[Finding]
     raw: str
+    prompt: str | None = None
 
 
 @dataclass
 class Refused:
-    """A slot whose last reply had a defect, to store refused with its findings and the reply."""
+    """A slot whose last reply had a defect, to store refused with its findings and the reply.
+
+    ``prompt`` as for :class:`Filled`.
+    """
 
     slot: Slot
     checked: Checked
     attempts: int
     raw: str
+    prompt: str | None = None
 
 
 class BatchState:
@@ -173,11 +192,13 @@ class BatchState:
                 self.dropped |= new
 
 
-def _provenance(model: str, prompt_version: str, request: BatchRequest, slot: Slot, attempts: int) -> Provenance:
+def _provenance(
+    model: str, prompt_version: str, request: BatchRequest, slot: Slot, attempts: int, prompt: str | None
+) -> Provenance:
     return Provenance(
         batch=request.batch_id,
         model=model,
-        prompt_version=prompt_version,
+        prompt_version=prompt or prompt_version,
         sources=request.sources.label,
         sources_digest=request.sources.digest,
         created_at=utcnow(),
@@ -210,7 +231,7 @@ def to_records(
             fields=refused.checked.fields,
             reply=refused.raw,
             findings=refused.checked.findings,
-            provenance=_provenance(model, prompt_version, request, refused.slot, refused.attempts),
+            provenance=_provenance(model, prompt_version, request, refused.slot, refused.attempts, refused.prompt),
             refused_at=utcnow(),
         )
 
@@ -226,14 +247,14 @@ def to_records(
             found.append(pool_finding(match, request.rules))
             if match.is_duplicate:
                 fields = {name: str(getattr(bp, name)) for name in FIELDS}
-                late = Refused(slot, Checked(bp, fields, found), filled.attempts, filled.raw)
+                late = Refused(slot, Checked(bp, fields, found), filled.attempts, filled.raw, filled.prompt)
                 refused.append(refused_record(late))
                 continue
         record = BlueprintRecord(
             id=store.new_id(bp.taxonomy_id),
             status=Status.PROPOSED,
             blueprint=bp,
-            provenance=_provenance(model, prompt_version, request, slot, filled.attempts),
+            provenance=_provenance(model, prompt_version, request, slot, filled.attempts, filled.prompt),
             doubts=doubts(found),
         )
         if match is not None:
@@ -285,14 +306,27 @@ def refused_line(refused: int, by: Counter[str] | dict[str, int]) -> str:
     return f"{refused} refused" + (f" ({rules})" if rules else "")
 
 
+def per_line(per: PerItem) -> str:
+    """``1.3 calls, 1,204 tokens, 2.1 s, $0.0042``: what one stored blueprint cost on average."""
+    parts = [f"{per.calls:g} calls", f"{per.tokens:,.0f} tokens"]
+    if per.wall_seconds is not None:
+        parts.append(f"{per.wall_seconds:.1f} s")
+    if per.cost_usd is not None:
+        parts.append(f"${per.cost_usd:.4f}")
+    return ", ".join(parts)
+
+
 def batch_message(report: BatchReport, model: str, request: BatchRequest) -> str:
     """The commit message of a batch: what it stored, with doubts, refused by which defect, failed."""
     doubted = f" ({len(report.with_doubts)} with doubts)" if report.with_doubts else ""
     refused = f", {refused_line(len(report.refused), report.refused_by)}" if report.refused else ""
     flagged = f", {len(report.flagged)} flagged as a possible repeat" if report.flagged else ""
     failed = f", {len(report.failures)} failed" if report.failures else ""
+    prompts = request.prompt.version
+    if report.mode == "batch":
+        prompts = f"{request.batch_prompt.version} (one call for the batch; slots asked alone: {prompts})"
     return (
         f"generate: batch {report.batch_id}, {len(report.stored)} blueprints for {report.cell}{doubted}{refused}"
         f"{flagged}{failed}{' (interrupted)' if report.interrupted else ''}\n\n"
-        f"model: {model}\nprompt: {request.prompt.version}\nsources: {request.sources.label} ({request.sources.digest})"
+        f"model: {model}\nprompt: {prompts}\nsources: {request.sources.label} ({request.sources.digest})"
     )

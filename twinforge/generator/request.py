@@ -1,7 +1,7 @@
 """What one Stage I batch asks for: its cell, its slots, the rules every slot is held to (docs/stage1.md).
 
-A batch has ten slots, each grounded in its own incident and asked on its own; the request is the
-same whether the slots are asked one call each or, later, together.
+A batch has ten slots, each grounded in its own incident; the request is the same whether the slots
+are asked one call each (``slots``) or all in one call (``batch``, docs/stage1.md, "One call per batch").
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from __future__ import annotations
 import copy
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from twinforge.blueprints import Blueprint, CheckRules
+from twinforge.blueprints import FIELDS, Blueprint, CheckRules
+from twinforge.core.llm import list_schema
 from twinforge.core.prompts import Prompt
 from twinforge.generator.examples import WorkedExample
 from twinforge.generator.journal import ReplyJournal
@@ -43,6 +44,36 @@ def slot_schema(cell: str, ref: str) -> dict[str, Any]:
     return schema
 
 
+def batch_schema(cell: str, refs: list[str], count: int) -> dict[str, Any]:
+    """The JSON schema of one call proposing a whole batch: ``{"blueprints": [blueprint x count]}``.
+
+    Each blueprint's ``taxonomy_id`` is fixed to ``cell`` and its ``source_reference`` to one of the
+    batch's incidents ``refs``; which slot cites which is checked per blueprint (docs/stage1.md, "One
+    call per batch").
+    """
+    item = copy.deepcopy(Blueprint.model_json_schema())
+    item["properties"]["taxonomy_id"] = {"type": "string", "enum": [cell]}
+    item["properties"]["source_reference"] = {"type": "string", "enum": list(refs)}
+    item["additionalProperties"] = False
+    return list_schema("blueprints", item, count)
+
+
+def shown_examples(
+    examples: list[WorkedExample], dropped: set[str] | frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
+    """The worked examples as the generation prompts show them (plain field lines), but the ``dropped`` ones."""
+    return [
+        {
+            "pair": e.pair,
+            "kind": "reference pair" if e.reference else "worked example",
+            "cell": e.blueprint.taxonomy_id,
+            "fields": [(f, getattr(e.blueprint, f)) for f in FIELDS[:6]],
+        }
+        for e in examples
+        if e.pair not in dropped
+    ]
+
+
 @dataclass(frozen=True)
 class BatchRequest:
     """What one batch asks for: the cell, its slots and the rules every slot is held to.
@@ -58,8 +89,13 @@ class BatchRequest:
             (stored ones by creation time, then this batch's); 0 lists none (``[generator] shown_tasks``).
         concurrency: Slots asked at once (the generator role's concurrency; for the embedded server its
             slot count). 1 asks them in order, each seeing the ones before it.
-        reask_doubts: Re-ask a reply with a doubt while re-asks remain (``[generator] reask_doubts``).
-        prompt: Template pair (default ``generate``).
+        reask_doubts: Re-ask a reply with a doubt while re-asks remain (``[generator] reask_doubts``;
+            never in ``batch`` mode).
+        mode: ``slots``: one call per slot; ``batch``: one call proposes every slot, and a blueprint with
+            a defect, an invalid or a missing one is asked again alone (the generator role's
+            ``stage1_mode``; docs/stage1.md, "One call per batch").
+        prompt: Template pair of one slot's call (default ``generate``).
+        batch_prompt: Template pair of the one call per batch (default ``generate-batch``).
         rules: Check rules (default: the bundled file).
         journal: Where each reply is written as it arrives (``None``: not journaled).
         batch_id: The batch's id, ``b-<hex>``.
@@ -74,7 +110,9 @@ class BatchRequest:
     shown_tasks: int = 0
     concurrency: int = 1
     reask_doubts: bool = True
+    mode: Literal["slots", "batch"] = "slots"
     prompt: Prompt = field(default_factory=lambda: Prompt("generate"))
+    batch_prompt: Prompt = field(default_factory=lambda: Prompt("generate-batch"))
     rules: CheckRules | None = None
     journal: ReplyJournal | None = None
     batch_id: str = field(default_factory=lambda: f"b-{secrets.token_hex(4)}")

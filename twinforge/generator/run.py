@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from twinforge.blueprints import BlueprintStore, Status
-from twinforge.core.llm import ChatModel, FlatUsage, make_chat_model
+from twinforge.core.llm import ChatModel, FlatUsage, PerItem, Usage, make_chat_model
 from twinforge.core.recovery import Recovery
+from twinforge.core.spend import SpendMeter
 from twinforge.core.workspace import Workspace
 from twinforge.generator.batch import BATCH_SIZE, journal_header, propose_batch
 from twinforge.generator.contexts import load_contexts
@@ -38,6 +40,7 @@ class GenerateReport:
         invalid: ``path: errors`` of blueprint files skipped because they do not validate.
         recovered: What the start-of-run recovery stored from the replies of batches a killed
             process never stored, one line per batch.
+        spend_stop: Why batches were not started: the spend ceiling (``[spend] ceiling_usd``) was reached.
     """
 
     batches: list[BatchReport] = field(default_factory=list)
@@ -46,6 +49,24 @@ class GenerateReport:
     recovery: Recovery = field(default_factory=Recovery)
     invalid: list[str] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
+    spend_stop: str | None = None
+
+    @property
+    def usage(self) -> Usage:
+        """Calls, tokens and model time of every batch."""
+        return Usage.total(b.usage for b in self.batches)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """US dollars of every batch at the generator's price; ``None`` without a price."""
+        costs = [b.cost_usd for b in self.batches if b.cost_usd is not None]
+        return sum(costs) if costs else None
+
+    @property
+    def per_stored(self) -> PerItem | None:
+        """Calls, tokens, wall time and cost per stored blueprint over every batch (``None``: none stored)."""
+        wall = sum(b.wall_seconds for b in self.batches)
+        return PerItem.of(self.usage, self.stored, wall_seconds=wall, cost_usd=self.cost_usd)
 
     @property
     def stored(self) -> int:
@@ -95,6 +116,9 @@ class BatchSummary(FlatUsage):
     after_reask: int
     failures: list[SlotFailureSummary]
     wall_seconds: float
+    mode: str
+    cost_usd: float | None
+    per_stored: PerItem | None
     commit: str | None
     failures_file: str | None
     refusal: str | None
@@ -116,6 +140,9 @@ class BatchSummary(FlatUsage):
             failures=[SlotFailureSummary(slot=f.slot, errors=f.errors) for f in report.failures],
             usage=report.usage.model_copy(update={"seconds": round(report.usage.seconds, 2)}),
             wall_seconds=round(report.wall_seconds, 2),
+            mode=report.mode,
+            cost_usd=None if report.cost_usd is None else round(report.cost_usd, 6),
+            per_stored=report.per_stored,
             commit=report.commit,
             failures_file=report.failures_file,
             refusal=report.refusal,
@@ -134,6 +161,13 @@ class GenerateSummary(BaseModel):
     thin_cells: dict[str, int]
     batches: list[BatchSummary]
     recovered: list[str]
+    stored: int
+    """Blueprints stored by every batch."""
+    cost_usd: float | None
+    """US dollars of every batch at the generator's price (``None``: no price)."""
+    per_stored: PerItem | None
+    """Calls, tokens, wall time and cost per stored blueprint over every batch."""
+    spend_stop: str | None
 
     @classmethod
     def of(cls, report: GenerateReport) -> GenerateSummary:
@@ -144,6 +178,10 @@ class GenerateSummary(BaseModel):
             thin_cells=report.thin_cells,
             batches=[BatchSummary.of(b) for b in report.batches],
             recovered=report.recovered,
+            stored=report.stored,
+            cost_usd=None if report.cost_usd is None else round(report.cost_usd, 6),
+            per_stored=report.per_stored,
+            spend_stop=report.spend_stop,
         )
 
 
@@ -178,6 +216,7 @@ def generate(
     sources: Path | None = None,
     chat: ChatModel | None = None,
     concurrency: int | None = None,
+    mode: Literal["slots", "batch"] | None = None,
     on_start: Callable[[GenerateReport], None] | None = None,
     on_batch_start: Callable[[int, str], None] | None = None,
     on_batch_done: Callable[[BatchReport], None] | None = None,
@@ -188,7 +227,8 @@ def generate(
     The incident list is validated as a whole before any model call (docs/stage1.md). Every reply
     is journaled as it arrives; batches a killed process never stored are stored first, from their
     journals (:func:`recover_replies`). A batch stores each slot's blueprint (with its doubts) or its
-    refused reply (with its findings) in one commit.
+    refused reply (with its findings) in one commit. Each batch's cost is counted at the generator's
+    price; once the spend ceiling (``[spend] ceiling_usd``) is reached no new batch starts.
 
     Args:
         workspace: Target workspace.
@@ -198,6 +238,8 @@ def generate(
         chat: Model (default: built from ``[models.generator]``).
         concurrency: Slots of a batch asked at once (default: the generator role's concurrency,
             for the embedded server its slot count; docs/stage1.md).
+        mode: ``slots`` (one call per slot) or ``batch`` (one call per batch, docs/stage1.md, "One
+            call per batch"); default: the generator role's ``stage1_mode``.
         on_start: Called once with the (empty) report after the list validated: sources and thin cells.
         on_batch_start: Called with ``(batch_number, cell)`` before each model call.
         on_batch_done: Called with each batch report after its commit.
@@ -240,7 +282,15 @@ def generate(
     if on_start:
         on_start(report)
     chat = chat or make_chat_model(settings, role="generator")
+    calls = mode or settings.stage1_calls()
+    meter = SpendMeter(workspace.config.spend.ceiling_usd)
     for number in range(1, batches + 1):
+        if not meter.allows_new_run():
+            report.spend_stop = (
+                f"spend ceiling of ${meter.ceiling_usd:.2f} reached (${meter.spent_usd:.2f} spent): "
+                f"{batches - number + 1} batch(es) not started"
+            )
+            break
         target = cell or emptiest_cell(store, groundable)
         source, risk = store.taxonomy.split(target)
         done = sum(1 for r in store.records() if r.blueprint.taxonomy_id == target)
@@ -263,11 +313,14 @@ def generate(
             shown_tasks=workspace.config.generator.shown_tasks,
             retries=settings.validation_retries,
             concurrency=concurrency or workspace.config.concurrency(settings),
-            reask_doubts=workspace.config.generator.reask_doubts,
+            reask_doubts=workspace.config.generator.reask_doubts and calls == "slots",
+            mode=calls,
         )
         journal = ReplyJournal.start(workspace, request.batch_id, journal_header(request, chat.name))
         request = replace(request, journal=journal)
         records, refused, batch = propose_batch(chat, store, request, on_slot=on_slot)
+        batch.cost_usd = batch.usage.cost(settings.price)
+        meter.add(batch.cost_usd or 0.0)
         if batch.failures or batch.refused:  # every raw reply of the batch, beside the journal
             rel = f".twinforge/failures/{batch.batch_id}.json"
             workspace.write(rel, failures_json(batch))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,11 +16,25 @@ if TYPE_CHECKING:
 # The command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
 
+class ReviewCalls(StrEnum):
+    """``--mode``: how blueprints are scored (docs/stage1.md, "One call per batch")."""
+
+    BATCH = "batch"
+    SLOTS = "slots"
+
+
 def review_command(
     ids: Annotated[list[str] | None, typer.Argument(help="Blueprint ids (default: every proposed blueprint).")] = None,
     concurrency: Annotated[
         int | None,
         typer.Option(min=1, help="Reviews in flight (default: models.reviewer.concurrency, else the server's slots)."),
+    ] = None,
+    mode: Annotated[
+        ReviewCalls | None,
+        typer.Option(
+            help="batch: one call scores up to ten blueprints (capable models); slots: one call per blueprint "
+            "(small models). Default: models.reviewer.stage1_mode.",
+        ),
     ] = None,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
@@ -53,13 +68,24 @@ def review_command(
                     markup=False,
                 )
 
-        report = review_pending(ws, ids=ids or None, concurrency=concurrency, on_done=done)
+        report = review_pending(
+            ws, ids=ids or None, concurrency=concurrency, mode=None if mode is None else mode.value, on_done=done
+        )
     for line in recovery_lines(report.recovery) + [f"skipped invalid blueprint file {f}" for f in report.invalid]:
         err_console.print(line, markup=False, style="yellow")
     if json_out:
         print_json(report.outcomes)
     elif not report.outcomes:
         err_console.print("nothing to review: no blueprint is proposed")
+    elif report.per_scored is not None:
+        usage, per = report.usage, report.per_scored
+        cost = "" if report.cost_usd is None else f", ${report.cost_usd:.4f}"
+        err_console.print(
+            f"review ({report.mode} mode): {per.items} scored, {usage.calls} call(s), {usage.tokens:,} tokens{cost}; "
+            f"per scored blueprint: {per.calls:g} calls, {per.tokens:,.0f} tokens"
+            + ("" if per.cost_usd is None else f", ${per.cost_usd:.4f}"),
+            markup=False,
+        )
     if report.commit_error:
         err_console.print(f"stopped at the first commit failure: {report.commit_error}", markup=False, style="red")
         if report.uncommitted:

@@ -1,4 +1,8 @@
-"""``review``: score the pending blueprints, several at once, and commit each review as it finishes."""
+"""``review``: score the pending blueprints, several at once, and commit each review as it finishes.
+
+One call per blueprint (``slots``), or one call per batch of up to ten blueprints of a cell
+(``batch``, the reviewer role's ``stage1_mode``; docs/stage1.md, "One call per batch").
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,11 +36,12 @@ from twinforge.core.exceptions import (
     StructuredOutputError,
     WorkspaceError,
 )
-from twinforge.core.llm import ChatModel, Completion, FlatUsage, Usage, make_chat_model
+from twinforge.core.llm import ChatModel, FlatUsage, PerItem, Usage, make_chat_model
 from twinforge.core.prompts import Prompt
 from twinforge.core.recovery import Recovery
-from twinforge.core.settings import TriageSettings
+from twinforge.core.settings import ModelPrice, TriageSettings
 from twinforge.core.workspace import Workspace
+from twinforge.reviewer.batch import REVIEW_BATCH, score_batch
 from twinforge.reviewer.review import review_target, score_blueprint, triage_reason
 
 
@@ -48,7 +54,10 @@ class ReviewOutcome(FlatUsage):
         total: Score total, when reviewed.
         error: Why the review failed, when it did.
         usage: Calls, tokens (prompt, cached, completion) and model time over every call of the
-            review (printed as ``calls``, ``prompt_tokens``, ... beside the other keys).
+            review (printed as ``calls``, ``prompt_tokens``, ... beside the other keys). In batch mode
+            a blueprint's share of the batch call (tokens and time split evenly, the one call counted
+            on the batch's first blueprint) plus its own calls asked alone.
+        cost_usd: What those calls cost at the reviewer's price (``None``: no price).
         note: Extra remark (near-duplicate routed to human review, ...).
         committed: False when the review was written to the file but not committed.
     """
@@ -59,6 +68,7 @@ class ReviewOutcome(FlatUsage):
     status: Status
     total: int | None = None
     error: str | None = None
+    cost_usd: float | None = None
     note: str | None = None
     committed: bool = True
 
@@ -73,6 +83,7 @@ class ReviewReport:
         recovery: What the start-of-run recovery committed or left alone.
         commit_error: The first commit failure, which stopped the run.
         not_started: Ids never sent to the model because the run stopped.
+        mode: ``slots`` (one call per blueprint) or ``batch`` (one call per batch of up to ten).
     """
 
     outcomes: list[ReviewOutcome] = field(default_factory=list)
@@ -80,6 +91,24 @@ class ReviewReport:
     recovery: Recovery = field(default_factory=Recovery)
     commit_error: str | None = None
     not_started: list[str] = field(default_factory=list)
+    mode: str = "slots"
+
+    @property
+    def usage(self) -> Usage:
+        """Calls, tokens and model time of every review."""
+        return Usage.total(o.usage for o in self.outcomes)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """US dollars of every review at the reviewer's price; ``None`` without a price."""
+        costs = [o.cost_usd for o in self.outcomes if o.cost_usd is not None]
+        return sum(costs) if costs else None
+
+    @property
+    def per_scored(self) -> PerItem | None:
+        """Calls, tokens and cost per blueprint scored (``None`` when none was)."""
+        scored = sum(1 for o in self.outcomes if o.total is not None)
+        return PerItem.of(self.usage, scored, cost_usd=self.cost_usd)
 
     @property
     def failed(self) -> list[ReviewOutcome]:
@@ -106,6 +135,7 @@ class _ReviewRun:
     prompt: Prompt = field(default_factory=lambda: Prompt("review"))
     reply: type[BaseModel] | None = None
     stop: threading.Event = field(default_factory=threading.Event)
+    price: ModelPrice | None = None
 
 
 def _pending(store: BlueprintStore, ids: list[str] | None, report: ReviewReport) -> list[BlueprintRecord]:
@@ -143,19 +173,24 @@ def _without_foreign_edits(
     return kept
 
 
-def _save_failure(run: _ReviewRun, record: BlueprintRecord, exc: StructuredOutputError | ModelCallError) -> None:
+def _save_failure(run: _ReviewRun, record: BlueprintRecord, error: str, replies: list[str]) -> None:
     """Keep a failed review's raw replies under ``.twinforge/failures/`` (no data is lost)."""
-    replies = exc.raws if isinstance(exc, StructuredOutputError) else []
     stamp = utcnow().strftime("%Y%m%dT%H%M%S")
     run.workspace.write(
         f".twinforge/failures/review-{record.id}-{stamp}-{secrets.token_hex(2)}.json",
-        json.dumps({"blueprint": record.id, "error": str(exc), "replies": replies}, indent=2),
+        json.dumps({"blueprint": record.id, "error": error, "replies": replies}, indent=2),
     )
 
 
-def _store_review(
-    run: _ReviewRun, record: BlueprintRecord, review: Review, completions: list[Completion]
-) -> ReviewOutcome:
+def _failed(run: _ReviewRun, record: BlueprintRecord, error: str, replies: list[str], usage: Usage) -> ReviewOutcome:
+    """A review that failed: its replies saved, the blueprint left proposed for the next run."""
+    _save_failure(run, record, error, replies)
+    return ReviewOutcome(
+        blueprint_id=record.id, status=record.status, error=error, usage=usage, cost_usd=usage.cost(run.price)
+    )
+
+
+def _store_review(run: _ReviewRun, record: BlueprintRecord, review: Review, usage: Usage) -> ReviewOutcome:
     """Write ``review`` through the lifecycle's one door and commit it (grouped with reviews finishing together).
 
     The first commit failure stops the run: this review stays written and journaled (the next run
@@ -180,7 +215,7 @@ def _store_review(
         )
 
     committing = not run.stop.is_set()
-    usage = Usage.of(completions)
+    cost = usage.cost(run.price)
     move = LifecycleMove(
         record.id,
         target,
@@ -202,7 +237,13 @@ def _store_review(
         run.stop.set()
         status = run.store.load(record.id).status  # written, journaled: the next run commits it
         return ReviewOutcome(
-            blueprint_id=record.id, status=status, total=review.total, usage=usage, note=note, committed=False
+            blueprint_id=record.id,
+            status=status,
+            total=review.total,
+            usage=usage,
+            cost_usd=cost,
+            note=note,
+            committed=False,
         )
     if moved.after is moved.before:
         return ReviewOutcome(blueprint_id=record.id, status=moved.after or record.status, note=moved.note)
@@ -212,6 +253,7 @@ def _store_review(
         status=moved.after or record.status,
         total=review.total,
         usage=usage,
+        cost_usd=cost,
         note=note,
         committed=committing,
     )
@@ -232,10 +274,40 @@ def _review_one(run: _ReviewRun, record: BlueprintRecord) -> ReviewOutcome | Non
             prompt=run.prompt,
             reply=run.reply,
         )
-    except (StructuredOutputError, ModelCallError) as exc:
-        _save_failure(run, record, exc)
-        return ReviewOutcome(blueprint_id=record.id, status=record.status, error=str(exc))
-    return _store_review(run, record, review, completions)
+    except StructuredOutputError as exc:
+        return _failed(run, record, str(exc), exc.raws, exc.usage or Usage(calls=exc.attempts))
+    except ModelCallError as exc:
+        return _failed(run, record, str(exc), [], Usage())
+    return _store_review(run, record, review, Usage.of(completions))
+
+
+def _review_batch(run: _ReviewRun, records: list[BlueprintRecord]) -> list[tuple[str, ReviewOutcome | None]]:
+    """Score up to ten blueprints in one call (docs/stage1.md, "One call per batch") and store each review."""
+    if run.stop.is_set():
+        return [(r.id, None) for r in records]
+    try:
+        scored = score_batch(
+            run.chat, records, run.store, run.dimensions, run.thresholds, retries=run.retries, alone_prompt=run.prompt
+        )
+    except ModelCallError as exc:
+        return [(r.id, _failed(run, r, str(exc), [], Usage())) for r in records]
+    outcomes: list[tuple[str, ReviewOutcome | None]] = []
+    for result in scored:
+        record = result.record
+        if result.review is None:
+            outcome = _failed(run, record, result.error or "no review", result.replies, result.usage)
+        else:
+            outcome = _store_review(run, record, result.review, result.usage)
+        outcomes.append((record.id, outcome))
+    return outcomes
+
+
+def batches_of(pending: list[BlueprintRecord], size: int = REVIEW_BATCH) -> list[list[BlueprintRecord]]:
+    """``pending`` as batches of at most ``size`` blueprints of one cell, in the order the cells first appear."""
+    cells: dict[str, list[BlueprintRecord]] = {}
+    for record in pending:
+        cells.setdefault(record.blueprint.taxonomy_id, []).append(record)
+    return [group[i : i + size] for group in cells.values() for i in range(0, len(group), size)]
 
 
 def review_pending(
@@ -244,6 +316,7 @@ def review_pending(
     chat: ChatModel | None = None,
     ids: list[str] | None = None,
     concurrency: int | None = None,
+    mode: Literal["slots", "batch"] | None = None,
     on_done: Callable[[ReviewOutcome], None] | None = None,
 ) -> ReviewReport:
     """Review every ``proposed`` blueprint (or just ``ids``), at most ``concurrency`` at once.
@@ -263,7 +336,10 @@ def review_pending(
         ids: Only these blueprints; duplicates are ignored and those not ``proposed`` are reported
             as skipped without a model call.
         concurrency: Reviews in flight (default: the reviewer role's concurrency; for the embedded
-            server its slot count).
+            server its slot count); in batch mode, batch calls in flight.
+        mode: ``slots`` (one call per blueprint) or ``batch`` (one call per batch of up to ten
+            blueprints of a cell, docs/stage1.md, "One call per batch"); default: the reviewer
+            role's ``stage1_mode``.
         on_done: Called after each blueprint, in completion order.
 
     Returns:
@@ -276,8 +352,8 @@ def review_pending(
     """
     workspace.check_ready()
     store = BlueprintStore(workspace)
-    report = ReviewReport(recovery=store.recover())
     settings = workspace.config.models.reviewer
+    report = ReviewReport(recovery=store.recover(), mode=mode or settings.stage1_calls())
     dimensions = load_dimensions()
     thresholds = workspace.config.triage
     if dimensions.max_total < thresholds.keep:
@@ -294,20 +370,29 @@ def review_pending(
         retries=settings.validation_retries,
         report=report,
         reply=reply_model(dimensions),
+        price=settings.price,
     )
     pending = _without_foreign_edits(workspace, store, _pending(store, ids, report), report)
     workers = concurrency or workspace.config.concurrency(settings)
+    groups = batches_of(pending) if report.mode == "batch" else [[record] for record in pending]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="review") as pool:
-        futures = {pool.submit(_review_one, run, record): record.id for record in pending}
+        futures = [pool.submit(_review_group, run, group) for group in groups]
         for future in as_completed(futures):
-            result = future.result()
-            if result is None:
-                report.not_started.append(futures[future])
-                continue
-            report.outcomes.append(result)
-            if on_done:
-                on_done(result)
+            for blueprint_id, result in future.result():
+                if result is None:
+                    report.not_started.append(blueprint_id)
+                    continue
+                report.outcomes.append(result)
+                if on_done:
+                    on_done(result)
     return report
+
+
+def _review_group(run: _ReviewRun, group: list[BlueprintRecord]) -> list[tuple[str, ReviewOutcome | None]]:
+    """One blueprint in one call (slot mode), or a batch of blueprints in one call."""
+    if run.report.mode == "batch":
+        return _review_batch(run, group)
+    return [(record.id, _review_one(run, record)) for record in group]
 
 
 def _rel(store: BlueprintStore, blueprint_id: str) -> str:

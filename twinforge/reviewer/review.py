@@ -25,7 +25,7 @@ from twinforge.blueprints import (
     triage,
     utcnow,
 )
-from twinforge.core.llm import ChatModel, Completion, Message, request_object
+from twinforge.core.llm import ChatModel, Completion, Message, feedback_messages, request_object
 from twinforge.core.prompts import Prompt
 from twinforge.core.settings import TriageSettings
 from twinforge.reviewer.rationale import restating_dimensions
@@ -93,6 +93,8 @@ def score_blueprint(
     retries: int = 2,
     prompt: Prompt | None = None,
     reply: type[BaseModel] | None = None,
+    previous: tuple[str, list[str]] | None = None,
+    reask_restating: bool = True,
 ) -> tuple[Review, list[Completion]]:
     """Ask the reviewer model for the six scores of one blueprint.
 
@@ -100,6 +102,19 @@ def score_blueprint(
     blueprint's check findings; a reply whose quotes (when found in the blueprint) and rationales
     only restate the rubric is re-asked once (docs/stage1.md, "Grounded rationales"); scores above
     the cap of a failed check are lowered to it and the cap is recorded on the score (docs/stage1.md).
+
+    Args:
+        chat: The reviewer model.
+        record: The blueprint.
+        store: The workspace's blueprints (taxonomy).
+        dimensions: The review dimensions.
+        thresholds: The triage bands.
+        retries: Re-asks of an invalid reply.
+        prompt: Template pair (default ``review``).
+        reply: The reply model (default: :func:`reply_model` of ``dimensions``).
+        previous: The blueprint's review in a batch call that did not validate and its problems: fed
+            back before the first call (docs/stage1.md, "One call per batch").
+        reask_restating: Re-ask a reply whose rationales restate the rubric (off in batch mode).
 
     Returns:
         The review (total and triage band set; band from the Stage I rule) and every completion
@@ -123,13 +138,21 @@ def score_blueprint(
         dimensions=dimensions.dimensions,
         dimension_ids=dimensions.ids,
     )
-    result = request_object(chat, messages, reply, schema_name="review", retries=retries)
+    first = messages
+    if previous is not None:
+        first = feedback_messages(
+            messages, previous[0], previous[1], ["Reply again with only the corrected JSON object."]
+        )
+    result = request_object(chat, first, reply, schema_name="review", retries=retries)
     completions = list(result.completions)
     given: dict[str, ReplyScore] = {d: getattr(result.value, d) for d in dimensions.ids}
     notes = []
     still: list[str] = []
     restating = restating_dimensions(given, dimensions, bp)
-    if restating:
+    if restating and not reask_restating:
+        still = restating
+        notes.append(f"rationale restates the rubric for {', '.join(restating)} (not re-asked in batch mode)")
+    elif restating:
         ask = (
             f"Your rationale for {', '.join(restating)} only restates the rubric. Reply again with the whole "
             'JSON object; in every "quote" copy a few words of this blueprint exactly as written, e.g. '
@@ -149,20 +172,44 @@ def score_blueprint(
             f"rationale re-asked once for {', '.join(restating)} (restated the rubric)"
             + (f"; still restates it for {', '.join(still)}" if still else "")
         )
+    review = build_review(given, findings, thresholds, model=chat.name, prompt=prompt.version, notes=notes, still=still)
+    return review, completions
+
+
+def build_review(
+    given: dict[str, ReplyScore],
+    findings: list[Finding],
+    thresholds: TriageSettings,
+    *,
+    model: str,
+    prompt: str,
+    notes: list[str],
+    still: list[str],
+) -> Review:
+    """The stored review of a reply's scores: capped by the doubts, totalled and banded (docs/stage1.md, "Review").
+
+    Args:
+        given: Dimension id -> the reply's score, quote and rationale.
+        findings: The doubts the reviewer was shown (their caps apply).
+        thresholds: The triage bands.
+        model: ``provider:model`` of the reviewer.
+        prompt: The prompt's version id.
+        notes: Remarks on how the review was asked.
+        still: Dimensions whose rationale restates the rubric.
+    """
     scores = apply_caps(given, findings)
     total = sum(s.score for s in scores.values())
-    review = Review(
+    return Review(
         scores=scores,
         total=total,
         triage=triage(total, thresholds),
-        model=chat.name,
-        prompt_version=prompt.version,
+        model=model,
+        prompt_version=prompt,
         reviewed_at=utcnow(),
         findings=findings,
         notes=notes,
         restated=still,
     )
-    return review, completions
 
 
 def review_target(record: BlueprintRecord, review: Review) -> tuple[Status, str | None]:

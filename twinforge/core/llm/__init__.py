@@ -7,14 +7,18 @@ from twinforge.core.llm.structured import (
     ItemFailure,
     ItemsResult,
     ObjectResult,
+    ReadItem,
+    ReadList,
     describe_validation_error,
+    feedback_messages,
     list_schema,
+    read_items,
     refusal_line,
     refusal_message,
     request_items,
     request_object,
 )
-from twinforge.core.llm.usage import FlatUsage, Usage
+from twinforge.core.llm.usage import FlatUsage, PerItem, Usage
 
 __all__ = [
     "ChatModel",
@@ -25,11 +29,16 @@ __all__ = [
     "ItemsResult",
     "Message",
     "ObjectResult",
+    "PerItem",
+    "ReadItem",
+    "ReadList",
     "ScriptedChat",
     "Usage",
     "describe_validation_error",
+    "feedback_messages",
     "list_schema",
     "make_chat_model",
+    "read_items",
     "refusal_line",
     "refusal_message",
     "request_items",

@@ -254,6 +254,119 @@ def _items_ask(list_key: str, missing: int, kept: int, parsed: Parsed, completio
     return ask
 
 
+def feedback_messages(
+    base: list[Message], reply: str, errors: list[str], ask: list[str] | None = None
+) -> list[Message]:
+    """``base`` followed by a reply that did not validate and the problems found in it, to ask again.
+
+    Used to re-ask one item of a list reply on its own (Stage I's one call per batch,
+    docs/stage1.md): ``reply`` is that item's JSON, ``errors`` its problems.
+
+    Args:
+        base: The prompt that asks for one item.
+        reply: The reply (or the item of a list reply) that did not validate; echoed up to 6,000
+            characters (small context windows).
+        errors: One problem per line.
+        ask: What to reply with (default: the corrected JSON document only).
+    """
+    ask = ask or ["Reply again with only the corrected JSON document."]
+    return _retry_messages(base, Completion(text=reply), _feedback(errors, ask))
+
+
+@dataclass
+class ReadItem(Generic[T]):
+    """One element of a list reply, validated on its own.
+
+    Attributes:
+        position: 1-based place in the reply's list.
+        raw: The element as received (a JSON value).
+        value: The valid item, ``None`` when it did not validate.
+        errors: Why it did not (``<list_key>[<position>].field: message``); empty when valid.
+        cut: It is the element the reply was cut off in (incomplete).
+    """
+
+    position: int
+    raw: Any
+    value: T | None
+    errors: list[str]
+    cut: bool = False
+
+
+@dataclass
+class ReadList(Generic[T]):
+    """A list reply read element by element (:func:`read_items`).
+
+    Attributes:
+        items: Every element of the list, in reply order.
+        errors: Problems of the document as a whole: not JSON, no list under the key.
+        parsed: The document as read (``partial`` when the reply was cut).
+        listed: The reply held a list under the key.
+    """
+
+    items: list[ReadItem[T]]
+    errors: list[str]
+    parsed: Parsed
+    listed: bool
+
+    @property
+    def valid(self) -> list[T]:
+        """The valid items, in reply order."""
+        return [item.value for item in self.items if item.value is not None]
+
+
+def read_items(
+    completion: Completion,
+    item_cls: type[T],
+    *,
+    list_key: str,
+    context: dict[str, Any] | None = None,
+    check: Callable[[T], None] | None = None,
+) -> ReadList[T]:
+    """Read a ``{list_key: [...]}`` reply and validate each element on its own; nothing is re-asked.
+
+    A reply cut at ``max_tokens`` is read up to the cut: the elements completed before it are
+    validated as usual, the one it was cut in is marked ``cut`` and reported incomplete.
+
+    Args:
+        completion: The reply.
+        item_cls: pydantic model of one element.
+        list_key: Top-level key of the list.
+        context: pydantic validation context.
+        check: Extra rule per element; raises ``ValueError`` (one problem per line) when it breaks it.
+
+    Returns:
+        Every element with its value or its errors, and the document's own problems.
+    """
+    parsed = _read(completion)
+    errors = [f"(document): {parsed.error}"] if parsed.error is not None else []
+    document = parsed.value
+    raw_items = document.get(list_key) if isinstance(document, dict) else None
+    if not isinstance(raw_items, list):
+        if document is not None:
+            errors.append(f"(document): expected an object with a list under {list_key!r}")
+        return ReadList([], errors, parsed, listed=False)
+    items: list[ReadItem[T]] = []
+    for i, raw in enumerate(raw_items, start=1):
+        last_of_cut = parsed.partial and i == len(raw_items)
+        try:
+            if last_of_cut and ends_mid_number(normalise(completion.text)):
+                raise ValueError("cut off in the middle of a number")
+            item = item_cls.model_validate(raw, context=context)
+            if check is not None:
+                check(item)
+        except (ValidationError, ValueError) as exc:
+            if last_of_cut:
+                problems = [f"{list_key}[{i}]: incomplete, the reply was cut off at {_cap(completion)}"]
+            elif isinstance(exc, ValidationError):
+                problems = describe_validation_error(exc, prefix=f"{list_key}[{i}].")
+            else:
+                problems = [f"{list_key}[{i}]: {line}" for line in str(exc).splitlines() if line.strip()]
+            items.append(ReadItem(i, raw, None, problems, cut=last_of_cut))
+        else:
+            items.append(ReadItem(i, raw, item, []))
+    return ReadList(items, errors, parsed, listed=True)
+
+
 def request_items(
     chat: ChatModel,
     messages: list[Message],
@@ -322,52 +435,31 @@ def request_items(
             errors, bad_raw = [refusal_line(completion)], [completion.raw]
             result.notes.append(f"reply {attempt}: {refusal_line(completion)} (not re-asked)")
             break
-        errors, bad_raw = [], []
-        parsed = _read(completion)
-        if parsed.error is not None:
-            errors.append(f"(document): {parsed.error}")
-            if not parsed.partial:
-                bad_raw.append(completion.text)
-        document = parsed.value
-        raw_items = document.get(list_key) if isinstance(document, dict) else None
-        if not isinstance(raw_items, list):
-            if document is not None:
-                errors.append(f"(document): expected an object with a list under {list_key!r}")
-                bad_raw.append(completion.text)
-            raw_items = None
+        read = read_items(completion, item_cls, list_key=list_key, context=context, check=check)
+        errors = list(read.errors)
+        unread = read.parsed.error is not None and not read.parsed.partial
+        bad_raw = [completion.text] if unread or (not read.listed and read.parsed.value is not None) else []
         before = len(result.items)
-        for i, raw in enumerate(raw_items or [], start=1):
+        for item in read.items:
             if len(result.items) == count:
-                result.notes.append(f"the model returned {len(raw_items or [])} items for {needed}; extras dropped")
+                result.notes.append(f"the model returned {len(read.items)} items for {needed}; extras dropped")
                 break
-            last_of_cut = parsed.partial and i == len(raw_items or [])
-            try:
-                if last_of_cut and ends_mid_number(normalise(completion.text)):
-                    raise ValueError("cut off in the middle of a number")
-                item = item_cls.model_validate(raw, context=context)
-                if check is not None:
-                    check(item)
-            except (ValidationError, ValueError) as exc:
-                if last_of_cut:
-                    errors.append(f"{list_key}[{i}]: incomplete, the reply was cut off at {_cap(completion)}")
-                elif isinstance(exc, ValidationError):
-                    errors += describe_validation_error(exc, prefix=f"{list_key}[{i}].")
-                else:
-                    errors.append(f"{list_key}[{i}]: {exc}")
-                bad_raw.append(json.dumps(raw))
+            if item.value is not None:
+                result.items.append(item.value)
             else:
-                result.items.append(item)
+                errors += item.errors
+                bad_raw.append(json.dumps(item.raw))
         missing = count - len(result.items)
         if completion.truncated:
             result.notes.append(
                 f"reply {attempt} was cut off at {_cap(completion)}: {len(result.items) - before} complete "
                 f"item(s) kept from it" + (f", {missing} re-asked" if missing and attempt <= retries else "")
             )
-        elif raw_items is not None and len(raw_items) < needed:
-            errors.append(f"(document): {len(raw_items)} items given, {needed} required")
+        elif read.listed and len(read.items) < needed:
+            errors.append(f"(document): {len(read.items)} items given, {needed} required")
         if missing == 0:
             return result
-        ask = _items_ask(list_key, missing, len(result.items), parsed, completion)
+        ask = _items_ask(list_key, missing, len(result.items), read.parsed, completion)
         if reask_note is not None:
             ask.append(reask_note())
         current = _retry_messages(messages, completion, _feedback(errors, ask))

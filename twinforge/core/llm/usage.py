@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_valid
 if TYPE_CHECKING:
     from pydantic import SerializerFunctionWrapHandler
 
+    from twinforge.core.settings import ModelPrice
+
 
 class Usage(BaseModel):
     """Calls, tokens and model time of one or more model calls (a value: frozen, added with ``+``).
@@ -67,6 +69,45 @@ class Usage(BaseModel):
             seconds=max(self.seconds - earlier.seconds, 0.0),
         )
 
+    def cost(self, price: ModelPrice | None) -> float | None:
+        """US dollars these calls cost at ``price`` (``[models.<role>.price]``); ``None`` without a price.
+
+        Cost is linear in tokens, so the cost of a sum of calls is the sum of their costs.
+        """
+        if price is None:
+            return None
+        return price.cost(self.prompt_tokens, self.cached_tokens, self.completion_tokens)
+
+    def shares(self, parts: int) -> list[Usage]:
+        """This usage split over ``parts`` items that one call served (a Stage I batch call, docs/stage1.md).
+
+        Tokens and seconds are split evenly, the remainders going to the first part; the calls,
+        which cannot be split, all go to the first part. The parts add up to this usage.
+
+        Raises:
+            ValueError: ``parts`` is less than 1.
+        """
+        if parts < 1:
+            raise ValueError(f"cannot split a usage into {parts} parts")
+
+        def split(value: int) -> list[int]:
+            each, rest = divmod(value, parts)
+            return [each + rest, *[each] * (parts - 1)]
+
+        fresh = split(max(self.prompt_tokens - self.cached_tokens, 0))
+        cached = split(self.cached_tokens)
+        completion = split(self.completion_tokens)
+        return [
+            Usage(
+                calls=self.calls if i == 0 else 0,
+                prompt_tokens=fresh[i] + cached[i],
+                cached_tokens=cached[i],
+                completion_tokens=completion[i],
+                seconds=self.seconds / parts,
+            )
+            for i in range(parts)
+        ]
+
     @classmethod
     def total(cls, usages: Iterable[Usage]) -> Usage:
         """The sum of ``usages`` (an empty ``Usage`` for none)."""
@@ -88,6 +129,47 @@ class Metered(Protocol):
     def usage(self) -> Usage:
         """This call's usage."""
         ...
+
+
+class PerItem(BaseModel):
+    """What each item a command produced cost on average (``generate``: per stored blueprint).
+
+    Attributes:
+        items: How many items the usage is divided over (at least 1).
+        calls: Model calls per item.
+        tokens: Prompt plus completion tokens per item.
+        prompt_tokens: Prompt tokens per item.
+        completion_tokens: Completion tokens per item.
+        wall_seconds: Wall time per item, when measured.
+        cost_usd: US dollars per item, when the model has a price.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    items: int = Field(ge=1)
+    calls: float
+    tokens: float
+    prompt_tokens: float
+    completion_tokens: float
+    wall_seconds: float | None = None
+    cost_usd: float | None = None
+
+    @classmethod
+    def of(
+        cls, usage: Usage, items: int, *, wall_seconds: float | None = None, cost_usd: float | None = None
+    ) -> PerItem | None:
+        """``usage`` (and the wall time and cost of the same calls) divided over ``items``; ``None`` for none."""
+        if items < 1:
+            return None
+        return cls(
+            items=items,
+            calls=round(usage.calls / items, 2),
+            tokens=round(usage.tokens / items, 1),
+            prompt_tokens=round(usage.prompt_tokens / items, 1),
+            completion_tokens=round(usage.completion_tokens / items, 1),
+            wall_seconds=None if wall_seconds is None else round(wall_seconds / items, 2),
+            cost_usd=None if cost_usd is None else round(cost_usd / items, 6),
+        )
 
 
 USAGE_KEYS = tuple(Usage.model_fields)
