@@ -50,7 +50,9 @@ def test_one_call_proposes_a_batch_and_one_call_scores_two_blueprints(gemma: Ser
         BlueprintRecord(
             id=store.new_id("S1-R3"),
             blueprint=Blueprint.model_validate(blueprint_dict(cell="S1-R3")),
-            provenance=Provenance(batch="manual", model="human", prompt_version="none", sources="t", created_at=utcnow()),
+            provenance=Provenance(
+                batch="manual", model="human", prompt_version="none", sources="t", created_at=utcnow()
+            ),
         )
         for _ in range(2)
     ]
