@@ -11,6 +11,7 @@ the INCAPABLE twin diagnosis and the disagreement flags read every harness the s
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +74,36 @@ def transcript_entries(log: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def build_trajectory(log: Path, instruction: str, exit_status: str, final: str) -> dict[str, Any]:
-    """A Mini-SWE-agent 2.x trajectory document from a proxy transcript."""
+def commands_between(log: Path, start: float, end: float) -> list[str]:
+    """The commands of the agent turns the transcript recorded between ``start`` and ``end`` (Unix seconds)."""
+    return [
+        command_of(str(c.get("name", "")), str(c.get("arguments", "")))
+        for entry in transcript_entries(log)
+        if start <= float(entry.get("at") or 0) <= end
+        for c in entry["reply"].get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
+
+
+def build_trajectory(
+    log: Path, instruction: str, exit_status: str, final: str, later_turns: Sequence[tuple[float, str]] = ()
+) -> dict[str, Any]:
+    """A Mini-SWE-agent 2.x trajectory document from a proxy transcript.
+
+    Args:
+        log: The proxy's transcript of the run.
+        instruction: Turn 1.
+        exit_status: How the harness ended.
+        final: The agent's last words.
+        later_turns: ``(sent at, text)`` of each later user turn (Unix seconds): each becomes a user
+            message before the first model call recorded after it was sent.
+    """
     entries = transcript_entries(log)
     messages: list[dict[str, Any]] = [{"role": "user", "content": instruction}]
+    pending = sorted(later_turns)
     for i, entry in enumerate(entries):
+        while pending and float(entry.get("at") or 0) >= pending[0][0]:
+            messages.append({"role": "user", "content": pending.pop(0)[1], "extra": {"user_turn": True}})
         reply = entry["reply"]
         calls = [c for c in reply.get("tool_calls") or [] if isinstance(c, dict)]
         actions = [
@@ -112,6 +138,7 @@ def build_trajectory(log: Path, instruction: str, exit_status: str, final: str) 
                         "extra": {"raw_output": text, "returncode": 1 if error else 0},
                     }
                 )
+    messages += [{"role": "user", "content": text, "extra": {"user_turn": True}} for _, text in pending]
     return {
         "trajectory_format": FORMAT,
         "info": {"exit_status": exit_status, "submission": final, "source": "proxy transcript"},
@@ -119,8 +146,15 @@ def build_trajectory(log: Path, instruction: str, exit_status: str, final: str) 
     }
 
 
-def write_trajectory(log: Path, instruction: str, exit_status: str, final: str, path: Path) -> list[str]:
+def write_trajectory(
+    log: Path,
+    instruction: str,
+    exit_status: str,
+    final: str,
+    path: Path,
+    later_turns: Sequence[tuple[float, str]] = (),
+) -> list[str]:
     """Write the trajectory file; returns the commands of the agent's tool calls in order."""
-    document = build_trajectory(log, instruction, exit_status, final)
+    document = build_trajectory(log, instruction, exit_status, final, later_turns)
     atomic_write_text(path, json.dumps(document, indent=1))
     return [a["command"] for m in document["messages"] for a in (m.get("extra") or {}).get("actions") or []]

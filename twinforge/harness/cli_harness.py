@@ -9,6 +9,12 @@ started and stopped, and how its own output tells success from failure; this cla
 files in place, one process under the command wrapper with the turn budget as its limit, its
 output streamed to the host, a stop when the proxy refuses (after a grace period, since some CLIs
 retry a refusal for minutes), and the trajectory read from the proxy's transcript.
+
+A later user turn (docs/runtime.md, "User turns") starts the CLI again in the same container with
+its own resume option and the session id its first turn used or reported, so it continues its
+own session from its own session store. That store lives in the task container on a tmpfs
+(:attr:`CliHarness.session_store`): kept while the container runs, never on the run disk, so never
+in the detector's evidence.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import shlex
 import tarfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +35,7 @@ from docker.errors import DockerException
 from docker.models.containers import Container
 from requests.exceptions import RequestException
 
-from twinforge.harness.api_trajectory import write_trajectory
+from twinforge.harness.api_trajectory import commands_between, write_trajectory
 from twinforge.harness.exceptions import HarnessError
 from twinforge.harness.install import PACKAGES, CliPackage
 from twinforge.harness.layer import build_layer
@@ -38,12 +45,15 @@ from twinforge.taskpair.in_container import UNWRITABLE_FOLDERS
 from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.model_channel import ModelChannel
 from twinforge.taskpair.runtime.session import Session
+from twinforge.taskpair.runtime.turns import UserTurns
 
 MAX_STDOUT = 32 * 2**20
 """Bytes of the CLI's own output kept in the evidence."""
 STDERR_FILE = "/tmp/.agent-harness.stderr"
 PROMPT_FILE = "/tmp/.agent-task.txt"
 HOME = "/root"
+SESSION_STORE_OPTIONS = "size=64m,mode=0700"
+"""tmpfs options of a CLI's session store (its transcripts are a few MiB at most)."""
 
 
 @dataclass
@@ -53,7 +63,8 @@ class Launch:
     Attributes:
         argv: The command line (the CLI's entry first).
         env: Its whole environment (it runs under ``env -i``).
-        files: Files put in place first, by absolute path (under ``/root`` or ``/tmp``).
+        files: Files put in place first, by absolute path (under ``/root`` or ``/tmp``, never in
+            :attr:`CliHarness.session_store`, which a copy into the container does not reach).
         stdin_prompt: Feed the task on standard input instead of as an argument.
     """
 
@@ -75,8 +86,11 @@ class EndState:
 class HarnessAttachment:
     """The runner's hooks for one in-container harness run: the layer and the model channel."""
 
-    def __init__(self, package: CliPackage, version: str, channel: ModelChannel) -> None:
+    def __init__(
+        self, package: CliPackage, version: str, channel: ModelChannel, session_store: tuple[str, ...] = ()
+    ) -> None:
         self.package, self.version, self.channel = package, version, channel
+        self.package_store = session_store
         self.layer_seconds = 0.0
         self.egress: list[dict[str, Any]] = []
 
@@ -92,6 +106,10 @@ class HarnessAttachment:
     def stopped(self, evidence: Path) -> None:
         """Close the channel; the blocked-connection log goes into the evidence."""
         self.egress = self.channel.stopped(evidence / "agent")
+
+    def memory_folders(self) -> dict[str, str]:
+        """The CLI's session store: tmpfs mounts of the task container (path -> mount options)."""
+        return dict.fromkeys(self.package_store, SESSION_STORE_OPTIONS)
 
 
 class CliHarness:
@@ -112,6 +130,9 @@ class CliHarness:
     unwritable_folders: tuple[str, ...] = ()
     """Project folders the CLI would install into at start: unwritable while it runs (found in the
     working folder and above it; their modes come back after the run)."""
+    session_store: tuple[str, ...] = ()
+    """Where the CLI keeps its sessions (the folders its resume option reads): tmpfs mounts of the
+    task container, out of the run disk and so out of the detector's evidence."""
 
     def __init__(self, version: str | None = None, permission: str = "bypass", refusal_grace_s: float = 5.0) -> None:
         if permission not in self.permissions:
@@ -124,6 +145,8 @@ class CliHarness:
         self.refusal_grace_s = refusal_grace_s
         self._attachment: HarnessAttachment | None = None
         self.commands: list[str] = []
+        self.session_ref = ""
+        """This run's session id where the adapter chooses it (a UUID made per run)."""
 
     @property
     def key(self) -> str:
@@ -140,24 +163,36 @@ class CliHarness:
 
     def attachment(self, proxy: tuple[str, int]) -> HarnessAttachment:
         """The runner hooks of one run: the layer and a fresh model channel to ``proxy``."""
-        self._attachment = HarnessAttachment(self.package, self.version, ModelChannel(proxy))
+        self._attachment = HarnessAttachment(self.package, self.version, ModelChannel(proxy), self.session_store)
         return self._attachment
 
     # per CLI ------------------------------------------------------------------------------------
 
     def launch(
-        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+        self,
+        endpoint: ModelEndpoint,
+        base_url: str,
+        instruction: str,
+        workdir: str,
+        command_timeout_s: float,
+        resume: str | None = None,
     ) -> Launch:
         """The CLI's files, environment and command line.
 
         Args:
             endpoint: The model endpoint (its token and model name; the URL is ``base_url``).
             base_url: The model channel's address inside the task container (no ``/v1``).
-            instruction: The task.
+            instruction: The task (turn 1), or what the user says in a later turn.
             workdir: The working folder.
             command_timeout_s: The side's per-command budget (``[agent] command_timeout_s``, 30 s by
                 default; docs/design.md): set as the CLI's own shell-command timeout.
+            resume: The session to continue (a later user turn), as :meth:`session_of` gave it;
+                ``None`` starts the run's session.
         """
+        raise NotImplementedError
+
+    def session_of(self, events: list[dict[str, Any]]) -> str | None:
+        """The session a turn ran in, from the CLI's own JSON output (``None``: it said none)."""
         raise NotImplementedError
 
     def end_state(self, events: list[dict[str, Any]], exit_code: int) -> EndState:
@@ -166,17 +201,76 @@ class CliHarness:
 
     # the run ------------------------------------------------------------------------------------
 
-    def run(self, session: Session, instruction: str, endpoint: ModelEndpoint, trajectory: Path) -> HarnessResult:
-        """Run the CLI on ``instruction`` in the session's task container until it stops."""
+    def run(
+        self,
+        session: Session,
+        instruction: str,
+        endpoint: ModelEndpoint,
+        trajectory: Path,
+        turns: UserTurns | None = None,
+    ) -> HarnessResult:
+        """Run the CLI on ``instruction`` in the session's task container until it stops.
+
+        With ``turns``, each time the CLI leaves its print mode by itself (no API error, no time-out)
+        the user's next turn, if any, is sent by starting the CLI again on its own session
+        (:meth:`launch` with ``resume``).
+        """
         if self._attachment is None:
             raise HarnessError(f"{self.name}: the run was started without the harness attachment")
         evidence = trajectory.parent / "agent"
         evidence.mkdir(parents=True, exist_ok=True)
+        proxy_log = trajectory.parent / "proxy.jsonl"
+        self.session_ref = str(uuid.uuid4())
+        if turns is not None:
+            turns.start()
+        text, number, resume = instruction, 1, None
+        said: list[tuple[float, str]] = []
+        runs: list[dict[str, Any]] = []
+        while True:
+            started = time.time()
+            state, timed_out, record = self._turn(session, endpoint, evidence, text, number, resume)
+            runs.append(record)
+            resume = record["session"] = self.session_of(_json_lines(evidence / record["stdout"])) or resume
+            if number > 1:
+                said.append((started, text))
+            if turns is None:
+                break
+            normal = not (state.api_error or timed_out or session.overtime)
+            if normal and resume is None and number <= len(turns.turns):
+                session.failure = session.failure or f"harness: {self.name} named no session in turn {number}"
+                normal = False
+            upcoming = turns.next(
+                end=state.exit_status,
+                final_message=state.final_message,
+                normal=normal,
+                commands=len(commands_between(proxy_log, started, time.time())),
+            )
+            if upcoming is None:
+                break
+            text, number = upcoming.text, upcoming.number
+        layer_s = round(self._attachment.layer_seconds, 3)
+        summary = {**runs[-1], "harness": self.key, "layer_build_seconds": layer_s, "turns": runs}
+        (evidence / "harness.json").write_text(json.dumps(summary, indent=1))
+        commands = write_trajectory(
+            proxy_log, instruction, state.exit_status, state.final_message, trajectory, later_turns=said
+        )
+        self.commands = commands
+        over = timed_out or session.overtime
+        return HarnessResult(
+            state.exit_status, state.final_message, len(commands), over, trajectory, time_exceeded=over
+        )
+
+    def _turn(
+        self, session: Session, endpoint: ModelEndpoint, evidence: Path, text: str, number: int, resume: str | None
+    ) -> tuple[EndState, bool, dict[str, Any]]:
+        """One CLI process: a user turn; returns how it ended, whether it timed out, and its record."""
+        if self._attachment is None:
+            raise HarnessError(f"{self.name}: the run was started without the harness attachment")
         spec = session.side.spec
         launch = self.launch(
-            endpoint, self._attachment.channel.base_url, instruction, spec.workdir, spec.agent.command_timeout_s
+            endpoint, self._attachment.channel.base_url, text, spec.workdir, spec.agent.command_timeout_s, resume
         )
-        files = {**launch.files, PROMPT_FILE: instruction}
+        files = {**launch.files, PROMPT_FILE: text}
         _put_files(session.container, files)
         env = " ".join(shlex.quote(f"{k}={v}") for k, v in launch.env.items())
         command = f"cd {shlex.quote(spec.workdir)} && exec env -i {env} {shlex.join(launch.argv)} 2>{STDERR_FILE}"
@@ -185,41 +279,30 @@ class CliHarness:
         locked = _unwritable(session.container, "lock", spec.workdir, *self.unwritable_folders)
         limit = max(1.0, session.deadline - time.monotonic())
         started = time.monotonic()
-        stdout = evidence / "harness.stdout.jsonl"
+        suffix = "" if number == 1 else f".turn-{number:02d}"
+        stdout = evidence / f"harness{suffix}.stdout.jsonl"
         try:
             exit_code, timed_out = self._stream(session, command, limit, stdout, endpoint.refused)
         finally:
             if locked:
                 _unwritable(session.container, "restore", json.dumps(locked))
         seconds = time.monotonic() - started
-        events = _json_lines(stdout)
-        state = self.end_state(events, exit_code)
+        state = self.end_state(_json_lines(stdout), exit_code)
         if timed_out:
             state.exit_status = "TimeExceeded"
-        _copy_out(session.container, STDERR_FILE, evidence / "harness.stderr.txt")
-        (evidence / "harness.json").write_text(
-            json.dumps(
-                {
-                    "harness": self.key,
-                    "exit_code": exit_code,
-                    "seconds": round(seconds, 3),
-                    "layer_build_seconds": round(self._attachment.layer_seconds, 3),
-                    "argv": launch.argv,
-                    "env": sorted(k for k in launch.env if "TOKEN" not in k and "KEY" not in k),
-                    "exit_status": state.exit_status,
-                    "api_error": state.api_error,
-                    "unwritable_during_run": [path for path, _ in locked],
-                },
-                indent=1,
-            )
-        )
-        proxy_log = trajectory.parent / "proxy.jsonl"
-        commands = write_trajectory(proxy_log, instruction, state.exit_status, state.final_message, trajectory)
-        self.commands = commands
-        over = timed_out or session.overtime
-        return HarnessResult(
-            state.exit_status, state.final_message, len(commands), over, trajectory, time_exceeded=over
-        )
+        _copy_out(session.container, STDERR_FILE, evidence / f"harness{suffix}.stderr.txt")
+        record = {
+            "turn": number,
+            "exit_code": exit_code,
+            "seconds": round(seconds, 3),
+            "argv": launch.argv,
+            "env": sorted(k for k in launch.env if "TOKEN" not in k and "KEY" not in k),
+            "exit_status": state.exit_status,
+            "api_error": state.api_error,
+            "unwritable_during_run": [path for path, _ in locked],
+            "stdout": stdout.name,
+        }
+        return state, timed_out, record
 
     def _stream(
         self, session: Session, command: str, limit: float, stdout: Path, refused: threading.Event | None
@@ -259,7 +342,8 @@ class CliHarness:
                 parsed = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(parsed, dict) and parsed.get("twinforge") == "command":
+            # the command wrapper's status line (in_container/wrapper/command_tree.py), as Session reads it
+            if isinstance(parsed, dict) and isinstance(parsed.get("timed_out"), bool):
                 status = parsed
                 break
         return int(status.get("exit", -1)), bool(status.get("timed_out"))
