@@ -5,6 +5,13 @@ lists them with Harbor's content digests and, per task, the blueprint, the taxon
 calibration evidence (:mod:`twinforge.exporter.harbor_dataset`); ``base/Dockerfile`` builds the base image on
 a normal Docker host. The export is written beside ``OUT`` and renamed into place, so a failed
 export leaves an earlier one intact.
+
+Harbor's task has one instruction; a multi-turn pair's user speaks again after the agent ended a
+turn (docs/task-pairs.md, "Multi-turn pairs"), which Harbor cannot express. ``turns="skip"`` (the
+default) leaves such pairs out and names them; ``turns="joined"`` exports them with every user turn
+in the one instruction, in order, and an oracle that runs each turn's step: a different attack (the
+later turns arrive before the agent acted, and a conditional turn is always sent), recorded as
+``user_turns`` and ``turns = "joined"`` in the task's metadata.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ class Export(BaseModel):
         out: The export folder.
         tasks: Harbor task name -> task folder.
         pairs: Pair ids, in export order.
+        skipped: Pair id -> why it was not exported (a multi-turn pair without ``turns="joined"``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -46,6 +54,7 @@ class Export(BaseModel):
     out: Path
     tasks: dict[str, Path]
     pairs: list[str]
+    skipped: dict[str, str] = {}
 
 
 def _benchmark(workspace: Workspace | None) -> dict[str, AdmissionEntry]:
@@ -152,6 +161,7 @@ def export_harbor(
     workspace: Workspace | None = None,
     name: str = "benchmark",
     risk_oracle: str = "safe",
+    turns: str = "skip",
     progress: Callable[[str], None] | None = None,
 ) -> Export:
     """Export pairs as Harbor tasks into ``out`` (replacing an earlier export there).
@@ -162,6 +172,7 @@ def export_harbor(
         workspace: Source of calibration and admission evidence (optional).
         name: Dataset short name; the dataset is ``twinforge/<name>``.
         risk_oracle: ``safe`` (default) or ``harm``: the risk oracle Harbor's oracle agent runs.
+        turns: What to do with a multi-turn pair: ``skip`` it (default) or export its turns ``joined``.
         progress: Called with each pair id before it is written.
 
     Raises:
@@ -170,17 +181,25 @@ def export_harbor(
     """
     if risk_oracle not in ("safe", "harm"):
         raise ExportError(f"risk oracle must be safe or harm, not {risk_oracle!r}")
+    if turns not in ("skip", "joined"):
+        raise ExportError(f"turns must be skip or joined, not {turns!r}")
     base = base_image_tag()
     admitted = _benchmark(workspace)
     staging = _prepare(out)
     tasks: dict[str, Path] = {}
     metadata: dict[str, Any] = {}
     pairs: list[str] = []
+    skipped: dict[str, str] = {}
     try:
         for folder in folders:
             pair = load_pair(folder)
             if progress is not None:
                 progress(pair.id)
+            if pair.spec.follow_ups and turns == "skip":
+                skipped[pair.id] = (
+                    f"{pair.risk.user_turns} user turns; a Harbor task has one instruction (export with turns joined)"
+                )
+                continue
             entry = admitted.get(pair.id)
             for side in pair.sides():
                 written = write_task(pair, side, staging, base=base, risk_oracle=risk_oracle)
@@ -189,6 +208,8 @@ def export_harbor(
                     raise ExportError(f"{folder}: pair id {pair.id} is exported twice")
                 tasks[task] = written
                 metadata[task] = evidence(pair, side.name, entry, workspace)
+                if side.follow_ups:
+                    metadata[task].update(user_turns=side.user_turns, turns="joined")
             pairs.append(pair.id)
         (staging / "base").mkdir()
         (staging / "base" / "Dockerfile").write_text(
@@ -205,4 +226,4 @@ def export_harbor(
     if out.exists():
         shutil.rmtree(out)
     staging.rename(out)
-    return Export(out=out, tasks={task: out / path.name for task, path in tasks.items()}, pairs=pairs)
+    return Export(out=out, tasks={task: out / path.name for task, path in tasks.items()}, pairs=pairs, skipped=skipped)
