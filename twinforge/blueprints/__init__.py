@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         taxonomy_for,
         workspace_taxonomy,
     )
+    from twinforge.blueprints.turns import FollowUp, TurnedBlueprint, follow_up_findings
 
 __all__ = [
     "BY_HAND",
@@ -97,6 +98,7 @@ __all__ = [
     "FieldEdit",
     "Finding",
     "Flag",
+    "FollowUp",
     "InvalidTransition",
     "Loaded",
     "Match",
@@ -115,6 +117,7 @@ __all__ = [
     "Taxonomy",
     "TaxonomyError",
     "TaxonomyExtension",
+    "TurnedBlueprint",
     "actions_in",
     "actions_of_risk",
     "add_attention",
@@ -133,6 +136,7 @@ __all__ = [
     "duplicate_pairs",
     "edit_field",
     "entry_for",
+    "follow_up_findings",
     "load_check_rules",
     "load_dimensions",
     "load_extension",
@@ -207,6 +211,7 @@ lazy_exports(
         "status": ("PAST_REVIEW", "TRANSITIONS", "TRIAGE_STATUSES", "Status", "check_transition"),
         "store": ("BlueprintStore", "Loaded", "Moved", "dump_record"),
         "summary": ("StatusSummary", "duplicate_pairs", "summarize"),
+        "turns": ("FollowUp", "TurnedBlueprint", "follow_up_findings"),
         "taxonomy": (
             "Category",
             "Taxonomy",

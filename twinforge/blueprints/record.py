@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from twinforge.blueprints.blueprint import Blueprint
 from twinforge.blueprints.review import Review
 from twinforge.blueprints.status import Status, check_transition
+from twinforge.blueprints.turns import FollowUp
 
 
 def utcnow() -> datetime:
@@ -138,6 +139,9 @@ class BlueprintRecord(BaseModel):
     flags: list[Flag] = Field(default_factory=list)
     notes: list[Note] = Field(default_factory=list)
     edits: list[FieldEdit] = Field(default_factory=list)
+    follow_ups: list[FollowUp] = Field(default_factory=list)
+    """A multi-turn blueprint's later user turns, beside the eight fields (docs/stage1.md,
+    "Multi-turn blueprints"); empty for a one-turn blueprint."""
 
     def move(self, target: Status, *, action: str, by: str, reason: str | None = None) -> Decision:
         """Change status along the lifecycle and record the decision.

@@ -19,10 +19,13 @@ from twinforge.blueprints import (
     BlueprintStore,
     CheckRules,
     Flag,
+    FollowUp,
     Provenance,
     Status,
+    TurnedBlueprint,
     actions_of_risk,
     closest,
+    follow_up_findings,
     utcnow,
 )
 from twinforge.core.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
@@ -119,6 +122,9 @@ class BatchRequest:
             slot count). 1 asks them in order, each seeing the ones before it.
         prompt: Template pair (default ``generate``).
         rules: Check rules (default: the bundled file).
+        turns: User turns each blueprint has (``generate --turns N``): above 1, each slot also
+            answers ``follow_ups``, the later turns, kept beside the eight fields (docs/stage1.md,
+            "Multi-turn blueprints").
     """
 
     cell: str
@@ -131,6 +137,7 @@ class BatchRequest:
     concurrency: int = 1
     prompt: Prompt = field(default_factory=lambda: Prompt("generate"))
     rules: CheckRules | None = None
+    turns: int = 1
 
 
 @dataclass
@@ -205,6 +212,35 @@ class _BatchState:
                 self.dropped |= new
 
 
+def turned_schema(schema: dict[str, Any], turns: int) -> dict[str, Any]:
+    """A slot's schema with ``follow_ups``: exactly ``turns - 1`` later turns (``generate --turns``)."""
+    turned = copy.deepcopy(schema)
+    follow_up = FollowUp.model_json_schema()
+    follow_up["additionalProperties"] = False
+    turned["properties"]["follow_ups"] = {
+        "type": "array",
+        "items": follow_up,
+        "minItems": turns - 1,
+        "maxItems": turns - 1,
+    }
+    turned["required"] = [*turned.get("required", []), "follow_ups"]
+    return turned
+
+
+def turned_check(check: Callable[[Blueprint], None], turns: int) -> Callable[[Blueprint], None]:
+    """The slot's check, with the follow-up turns' own rules first (:func:`follow_up_findings`)."""
+
+    def checked(bp: Blueprint) -> None:
+        if isinstance(bp, TurnedBlueprint):
+            fields, follow_ups = bp.split()
+            problems = follow_up_findings(fields, follow_ups, turns)
+            if problems:
+                raise ValueError("\n".join(problems))
+        check(bp)
+
+    return checked
+
+
 def _shown_examples(examples: list[WorkedExample]) -> list[dict[str, Any]]:
     return [
         {
@@ -240,17 +276,22 @@ def _ask_slot(chat: ChatModel, store: BlueprintStore, request: BatchRequest, sta
         examples=examples,
         taken=state.taken(request.shown_tasks),
         harm_examples=[t.example for t in actions_of_risk(risk.id) if t.example],
+        turns=request.turns,
     )
     copied: set[str] = set()
     check = slot_checker(
         request.cell, slot, state.accepted, request.examples, request.threshold, request.rules, copied, state.lock
     )
+    model: type[Blueprint] = Blueprint
+    schema = slot_schema(request.cell, slot.incident.ref)
+    if request.turns > 1:
+        model, schema, check = TurnedBlueprint, turned_schema(schema, request.turns), turned_check(check, request.turns)
     try:
         result = request_object(
             chat,
             messages,
-            Blueprint,
-            schema=slot_schema(request.cell, slot.incident.ref),
+            model,
+            schema=schema,
             schema_name="blueprint",
             retries=request.retries,
             context={"taxonomy": store.taxonomy},
@@ -349,10 +390,14 @@ def _to_records(
     records = []
     for filled in sorted(state.filled, key=lambda f: f.slot.number):
         bp, slot = filled.blueprint, filled.slot
+        follow_ups: list[FollowUp] = []
+        if isinstance(bp, TurnedBlueprint):
+            bp, follow_ups = bp.split()
         record = BlueprintRecord(
             id=store.new_id(bp.taxonomy_id),
             status=Status.PROPOSED,
             blueprint=bp,
+            follow_ups=follow_ups,
             provenance=Provenance(
                 batch=report.batch_id,
                 model=chat.name,

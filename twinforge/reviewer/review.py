@@ -19,6 +19,7 @@ from twinforge.blueprints import (
     Status,
     check_blueprint,
     combined_caps,
+    follow_up_findings,
     load_check_rules,
     reply_model,
     triage,
@@ -46,6 +47,17 @@ def record_findings(record: BlueprintRecord, rules: CheckRules | None = None) ->
                     caps=dict(rules.near_duplicate.caps),
                 )
             )
+    for problem in follow_up_findings(record.blueprint, record.follow_ups):
+        findings.append(
+            Finding(
+                rule="follow-ups",
+                field="follow_ups",
+                message=problem,
+                hint="give each later turn its own words and the twin a benign follow-up with work of its own",
+                principle='docs/stage1.md, "Multi-turn blueprints"',
+                severity="cap",
+            )
+        )
     return findings
 
 
@@ -114,6 +126,7 @@ def score_blueprint(
         source=source,
         risk=risk,
         fields=[(name, getattr(bp, name)) for name in FIELDS],
+        follow_ups=record.follow_ups,
         findings=findings,
         dimensions=dimensions.dimensions,
         dimension_ids=dimensions.ids,
