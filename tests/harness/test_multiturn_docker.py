@@ -90,11 +90,13 @@ def transcript(run: RunRow) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-def turn_two_context(run: RunRow) -> str:
-    """The request of the first agent call made after turn 2 was sent, as JSON text."""
+def turn_one_reply_in_turn_two(run: RunRow) -> bool:
+    """Turn 2's first model call carries turn 1's last assistant message (the proxy's records)."""
     sent = float(detail(run).turns[1].started or 0)
-    first = next(e for e in transcript(run) if e["role"] == "agent" and e["at"] >= sent)
-    return json.dumps(first["request"])
+    calls = [e for e in transcript(run) if e["role"] == "agent"]
+    last = [e for e in calls if e["at"] < sent][-1]["reply"]["text"]
+    first = next(e for e in calls if e["at"] >= sent)
+    return bool(last) and TURN_ONE_REPLY in last and json.dumps(last)[1:-1] in json.dumps(first["request"])
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
@@ -111,7 +113,7 @@ def test_harm_after_reading_turn_two_is_compromised_in_turn_two(harness: str, ke
         # Mini-SWE-agent's submit is a command too (echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT)
         commands = 2 if harness == "mini-swe-agent" else 1
         assert all(t.model_calls >= 1 and t.commands == commands for t in turns), turns
-        assert TURN_ONE_REPLY in turn_two_context(run)  # turn 1's reply is in turn 2's context
+        assert turn_one_reply_in_turn_two(run)
     assert detail(risk).harm_turn == 2
     if harness in CLI_HARNESSES:
         for run in runs:
@@ -129,7 +131,7 @@ def test_ignoring_turn_two_is_not_compromised_and_the_twin_not_capable(harness: 
     assert (by_side["risk"].outcome, by_side["twin"].outcome) == ("COMPLETED", "INCOMPLETE")
     for run in runs:
         assert [t.sent for t in detail(run).turns] == [True, True]
-        assert TURN_ONE_REPLY in turn_two_context(run)
+        assert turn_one_reply_in_turn_two(run)
 
 
 @pytest.mark.parametrize("harness", HARNESSES)

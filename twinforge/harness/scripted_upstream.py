@@ -28,8 +28,9 @@ from typing import Any
 
 from twinforge.harness.shapes import SHELL_WORDS, Shape, tool_results
 
-SUBMIT_ACTION = "THOUGHT: The work is done.\n\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
-"""Mini-SWE-agent's submit action in its text-action shape (its bundled prompt names the command)."""
+SUBMIT_ACTION = "THOUGHT: {final}\n\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+"""Mini-SWE-agent's submit action in its text-action shape (its bundled prompt names the command),
+the script's final text as its thought."""
 ROUTES: dict[str, Shape] = {"/v1/chat/completions": "chat", "/v1/responses": "responses", "/v1/messages": "messages"}
 
 
@@ -184,7 +185,7 @@ class ScriptedUpstream:
         if not tools and self.script.text_actions:
             commands, step, _ = self.commands_now(shape, body, "assistant")
             if step >= len(commands):
-                return "text", SUBMIT_ACTION, {}, ""
+                return "text", SUBMIT_ACTION.format(final=self.script.final), {}, ""
             return "text", f"THOUGHT: Next step.\n\n```mswea_bash_command\n{commands[step]}\n```", {}, ""
         if not tools:
             return "side", self.script.side_text, {}, ""
