@@ -12,7 +12,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from twinforge.blueprints import FIELDS, Blueprint, BlueprintRecord, BlueprintStore, RefusedRecord, actions_of_risk
+from twinforge.blueprints import (
+    FIELDS,
+    Blueprint,
+    BlueprintRecord,
+    BlueprintStore,
+    RefusedRecord,
+    TurnedBlueprint,
+    actions_of_risk,
+)
 from twinforge.core.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
 from twinforge.core.llm import ChatModel, ItemFailure, refusal_message, request_object
 from twinforge.generator.examples import WorkedExample
@@ -70,6 +78,7 @@ def _ask_slot(chat: ChatModel, store: BlueprintStore, request: BatchRequest, sta
         examples=examples,
         taken=state.taken(request.shown_tasks),
         harm_examples=[t.example for t in actions_of_risk(risk.id) if t.example],
+        turns=request.turns,
     )
     judge = SlotJudge(
         request.cell,
@@ -81,14 +90,17 @@ def _ask_slot(chat: ChatModel, store: BlueprintStore, request: BatchRequest, sta
         store.taxonomy,
         reask_doubts=request.reask_doubts,
         lock=state.lock,
+        turns=request.turns,
     )
     asked: ChatModel = chat if request.journal is None else JournaledChat(chat, request.journal, slot)
+    model: type[Blueprint] = TurnedBlueprint if request.turns > 1 else Blueprint
+    schema = slot_schema(request.cell, slot.incident.ref, request.turns)
     try:
         result = request_object(
             asked,
             messages,
-            Blueprint,
-            schema=slot_schema(request.cell, slot.incident.ref),
+            model,
+            schema=schema,
             schema_name="blueprint",
             retries=request.retries,
             context={"taxonomy": store.taxonomy},
@@ -235,4 +247,5 @@ def journal_header(request: BatchRequest, model: str) -> dict[str, Any]:
         "sources": request.sources.label,
         "sources_digest": request.sources.digest,
         "threshold": request.threshold,
+        "turns": request.turns,
     }

@@ -28,6 +28,12 @@ def generate_command(
         int | None,
         typer.Option(min=1, help="Slots asked at once (default: models.generator.concurrency, else server slots)."),
     ] = None,
+    turns: Annotated[
+        int,
+        typer.Option(
+            min=1, max=20, help="User turns per blueprint; above 1 each carries its later turns (multi-turn cells)."
+        ),
+    ] = 1,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -100,6 +106,7 @@ def generate_command(
             on_batch_start=started,
             on_batch_done=done,
             on_slot=slot,
+            turns=turns,
         )
     for line in report.recovered:
         err_console.print(f"stored the replies of an interrupted batch: {line}", markup=False)

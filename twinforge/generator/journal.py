@@ -7,7 +7,7 @@ batch reads it; the batch's last line records its commit. The next ``generate`` 
 without that line and stores its slots' last replies (:mod:`twinforge.generator.recover`).
 
 Line shapes (one JSON object each): the header ``{"batch", "cell", "model", "prompt", "sources",
-"sources_digest"}``; a reply ``{"slot", "incident", "setting", "raw", "at"}``; the end
+"sources_digest", "threshold", "turns"}``; a reply ``{"slot", "incident", "setting", "raw", "at"}``; the end
 ``{"done": <commit or null>}``.
 """
 

@@ -182,6 +182,7 @@ def generate(
     on_batch_start: Callable[[int, str], None] | None = None,
     on_batch_done: Callable[[BatchReport], None] | None = None,
     on_slot: Callable[[int, int], None] | None = None,
+    turns: int = 1,
 ) -> GenerateReport:
     """Generate ``batches`` batches of 10 blueprints and commit each batch as it completes.
 
@@ -203,6 +204,8 @@ def generate(
         on_batch_done: Called with each batch report after its commit.
         on_slot: Called with ``(slot_number, slots)`` before each slot's model call (from worker
             threads when slots are asked at once).
+        turns: User turns per blueprint; above 1 each blueprint also carries ``follow_ups``, its
+            later turns (docs/stage1.md, "Multi-turn blueprints").
 
     Returns:
         The report of every batch.
@@ -257,13 +260,14 @@ def generate(
         request = BatchRequest(
             cell=target,
             plan=plan,
-            examples=examples_for(target, examples),
+            examples=examples_for(target, examples, turns),
             sources=info,
             threshold=workspace.config.generator.near_duplicate_threshold,
             shown_tasks=workspace.config.generator.shown_tasks,
             retries=settings.validation_retries,
             concurrency=concurrency or workspace.config.concurrency(settings),
             reask_doubts=workspace.config.generator.reask_doubts,
+            turns=turns,
         )
         journal = ReplyJournal.start(workspace, request.batch_id, journal_header(request, chat.name))
         request = replace(request, journal=journal)

@@ -24,6 +24,7 @@ from twinforge.core.atomic import atomic_write_text
 from twinforge.core.settings import ModelSettings
 from twinforge.harness import ModelEndpoint, make_harness
 from twinforge.harness.cli_harness import CliHarness
+from twinforge.harness.conversation import proxied_turns
 from twinforge.harness.proxy import ModelProxy
 from twinforge.observer.diagnose import diagnose_file
 from twinforge.runs.disagreement import flags
@@ -202,7 +203,8 @@ def _execute(
     attachment = harness.attachment((proxy.host, proxy.port))
     try:
         with runner.session(pair, side, run_id=run_id, attachment=attachment) as session:
-            result = harness.run(session, side.instruction, endpoint, partial / "trajectory.json")
+            turns = proxied_turns(side, session, proxy, token, budgets.turn_timeout_s)
+            result = harness.run(session, side.instruction, endpoint, partial / "trajectory.json", turns)
             session.final_message = result.final_message
             # a harness still connecting its tools gave the agent nothing to act with (docs/runtime.md)
             session.failure = session.failure or (proxy.state(token).no_task_tools or "")
@@ -237,6 +239,8 @@ def _execute(
         evidence=verdict.evidence[:10] if verdict else [],
         diagnosis=diagnosis,
         disagreements=disagreements,
+        turns=run.turns,
+        harm_turn=run.harm_turn,
     )
     records.finish(
         job.row_id,
