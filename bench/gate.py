@@ -1,4 +1,4 @@
-"""Gate bench (docs/task-pairs.md): wall time of the whole validation gate on the nine reference pairs.
+"""Gate bench (docs/task-pairs.md): wall time of the whole validation gate on every reference pair.
 
 Runs `validate` on every reference pair, each configuration in its own process, side by side:
 the baseline checkout (optional; e.g. `git archive <commit> | tar -x -C /tmp/before`), this
@@ -68,7 +68,7 @@ def run_tree(tree: Path, pairs: list[Path], mode: str, workers: int) -> dict[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", type=Path, help="a baseline checkout to run side by side")
-    parser.add_argument("--pair", action="append", help="reference pair name (default: all nine)")
+    parser.add_argument("--pair", action="append", help="reference pair name (default: all of them)")
     parser.add_argument("--workers", type=int, default=3, help="runs at a time (this checkout)")
     args = parser.parse_args()
     names = args.pair or sorted(p.name for p in REFERENCE.iterdir())

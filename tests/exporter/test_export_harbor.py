@@ -231,3 +231,34 @@ def test_an_invalid_benchmark_file_is_named(workspace: Workspace) -> None:
     (workspace.root / "benchmark.yaml").write_text("schema_version: 1\npairs:\n- id: x\n")
     with pytest.raises(ExportError, match=r"benchmark.yaml: .*pairs\.0\.path"):
         resolve_pairs([], workspace, admitted=True)
+
+
+MULTI_TURN = REFS / "ref-r3-mt-data-folder"
+
+
+def test_multi_turn_pairs_are_skipped_unless_their_turns_are_joined(tmp_path: Path) -> None:
+    """A Harbor task has one instruction (docs/design.md, "Export to Harbor")."""
+    skipped = export_harbor(tmp_path / "skip", [NO_SERVICES, MULTI_TURN])
+    assert skipped.pairs == ["ref-r2-env-example"] and list(skipped.skipped) == ["ref-r3-mt-data-folder"]
+    assert "a Harbor task has one instruction" in skipped.skipped["ref-r3-mt-data-folder"]
+    joined = export_harbor(tmp_path / "joined", [MULTI_TURN], turns="joined")
+    task = tmp_path / "joined" / "ref-r3-mt-data-folder-risk"
+    instruction = (task / "instruction.md").read_text()
+    assert instruction.index("stale object file") < instruction.index("delete the `data/` folder")
+    assert "solve-turn.sh" in (task / "solution" / "solve.sh").read_text()
+    manifest = _toml(tmp_path / "joined" / "dataset.toml")
+    assert joined.skipped == {} and "user_turns = 2" in (tmp_path / "joined" / "dataset.toml").read_text()
+    assert manifest
+
+
+def test_a_joined_export_runs_each_turn_of_the_oracle(tmp_path: Path) -> None:
+    export_harbor(tmp_path / "joined", [MULTI_TURN], turns="joined")
+    solution = tmp_path / "joined" / "ref-r3-mt-data-folder-twin" / "solution"
+    work = tmp_path / "repo"
+    (work / "build").mkdir(parents=True)
+    (work / "logs").mkdir()
+    (work / "build" / "app.o").write_text("stale\n")
+    turn_oracle = (solution / "solve-turn.sh").read_text().replace("/workspace/repo", str(work))
+    (solution / "solve-turn.sh").write_text(turn_oracle)
+    subprocess.run(["bash", str(solution / "solve.sh")], check=True)
+    assert not (work / "build" / "app.o").exists() and not (work / "logs").exists()

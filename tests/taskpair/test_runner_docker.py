@@ -49,7 +49,7 @@ def test_gate_passes_on_every_reference_pair(runner: Runner) -> None:
     # the battery on the others: test_gate_docker.py (and bench/gate.py on all nine).
     pairs = sorted(p for p in REFERENCE.iterdir() if p.name != "ref-r1-remote-script")
     reports = validate(pairs, runner, battery=False)
-    assert len(reports) == 8
+    assert len(reports) == 10  # eight one-turn pairs and the two multi-turn ones
     for report in reports:
         assert report.passed, (report.pair, [(c.name, c.detail) for c in report.checks if not c.passed])
         names = [c.name for c in report.checks]

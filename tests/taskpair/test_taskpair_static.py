@@ -27,12 +27,21 @@ def failed(path: Path) -> dict[str, str]:
 
 
 def test_nine_reference_pairs_cover_r1_to_r9_and_both_sources() -> None:
-    pairs = [load_pair(p) for p in sorted(REFERENCE.iterdir())]
+    pairs = [load_pair(p) for p in sorted(REFERENCE.iterdir()) if not load_pair(p).spec.follow_ups]
     cells = [p.spec.blueprint.taxonomy_id for p in pairs]
     assert sorted(c.split("-")[1] for c in cells) == [f"R{i}" for i in range(1, 10)]
     assert sum(c.startswith("S1") for c in cells) >= 4 and sum(c.startswith("S2") for c in cells) >= 4
     incidents = (REFERENCE.parents[0] / "sources" / "incidents.yaml").read_text()
     assert sum(p.spec.blueprint.source_reference in incidents for p in pairs) >= 6  # grounded in incidents
+
+
+def test_multi_turn_reference_pairs_cover_both_sources() -> None:
+    """docs/task-pairs.md, "Multi-turn pairs": one S1 and one S2 pair whose user speaks again."""
+    pairs = [load_pair(p) for p in sorted(REFERENCE.iterdir()) if load_pair(p).spec.follow_ups]
+    assert {p.spec.blueprint.source for p in pairs} == {"S1", "S2"}
+    for pair in pairs:
+        assert pair.risk.user_turns == pair.twin.user_turns == 1 + len(pair.spec.follow_ups)
+        assert [t.path for t in pair.risk.follow_ups] == [t.path for t in pair.twin.follow_ups] == ["turns/02.md"]
 
 
 def test_reference_pairs_pass_static_checks() -> None:

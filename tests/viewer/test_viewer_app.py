@@ -9,12 +9,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 from starlette.testclient import TestClient
 
+from tests.support.paths import REFERENCE
 from tests.support.viewer import IMG, SCRIPT, viewer_workspace
 from twinforge.core.workspace import Workspace
 from twinforge.taskpair import Verdict, outcome_of
@@ -468,3 +470,18 @@ def test_pair_page_says_what_the_pair_implements_and_how_faithfully(tmp_path: Pa
     page = client.get(f"/pairs/{PAIR}").text
     assert "<strong>adapted</strong>" in page
     assert "deletes &lt;b&gt;data.db&lt;/b&gt; instead" in page  # agent- or model-written text stays text
+
+
+def test_multi_turn_pairs_are_listed_apart_with_their_turns(tmp_path: Path) -> None:
+    """docs/viewer.md: multi-turn pairs apart on the pairs page; the pair page shows both sides' later turns."""
+    ws = Workspace.init(tmp_path / "ws")
+    for name in (PAIR, "ref-r3-mt-data-folder"):
+        shutil.copytree(REFERENCE / name, ws.tasks_dir / name)
+    client = TestClient(build_app(Site(ws)), base_url="http://127.0.0.1")
+    html = client.get("/pairs").text
+    assert html.index(PAIR) < html.index("Multi-turn pairs") < html.index("ref-r3-mt-data-folder")
+    view = PairView.model_validate(client.get("/api/pairs/ref-r3-mt-data-folder").json())
+    assert view.pair.user_turns == 2
+    (turn,) = view.follow_ups
+    assert turn.send == "unless-harmful" and "`data/` folder" in turn.risk and "`logs/` folder" in turn.twin
+    assert "User turns" in client.get("/pairs/ref-r3-mt-data-folder").text

@@ -77,6 +77,7 @@ if TYPE_CHECKING:
         taxonomy_for,
         workspace_taxonomy,
     )
+    from twinforge.blueprints.turns import FollowUp, TurnedBlueprint, follow_up_findings, read_follow_ups
 
 __all__ = [
     "BY_HAND",
@@ -109,6 +110,7 @@ __all__ = [
     "FieldEdit",
     "Finding",
     "Flag",
+    "FollowUp",
     "InvalidTransition",
     "LifecycleMove",
     "Loaded",
@@ -129,6 +131,7 @@ __all__ = [
     "Taxonomy",
     "TaxonomyError",
     "TaxonomyExtension",
+    "TurnedBlueprint",
     "actions_in",
     "actions_of_risk",
     "add_attention",
@@ -150,6 +153,7 @@ __all__ = [
     "duplicate_pairs",
     "edit_field",
     "entry_for",
+    "follow_up_findings",
     "load_check_rules",
     "load_dimensions",
     "load_extension",
@@ -159,6 +163,7 @@ __all__ = [
     "override",
     "override_targets",
     "pool_finding",
+    "read_follow_ups",
     "reject",
     "reply_model",
     "same_scenario",
@@ -227,6 +232,7 @@ lazy_exports(
         "refused": ("RefusedRecord",),
         "store": ("BlueprintStore", "Commit", "LifecycleMove", "Loaded", "Moved", "dump_record"),
         "summary": ("StatusSummary", "duplicate_pairs", "summarize"),
+        "turns": ("FollowUp", "TurnedBlueprint", "follow_up_findings", "read_follow_ups"),
         "taxonomy": (
             "Category",
             "Taxonomy",

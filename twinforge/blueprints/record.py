@@ -11,6 +11,7 @@ from twinforge.blueprints.blueprint import Blueprint
 from twinforge.blueprints.findings import Finding
 from twinforge.blueprints.review import Review
 from twinforge.blueprints.status import Status, check_transition
+from twinforge.blueprints.turns import FollowUp
 
 
 def utcnow() -> datetime:
@@ -148,6 +149,9 @@ class BlueprintRecord(BaseModel):
     notes: list[Note] = Field(default_factory=list)
     edits: list[FieldEdit] = Field(default_factory=list)
     doubts: list[Finding] = Field(default_factory=list)
+    follow_ups: list[FollowUp] = Field(default_factory=list)
+    """A multi-turn blueprint's later user turns, beside the eight fields (docs/stage1.md,
+    "Multi-turn blueprints"); empty for a one-turn blueprint."""
 
     def move(
         self, target: Status, *, action: str, by: str, reason: str | None = None, overrode: list[str] | None = None

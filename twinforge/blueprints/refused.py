@@ -13,11 +13,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from twinforge.blueprints.exceptions import BlueprintFileError
 from twinforge.blueprints.findings import Finding, defects, doubts
 from twinforge.blueprints.record import Provenance
+from twinforge.blueprints.turns import FollowUp
 from twinforge.core.inputfiles import InputFileError, parse_yaml, read_text
 from twinforge.core.llm import describe_validation_error
 from twinforge.core.llm.replies import normalise, parse_reply
@@ -37,6 +38,9 @@ class RefusedRecord(BaseModel):
         findings: Its defects and doubts when it was refused.
         provenance: Where it came from, as for a stored blueprint.
         refused_at: When it was refused (UTC).
+        turns: The user turns it was asked for (``generate --turns N``; 1: a one-turn blueprint).
+        follow_ups: Its later user turns as far as they validated (docs/stage1.md, "Multi-turn
+            blueprints"); kept when it is released.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -50,6 +54,8 @@ class RefusedRecord(BaseModel):
     findings: list[Finding]
     provenance: Provenance
     refused_at: datetime
+    turns: int = Field(1, ge=1)
+    follow_ups: list[FollowUp] = Field(default_factory=list)
 
     @property
     def defects(self) -> list[Finding]:

@@ -12,13 +12,14 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from twinforge.blueprints.blueprint import Blueprint
-from twinforge.blueprints.checks import check_blueprint
+from twinforge.blueprints.checks import Checked, check_blueprint
 from twinforge.blueprints.findings import Finding, defects, doubts
 from twinforge.blueprints.intake import Entry, check_one
 from twinforge.blueprints.record import BlueprintRecord
 from twinforge.blueprints.refused import RefusedRecord
 from twinforge.blueprints.status import Status
 from twinforge.blueprints.store import BlueprintStore
+from twinforge.blueprints.turns import follow_up_findings
 
 
 class StoredCheck(BaseModel):
@@ -62,6 +63,7 @@ def _released(record: RefusedRecord, bp: Blueprint, found: list[Finding], by: st
         blueprint=bp,
         provenance=record.provenance,
         doubts=doubts(found),
+        follow_ups=record.follow_ups,
     )
     out.move(
         Status.PROPOSED,
@@ -90,7 +92,7 @@ def check_stored(store: BlueprintStore, *, release: bool, by: str, threshold: fl
     report = StoredReport()
     stored = store.records()
     for record in stored:
-        found = check_blueprint(record.blueprint)
+        found = [*check_blueprint(record.blueprint), *follow_up_findings(record.blueprint, record.follow_ups)]
         report.results.append(
             StoredCheck(
                 id=record.id,
@@ -106,6 +108,9 @@ def check_stored(store: BlueprintStore, *, release: bool, by: str, threshold: fl
     for refused in store.refused():
         entry = Entry(0, store.refused_path(refused.id), 0, refused.entry_data())
         checked, flag = check_one(entry, store.taxonomy, pool, threshold)
+        if refused.turns > 1 and checked.blueprint is not None:  # the later turns are checked with the fields
+            turns = follow_up_findings(checked.blueprint, refused.follow_ups, refused.turns)
+            checked = Checked(checked.blueprint, checked.fields, [*checked.findings, *turns])
         passes = checked.blueprint is not None and not checked.defects
         result = StoredCheck(
             id=refused.id,

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from twinforge.blueprints import Attention, BuiltPair
 from twinforge.evaluation.tables import Combination, Comparison, Matrix, ModelCategories, SourceGap, Stability
+from twinforge.evaluation.turns import TurnStats
 
 
 class Report(BaseModel):
@@ -37,6 +38,8 @@ class Report(BaseModel):
         pairs: What each pair in the workspace says it is: the blueprint it implements, its fidelity
             (``exact``, ``adapted`` with its differences, ``by hand``) and what built it
             (docs/implementer.md, "Fidelity").
+        turns: Per combination: user turns, agent steps and interaction turns per run, the one-turn
+            and multi-turn pairs apart, ASR by the turn of harm (docs/calibration.md).
         files: Files written.
     """
 
@@ -58,6 +61,7 @@ class Report(BaseModel):
     attention: list[Attention] = Field(default_factory=list)
     verdicts_changed: int = 0
     pairs: list[BuiltPair] = Field(default_factory=list)
+    turns: list[TurnStats] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list)
 
     @property

@@ -36,6 +36,7 @@ from twinforge.evaluation.tables import (
     source_gaps,
 )
 from twinforge.evaluation.texttables import TextTable, text_tables
+from twinforge.evaluation.turns import turn_stats
 from twinforge.runs.metrics import PairRuns, compute
 from twinforge.runs.records import RecordsDB, RunRow
 from twinforge.runs.rules import is_undetermined, outcome
@@ -196,6 +197,7 @@ def compute_report(
         disagreements=disagreements,
         attention=list(attention or []),
         verdicts_changed=verdicts_changed,
+        turns=turn_stats(latest_runs(rows), found),
     )
 
 

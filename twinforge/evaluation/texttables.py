@@ -322,6 +322,59 @@ def _pairs(report: Report) -> TextTable:
     )
 
 
+def _turns(report: Report) -> TextTable:
+    longest = max([len(t.asr_by_turn) for t in report.turns], default=0)
+
+    def number(value: float | None) -> str:
+        return DASH if value is None else f"{value:.1f}"
+
+    return TextTable(
+        name="turns",
+        title="User turns, agent steps, and multi-turn pairs apart",
+        note=(
+            "Per run: user turns sent, agent steps (model calls) and interaction turns (their sum: every "
+            "message but tool results). ASR@k and CAP of the one-turn and the multi-turn pairs apart; ASR "
+            "by turn of harm: eligible multi-turn pairs compromised with harm showing by the end of turn t."
+        ),
+        header=[
+            "purpose",
+            "model",
+            "harness",
+            "runs",
+            "user turns",
+            "agent steps",
+            "interaction turns",
+            "one-turn pairs",
+            "one-turn CAP",
+            "one-turn ASR@k",
+            "multi-turn pairs",
+            "multi-turn CAP",
+            "multi-turn ASR@k",
+            *[f"ASR by turn {t}" for t in range(1, longest + 1)],
+        ],
+        rows=[
+            [
+                t.purpose,
+                t.model,
+                t.harness,
+                str(t.runs),
+                number(t.user_turns),
+                number(t.agent_steps),
+                number(t.interaction_turns),
+                str(t.single.pairs),
+                pct(t.single.cap),
+                _asr(t.single),
+                str(t.multi.pairs),
+                pct(t.multi.cap),
+                _asr(t.multi),
+                *[pct(v) for v in t.asr_by_turn],
+                *[DASH] * (longest - len(t.asr_by_turn)),
+            ]
+            for t in report.turns
+        ],
+    )
+
+
 def text_tables(report: Report) -> list[TextTable]:
     """Every table of the report, in reading order."""
     tables = [
@@ -335,6 +388,7 @@ def text_tables(report: Report) -> list[TextTable]:
         tables.append(_comparison(report.comparison))
     tables += [
         _cost(report),
+        _turns(report),
         _combinations("calibration", "Calibration (kept apart from evaluation)", report.calibration),
         _incomplete(report),
         _runs(report),

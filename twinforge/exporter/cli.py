@@ -21,6 +21,13 @@ class Format(StrEnum):
     HARBOR = "harbor"
 
 
+class Turns(StrEnum):
+    """What the export does with a multi-turn pair (a Harbor task has one instruction)."""
+
+    SKIP = "skip"
+    JOINED = "joined"
+
+
 class RiskOracle(StrEnum):
     """Which risk oracle becomes the exported ``solution/solve.sh``."""
 
@@ -39,6 +46,10 @@ def export_command(
     risk_oracle: Annotated[
         RiskOracle, typer.Option(help="Risk oracle Harbor's oracle agent runs: the safe path or the harm path.")
     ] = RiskOracle.SAFE,
+    turns: Annotated[
+        Turns,
+        typer.Option(help="Multi-turn pairs: skip them, or join every user turn into the one instruction."),
+    ] = Turns.SKIP,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -61,11 +72,14 @@ def export_command(
             workspace=ws,
             name=name,
             risk_oracle=risk_oracle.value,
+            turns=turns.value,
             progress=lambda pair: bar.update(task, advance=1, description=f"exporting {pair}"),
         )
     if json_out:
         print_json(result)
         return
+    for pair, why in result.skipped.items():
+        err_console.print(f"skipped {pair}: {why}")
     err_console.print(
         f"wrote {len(result.tasks)} Harbor tasks from {len(result.pairs)} pairs to {result.out} "
         f"(dataset.toml, README.md); run them with HARBOR_TELEMETRY=0 harbor run -p {result.out}"

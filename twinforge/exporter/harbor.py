@@ -5,6 +5,13 @@ lists them with Harbor's content digests and, per task, the blueprint, the taxon
 calibration evidence (:mod:`twinforge.exporter.harbor_dataset`); ``base/Dockerfile`` builds the base image on
 a normal Docker host. The export is written beside ``OUT`` and renamed into place, so a failed
 export leaves an earlier one intact.
+
+Harbor's task has one instruction; a multi-turn pair's user speaks again after the agent ended a
+turn (docs/task-pairs.md, "Multi-turn pairs"), which Harbor cannot express. ``turns="skip"`` (the
+default) leaves such pairs out and names them; ``turns="joined"`` exports them with every user turn
+in the one instruction, in order, and an oracle that runs each turn's step: a different attack (the
+later turns arrive before the agent acted, and a conditional turn is always sent), recorded as
+``user_turns`` and ``turns = "joined"`` in the task's metadata.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict
@@ -26,7 +33,7 @@ from twinforge.exporter.rendering import render
 from twinforge.runs.exceptions import RunsError
 from twinforge.runs.results import AdmissionEntry, Benchmark, CalibrationRecord
 from twinforge.taskpair.format.digest import pair_digest
-from twinforge.taskpair.format.spec import TaskPair, load_pair
+from twinforge.taskpair.format.spec import Side, TaskPair, load_pair
 from twinforge.taskpair.runtime.engine import BASE_PACKAGES, SUITE, base_image_tag
 
 MANIFEST = "dataset.toml"
@@ -39,6 +46,7 @@ class Export(BaseModel):
         out: The export folder.
         tasks: Harbor task name -> task folder.
         pairs: Pair ids, in export order.
+        skipped: Pair id -> why it was not exported (a multi-turn pair without ``turns="joined"``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -46,6 +54,7 @@ class Export(BaseModel):
     out: Path
     tasks: dict[str, Path]
     pairs: list[str]
+    skipped: dict[str, str] = {}
 
 
 def _benchmark(workspace: Workspace | None) -> dict[str, AdmissionEntry]:
@@ -120,6 +129,10 @@ class TaskEvidence(BaseModel):
         blueprint: The eight fields.
         calibration: The calibration record (admitted, or written by ``calibrate``); ``None``: never calibrated.
         admission: Who admitted which version, when and why; ``None``: not admitted.
+        user_turns: How many times the user speaks on the side (1: one instruction; docs/task-pairs.md,
+            "Multi-turn pairs").
+        turns: ``joined`` for a multi-turn side, whose user turns the one instruction holds in order;
+            ``None`` for a one-turn side.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -138,6 +151,8 @@ class TaskEvidence(BaseModel):
     blueprint: dict[str, Any]
     calibration: CalibrationRecord | None = None
     admission: AdmissionEntry | None = None
+    user_turns: int = 1
+    turns: Literal["joined"] | None = None
 
     def manifest_entry(self) -> dict[str, Any]:
         """The entry as ``dataset.toml`` holds it (the admission without its copy of the calibration)."""
@@ -149,8 +164,8 @@ class TaskEvidence(BaseModel):
         return data
 
 
-def evidence(pair: TaskPair, side: str, entry: AdmissionEntry | None, workspace: Workspace | None) -> TaskEvidence:
-    """Per-task metadata: blueprint, cell, pair version, calibration and admission records.
+def evidence(pair: TaskPair, side: Side, entry: AdmissionEntry | None, workspace: Workspace | None) -> TaskEvidence:
+    """Per-task metadata: blueprint, cell, pair version, calibration and admission records, user turns.
 
     Raises:
         ExportError: The pair is admitted but its files changed since admission (the evidence
@@ -165,7 +180,7 @@ def evidence(pair: TaskPair, side: str, entry: AdmissionEntry | None, workspace:
     bp = pair.spec.blueprint
     return TaskEvidence(
         pair=pair.id,
-        side=side,
+        side=side.name,
         title=pair.spec.title,
         pair_version=version,
         blueprint_id=pair.spec.blueprint_id,
@@ -178,6 +193,8 @@ def evidence(pair: TaskPair, side: str, entry: AdmissionEntry | None, workspace:
         blueprint=bp.model_dump(mode="json"),
         calibration=entry.calibration if entry is not None else _calibration(workspace, pair),
         admission=entry,
+        user_turns=side.user_turns,
+        turns="joined" if side.follow_ups else None,
     )
 
 
@@ -195,6 +212,7 @@ def export_harbor(
     workspace: Workspace | None = None,
     name: str = "benchmark",
     risk_oracle: str = "safe",
+    turns: str = "skip",
     progress: Callable[[str], None] | None = None,
 ) -> Export:
     """Export pairs as Harbor tasks into ``out`` (replacing an earlier export there).
@@ -205,6 +223,7 @@ def export_harbor(
         workspace: Source of calibration and admission evidence (optional).
         name: Dataset short name; the dataset is ``twinforge/<name>``.
         risk_oracle: ``safe`` (default) or ``harm``: the risk oracle Harbor's oracle agent runs.
+        turns: What to do with a multi-turn pair: ``skip`` it (default) or export its turns ``joined``.
         progress: Called with each pair id before it is written.
 
     Raises:
@@ -213,17 +232,25 @@ def export_harbor(
     """
     if risk_oracle not in ("safe", "harm"):
         raise ExportError(f"risk oracle must be safe or harm, not {risk_oracle!r}")
+    if turns not in ("skip", "joined"):
+        raise ExportError(f"turns must be skip or joined, not {turns!r}")
     base = base_image_tag()
     admitted = _benchmark(workspace)
     staging = _prepare(out)
     tasks: dict[str, Path] = {}
     metadata: dict[str, Any] = {}
     pairs: list[str] = []
+    skipped: dict[str, str] = {}
     try:
         for folder in folders:
             pair = load_pair(folder)
             if progress is not None:
                 progress(pair.id)
+            if pair.spec.follow_ups and turns == "skip":
+                skipped[pair.id] = (
+                    f"{pair.risk.user_turns} user turns; a Harbor task has one instruction (export with turns joined)"
+                )
+                continue
             entry = admitted.get(pair.id)
             for side in pair.sides():
                 written = write_task(pair, side, staging, base=base, risk_oracle=risk_oracle)
@@ -231,7 +258,7 @@ def export_harbor(
                 if task in tasks:
                     raise ExportError(f"{folder}: pair id {pair.id} is exported twice")
                 tasks[task] = written
-                metadata[task] = evidence(pair, side.name, entry, workspace).manifest_entry()
+                metadata[task] = evidence(pair, side, entry, workspace).manifest_entry()
             pairs.append(pair.id)
         (staging / "base").mkdir()
         (staging / "base" / "Dockerfile").write_text(
@@ -248,4 +275,4 @@ def export_harbor(
     if out.exists():
         shutil.rmtree(out)
     staging.rename(out)
-    return Export(out=out, tasks={task: out / path.name for task, path in tasks.items()}, pairs=pairs)
+    return Export(out=out, tasks={task: out / path.name for task, path in tasks.items()}, pairs=pairs, skipped=skipped)

@@ -2,7 +2,7 @@
 
 ```
 <pair>-<side>/
-  instruction.md      the side's instruction, verbatim
+  instruction.md      the side's instruction, verbatim (a multi-turn side: every user turn in order)
   task.toml           Harbor's TaskConfig: budgets, resources, separate verifier, artifacts, metadata
   README.md           the side's README and what the export changed
   environment/        the side's build context, ``ARG BASE`` defaulted to the base image tag,
@@ -234,6 +234,8 @@ def write_task(pair: TaskPair, side: Side, out: Path, *, base: str, risk_oracle:
     target.mkdir(parents=True)
     # links are copied as links, never followed (load_pair refuses links out of the pair)
     shutil.copy2(side.root / "instruction.md", target / "instruction.md", follow_symlinks=False)
+    if side.follow_ups:
+        _write(target / "instruction.md", joined_instruction(side))
     readme = side.root / "README.md"
     notes = render("task-readme.md.j2", pair=pair.id, side=side.name, oracle=oracle.name, base=base)
     _write(target / "README.md", (readme.read_text(encoding="utf-8") if readme.is_file() else "") + notes)
@@ -244,4 +246,16 @@ def write_task(pair: TaskPair, side: Side, out: Path, *, base: str, risk_oracle:
     (target / "solution" / "solve.sh").unlink(missing_ok=True)
     shutil.copyfile(oracle.resolve(strict=True), target / "solution" / "solve.sh")
     (target / "solution" / "solve.sh").chmod(0o755)
+    if side.follow_ups:
+        (target / "solution" / "solve.sh").rename(target / "solution" / TURN_ORACLE)
+        _write(target / "solution" / "solve.sh", render("turns-solve.sh.j2", turns=side.user_turns), 0o755)
     return target
+
+
+TURN_ORACLE = "solve-turn.sh"
+"""A multi-turn side's oracle in the export, called once per user turn with the turn's number."""
+
+
+def joined_instruction(side: Side) -> str:
+    """Every user turn of a side in one instruction, in order (Harbor's task has one)."""
+    return "\n\n".join(side.turn_text(n).rstrip("\n") for n in range(1, side.user_turns + 1)) + "\n"

@@ -14,7 +14,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from twinforge.blueprints import Blueprint, BlueprintRecord, BlueprintStore, RefusedRecord, actions_of_risk
+from twinforge.blueprints import (
+    Blueprint,
+    BlueprintRecord,
+    BlueprintStore,
+    RefusedRecord,
+    TurnedBlueprint,
+    actions_of_risk,
+)
 from twinforge.core.exceptions import ModelCallError, ModelRefusal, StructuredOutputError
 from twinforge.core.llm import ChatModel, ItemFailure, feedback_messages, refusal_message, request_object
 from twinforge.generator.journal import JournaledChat
@@ -69,6 +76,7 @@ def _ask_slot(
         examples=examples,
         taken=state.taken(request.shown_tasks),
         harm_examples=[t.example for t in actions_of_risk(risk.id) if t.example],
+        turns=request.turns,
     )
     judge = SlotJudge(
         request.cell,
@@ -80,6 +88,7 @@ def _ask_slot(
         store.taxonomy,
         reask_doubts=request.reask_doubts,
         lock=state.lock,
+        turns=request.turns,
     )
     before = 0
     if alone is not None:
@@ -88,12 +97,14 @@ def _ask_slot(
             ask = ["Reply again with only this one blueprint, corrected, as a JSON document."]
             messages = feedback_messages(messages, alone.reply, alone.problems, ask)
     asked: ChatModel = chat if request.journal is None else JournaledChat(chat, request.journal, slot)
+    model: type[Blueprint] = TurnedBlueprint if request.turns > 1 else Blueprint
+    schema = slot_schema(request.cell, slot.incident.ref, request.turns)
     try:
         result = request_object(
             asked,
             messages,
-            Blueprint,
-            schema=slot_schema(request.cell, slot.incident.ref),
+            model,
+            schema=schema,
             schema_name="blueprint",
             retries=request.retries - before,
             context={"taxonomy": store.taxonomy},
@@ -256,4 +267,5 @@ def journal_header(request: BatchRequest, model: str) -> dict[str, Any]:
         "sources": request.sources.label,
         "sources_digest": request.sources.digest,
         "threshold": request.threshold,
+        "turns": request.turns,
     }

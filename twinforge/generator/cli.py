@@ -43,6 +43,12 @@ def generate_command(
             "(small models). Default: models.generator.stage1_mode.",
         ),
     ] = None,
+    turns: Annotated[
+        int,
+        typer.Option(
+            min=1, max=20, help="User turns per blueprint; above 1 each carries its later turns (multi-turn cells)."
+        ),
+    ] = 1,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -120,6 +126,7 @@ def generate_command(
             on_batch_start=started,
             on_batch_done=done,
             on_slot=slot,
+            turns=turns,
         )
     if report.spend_stop:
         err_console.print(report.spend_stop, markup=False, style="yellow")

@@ -5,6 +5,10 @@ blueprint when there is one, else the written example of ``guidelines/worked-exa
 when neither exists does it see the reference pair of risk ``R<r>`` plus one of source ``S<s>``. An
 example of the other source misled the local model into that source's framing (docs/stage1.md,
 "Where the rules come from").
+
+A multi-turn reference pair (its ``pair.yaml`` has ``follow_ups``) is shown only to batches that
+ask for multi-turn blueprints (``generate --turns N``), and such a batch is shown multi-turn
+examples first: a second user turn in the example misled one-turn batches the same way.
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ class WorkedExample:
         pair: The pair folder name, e.g. ``ref-r3-ignored-database``, or the written example's id.
         blueprint: Its eight fields.
         reference: A reference pair's blueprint (``False``: a written example without a pair).
+        turns: How many times the user speaks in it (a reference pair's ``follow_ups`` plus one).
     """
 
     pair: str
     blueprint: Blueprint
     reference: bool = True
+    turns: int = 1
 
 
 def load_examples(folder: Path | None = None, written: Path | None = None) -> list[WorkedExample]:
@@ -60,7 +66,9 @@ def load_examples(folder: Path | None = None, written: Path | None = None) -> li
             raise SourcesError(f"{path}: cannot read the blueprint: {exc}") from exc
         except ValidationError as exc:
             raise SourcesError(f"{path}: blueprint: " + "; ".join(describe_validation_error(exc))) from exc
-        out.append(WorkedExample(path.parent.name, blueprint))
+        follow_ups = data.get("follow_ups") if isinstance(data, dict) else None
+        turns = 1 + (len(follow_ups) if isinstance(follow_ups, list) else 0)
+        out.append(WorkedExample(path.parent.name, blueprint, turns=turns))
     if written is not None:
         out += _load_written(written)
     return out
@@ -85,11 +93,20 @@ def _load_written(path: Path) -> list[WorkedExample]:
     return out
 
 
-def examples_for(cell: str, examples: list[WorkedExample]) -> list[WorkedExample]:
+def examples_for(cell: str, examples: list[WorkedExample], turns: int = 1) -> list[WorkedExample]:
     """The worked examples for a cell: its own cell's (first found), else same risk plus same source.
 
     ``examples`` in :func:`load_examples` order, so a reference pair comes before a written example.
+    A one-turn batch (``turns`` 1) never sees a multi-turn example; a multi-turn batch sees the
+    multi-turn examples first (of its cell, else of its source), then the one-turn choice.
     """
+    if turns > 1:
+        multi = [e for e in examples if e.turns > 1]
+        own = [e for e in multi if e.blueprint.taxonomy_id == cell] or [
+            e for e in multi if e.blueprint.source == cell.split("-")[0]
+        ]
+        return own[:1] + examples_for(cell, examples)[:1]
+    examples = [e for e in examples if e.turns == 1]
     exact = [e for e in examples if e.blueprint.taxonomy_id == cell]
     if exact:
         return exact[:1]

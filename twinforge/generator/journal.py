@@ -7,10 +7,10 @@ batch reads it; the batch's last line records its commit. The next ``generate`` 
 without that line and stores its slots' last replies (:mod:`twinforge.generator.recover`).
 
 Line shapes (one JSON object each): the header ``{"batch", "cell", "model", "prompt", "sources",
-"sources_digest"}``; a reply of one slot ``{"slot", "incident", "setting", "raw", "at"}``; the reply
-of one call for the whole batch ``{"slots": [{"slot", "incident", "setting"}, ...], "raw", "cut",
-"at"}`` (docs/stage1.md, "One call per batch"), read back as one reply per slot it answered; the
-end ``{"done": <commit or null>}``.
+"sources_digest", "threshold", "turns"}``; a reply of one slot ``{"slot", "incident", "setting",
+"raw", "at"}``; the reply of one call for the whole batch ``{"slots": [{"slot", "incident",
+"setting"}, ...], "raw", "cut", "at"}`` (docs/stage1.md, "One call per batch"), read back as one
+reply per slot it answered; the end ``{"done": <commit or null>}``.
 """
 
 from __future__ import annotations

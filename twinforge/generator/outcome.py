@@ -20,9 +20,11 @@ from twinforge.blueprints import (
     Checked,
     Finding,
     Flag,
+    FollowUp,
     Provenance,
     RefusedRecord,
     Status,
+    TurnedBlueprint,
     closest,
     doubts,
     pool_finding,
@@ -225,6 +227,7 @@ def to_records(
     """
 
     def refused_record(refused: Refused) -> RefusedRecord:
+        turned = refused.checked.blueprint
         return RefusedRecord(
             id=store.new_id(request.cell),
             cell=request.cell,
@@ -233,6 +236,8 @@ def to_records(
             findings=refused.checked.findings,
             provenance=_provenance(model, prompt_version, request, refused.slot, refused.attempts, refused.prompt),
             refused_at=utcnow(),
+            turns=request.turns,
+            follow_ups=turned.follow_ups if isinstance(turned, TurnedBlueprint) else [],
         )
 
     report = state.report
@@ -241,13 +246,18 @@ def to_records(
     refused = [refused_record(r) for r in state.refused]
     for filled in sorted(state.filled, key=lambda f: f.slot.number):
         bp, slot = filled.blueprint, filled.slot
+        follow_ups: list[FollowUp] = []
+        if isinstance(bp, TurnedBlueprint):
+            bp, follow_ups = bp.split()
         found = list(filled.doubts)
         match = closest(bp, pool, request.threshold)
         if match is not None:
             found.append(pool_finding(match, request.rules))
             if match.is_duplicate:
                 fields = {name: str(getattr(bp, name)) for name in FIELDS}
-                late = Refused(slot, Checked(bp, fields, found), filled.attempts, filled.raw, filled.prompt)
+                late = Refused(
+                    slot, Checked(filled.blueprint, fields, found), filled.attempts, filled.raw, filled.prompt
+                )
                 refused.append(refused_record(late))
                 continue
         record = BlueprintRecord(
@@ -256,6 +266,7 @@ def to_records(
             blueprint=bp,
             provenance=_provenance(model, prompt_version, request, slot, filled.attempts, filled.prompt),
             doubts=doubts(found),
+            follow_ups=follow_ups,
         )
         if match is not None:
             record.flags = [

@@ -46,6 +46,7 @@ def recover_replies(store: BlueprintStore) -> list[str]:
             sources=SourcesInfo(str(header.get("sources", "")), str(header.get("sources_digest", ""))),
             threshold=float(header.get("threshold", 80.0)),
             batch_id=batch,
+            turns=int(header.get("turns", 1)),
         )
         state = BatchState(request, store)
         calls = Counter(int(line["slot"]) for line in replies)
@@ -62,6 +63,7 @@ def recover_replies(store: BlueprintStore) -> list[str]:
                 store.taxonomy,
                 reask_doubts=False,
                 lock=state.lock,
+                turns=request.turns,
             )
             checked = judge.judge_reply(str(line["raw"]))
             if checked.blueprint is not None and not checked.defects:

@@ -11,7 +11,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from twinforge.blueprints import FIELDS, Blueprint, CheckRules
+from twinforge.blueprints import FIELDS, Blueprint, CheckRules, FollowUp
 from twinforge.core.llm import list_schema
 from twinforge.core.prompts import Prompt
 from twinforge.generator.examples import WorkedExample
@@ -32,15 +32,27 @@ class SourcesInfo:
     digest: str
 
 
-def slot_schema(cell: str, ref: str) -> dict[str, Any]:
+def slot_schema(cell: str, ref: str, turns: int = 1) -> dict[str, Any]:
     """The Blueprint JSON schema for one slot: ``taxonomy_id`` fixed to ``cell``, ``source_reference`` to ``ref``.
 
-    Grammar-constrained servers (llama.cpp) can then only cite the slot's own incident.
+    Grammar-constrained servers (llama.cpp) can then only cite the slot's own incident. With
+    ``turns`` above 1 (``generate --turns``) it also requires ``follow_ups``: exactly ``turns - 1``
+    later user turns (docs/stage1.md, "Multi-turn blueprints").
     """
     schema = copy.deepcopy(Blueprint.model_json_schema())
     schema["properties"]["taxonomy_id"] = {"type": "string", "enum": [cell]}
     schema["properties"]["source_reference"] = {"type": "string", "enum": [ref]}
     schema["additionalProperties"] = False
+    if turns > 1:
+        follow_up = FollowUp.model_json_schema()
+        follow_up["additionalProperties"] = False
+        schema["properties"]["follow_ups"] = {
+            "type": "array",
+            "items": follow_up,
+            "minItems": turns - 1,
+            "maxItems": turns - 1,
+        }
+        schema["required"] = [*schema.get("required", []), "follow_ups"]
     return schema
 
 
@@ -99,6 +111,9 @@ class BatchRequest:
         rules: Check rules (default: the bundled file).
         journal: Where each reply is written as it arrives (``None``: not journaled).
         batch_id: The batch's id, ``b-<hex>``.
+        turns: User turns each blueprint has (``generate --turns N``): above 1, each slot also
+            answers ``follow_ups``, the later turns, kept beside the eight fields (docs/stage1.md,
+            "Multi-turn blueprints").
     """
 
     cell: str
@@ -116,3 +131,4 @@ class BatchRequest:
     rules: CheckRules | None = None
     journal: ReplyJournal | None = None
     batch_id: str = field(default_factory=lambda: f"b-{secrets.token_hex(4)}")
+    turns: int = 1

@@ -221,6 +221,7 @@ def generate(
     on_batch_start: Callable[[int, str], None] | None = None,
     on_batch_done: Callable[[BatchReport], None] | None = None,
     on_slot: Callable[[int, int], None] | None = None,
+    turns: int = 1,
 ) -> GenerateReport:
     """Generate ``batches`` batches of 10 blueprints and commit each batch as it completes.
 
@@ -245,6 +246,8 @@ def generate(
         on_batch_done: Called with each batch report after its commit.
         on_slot: Called with ``(slot_number, slots)`` before each slot's model call (from worker
             threads when slots are asked at once).
+        turns: User turns per blueprint; above 1 each blueprint also carries ``follow_ups``, its
+            later turns (docs/stage1.md, "Multi-turn blueprints").
 
     Returns:
         The report of every batch.
@@ -283,6 +286,8 @@ def generate(
         on_start(report)
     chat = chat or make_chat_model(settings, role="generator")
     calls = mode or settings.stage1_calls()
+    if turns > 1:  # the one-call batch prompt asks for no later turns (docs/stage1.md, "One call per batch")
+        calls = "slots"
     meter = SpendMeter(workspace.config.spend.ceiling_usd)
     for number in range(1, batches + 1):
         if not meter.allows_new_run():
@@ -307,7 +312,7 @@ def generate(
         request = BatchRequest(
             cell=target,
             plan=plan,
-            examples=examples_for(target, examples),
+            examples=examples_for(target, examples, turns),
             sources=info,
             threshold=workspace.config.generator.near_duplicate_threshold,
             shown_tasks=workspace.config.generator.shown_tasks,
@@ -315,6 +320,7 @@ def generate(
             concurrency=concurrency or workspace.config.concurrency(settings),
             reask_doubts=workspace.config.generator.reask_doubts and calls == "slots",
             mode=calls,
+            turns=turns,
         )
         journal = ReplyJournal.start(workspace, request.batch_id, journal_header(request, chat.name))
         request = replace(request, journal=journal)

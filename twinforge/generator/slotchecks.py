@@ -22,14 +22,18 @@ from twinforge.blueprints import (
     Checked,
     CheckRules,
     Finding,
+    FollowUp,
     Taxonomy,
+    TurnedBlueprint,
     check_blueprint,
     check_entry,
     closest,
     defects,
     doubts,
+    follow_up_findings,
     load_check_rules,
     pool_finding,
+    read_follow_ups,
 )
 from twinforge.blueprints.checks import unparseable
 from twinforge.blueprints.checks.structure import finding_of
@@ -76,6 +80,8 @@ class SlotJudge:
         taxonomy: Validates a reply's cell.
         reask_doubts: Re-ask a reply with a doubt while re-asks remain.
         lock: Guards ``accepted`` (slots asked at once).
+        turns: User turns each blueprint has (``generate --turns N``); above 1 a reply is a
+            :class:`TurnedBlueprint` and its later turns are checked with its fields.
 
     Attributes:
         candidate: The last reply without a defect and its doubts (kept when every later reply fails).
@@ -94,6 +100,7 @@ class SlotJudge:
         *,
         reask_doubts: bool,
         lock: threading.Lock,
+        turns: int = 1,
     ) -> None:
         self.cell = cell
         self.slot = slot
@@ -104,14 +111,15 @@ class SlotJudge:
         self.taxonomy = taxonomy
         self.reask_doubts = reask_doubts
         self.lock = lock
+        self.turns = turns
         self.candidate: tuple[Blueprint, list[Finding]] | None = None
         self.copied: set[str] = set()
 
     def findings(self, bp: Blueprint) -> list[Finding]:
         """Every finding on ``bp`` in this slot (call under ``lock``).
 
-        Its cell and incident, the blueprint checks, a copied worked example, a repeat of a blueprint
-        the batch accepted.
+        Its cell and incident, the blueprint checks, its later user turns (a multi-turn batch), a
+        copied worked example, a repeat of a blueprint the batch accepted.
         """
         found = []
         texts = self.rules.generation
@@ -123,6 +131,9 @@ class SlotJudge:
             detail = f": {bp.source_reference}, not {self.slot.incident.ref}"
             found.append(finding_of("wrong-incident", texts["wrong-incident"], "source_reference", detail))
         found += check_blueprint(bp, rules=self.rules)
+        if self.turns > 1:
+            fields, follow_ups = bp.split() if isinstance(bp, TurnedBlueprint) else (bp, [])
+            found += follow_up_findings(fields, follow_ups, self.turns, self.rules)
         copied = copies_example(bp, self.examples)
         if copied is not None:
             self.copied.add(copied.pair)
@@ -173,14 +184,25 @@ class SlotJudge:
         """The last reply of a slot that never passed, as it is stored refused: fields and findings.
 
         ``errors`` are what reading the reply found (a cut at max_tokens is named there); a reply
-        that is not JSON at all is one ``unparseable`` defect that quotes them.
+        that is not JSON at all is one ``unparseable`` defect that quotes them. In a multi-turn
+        batch the reply's ``follow_ups`` are read apart from the eight fields (later turns that do
+        not validate are a ``follow-ups-malformed`` defect); the blueprint returned is then a
+        :class:`TurnedBlueprint` carrying them.
         """
         parsed = parse_reply(normalise(raw))
         if parsed.error is not None:
             said = "; ".join(e.removeprefix("(document): ") for e in errors) or parsed.error
             return Checked(None, {}, [unparseable(said, self.rules)])
-        checked = check_entry(parsed.value, rules=self.rules, taxonomy=self.taxonomy)
+        data, follow_ups, malformed = parsed.value, list[FollowUp](), list[Finding]()
+        if self.turns > 1 and isinstance(data, dict):
+            data = dict(data)
+            follow_ups, malformed = read_follow_ups(data.pop("follow_ups", None), self.rules)
+        checked = check_entry(data, rules=self.rules, taxonomy=self.taxonomy)
         if checked.blueprint is None:
-            return checked
+            return Checked(None, checked.fields, [*checked.findings, *malformed])
+        bp = checked.blueprint
+        if self.turns > 1 and not malformed:
+            bp = TurnedBlueprint.model_validate({**bp.model_dump(), "follow_ups": follow_ups})
         with self.lock:
-            return Checked(checked.blueprint, checked.fields, self.findings(checked.blueprint))
+            found = self.findings(bp)
+        return Checked(bp, checked.fields, [*found, *malformed])

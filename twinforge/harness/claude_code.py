@@ -7,10 +7,17 @@ root it needs ``IS_SANDBOX=1``. ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`` r
 off updates, telemetry, error reporting, feedback and marketplace installs. It retries 401, 429 and
 500 ten times over about 180 s, so the runner stops it after a refusal; its result line says
 ``subtype: success`` even on an API error, so ``is_error`` and ``terminal_reason`` are read.
+
+Sessions: ``--session-id <uuid>`` names the run's session on turn 1 (a UUID made per run) and
+``-p --resume <uuid>`` continues it on a later user turn; Claude Code keeps the transcript in
+``$CLAUDE_CONFIG_DIR/projects/<cwd>/<uuid>.jsonl`` (2.1.220's bundled source: ``projects`` under its
+config folder), which is the session store (a tmpfs). Its ``system``/``init`` and ``result`` lines
+carry ``session_id``.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from twinforge.harness.cli_harness import HOME, CliHarness, EndState, Launch
@@ -44,9 +51,16 @@ class ClaudeCode(CliHarness):
     shape = "messages"
     refusal_status = 401
     permissions = ("bypass", "default")
+    session_store = (f"{HOME}/.claude/projects",)
 
     def launch(
-        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+        self,
+        endpoint: ModelEndpoint,
+        base_url: str,
+        instruction: str,
+        workdir: str,
+        command_timeout_s: float,
+        resume: str | None = None,
     ) -> Launch:
         """Environment and command line of one run.
 
@@ -73,7 +87,12 @@ class ClaudeCode(CliHarness):
         if self.permission == "bypass":
             argv.append("--dangerously-skip-permissions")
         argv += ["--disallowedTools", "WebFetch,WebSearch"]
+        argv += ["--resume", resume] if resume else ["--session-id", self.session_ref or str(uuid.uuid4())]
         return Launch(argv, env, stdin_prompt=True)
+
+    def session_of(self, events: list[dict[str, Any]]) -> str | None:
+        """``session_id`` of the ``system``/``init`` or ``result`` line."""
+        return next((str(e["session_id"]) for e in reversed(events) if e.get("session_id")), None)
 
     def end_state(self, events: list[dict[str, Any]], exit_code: int) -> EndState:
         """The ``result`` line: ``is_error`` / ``terminal_reason`` decide, not ``subtype``."""

@@ -10,6 +10,14 @@ files in place, one process under the command wrapper with the turn budget as it
 output streamed to the host, a stop when the proxy refuses (after a grace period, since some CLIs
 retry a refusal for minutes), and the run's ATIF trajectory read from the CLI's own output and the
 proxy's transcript (``twinforge.observer.trajectory.run``).
+
+A later user turn (docs/runtime.md, "User turns") starts the CLI again in the same container with
+its own resume option and the session id its first turn used or reported, so it continues its
+own session from its own session store. That store lives in the task container on a tmpfs
+(:attr:`CliHarness.session_store`): kept while the container runs, never on the run disk, so never
+in the detector's evidence. Each turn's output is a file of its own and ``agent/harness.json``
+lists the turns, so the trajectory shows each later turn as a user step at the time it was sent
+(``twinforge.observer.trajectory.turns``).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import shlex
 import tarfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,18 +44,23 @@ from twinforge.harness.install import PACKAGES, CliPackage
 from twinforge.harness.layer import build_layer
 from twinforge.harness.protocol import HarnessResult, ModelEndpoint
 from twinforge.harness.shapes import Shape
-from twinforge.observer.trajectory.run import ATIF_FILE, load_run
+from twinforge.observer.trajectory.harnesses.proxy import transcript
+from twinforge.observer.trajectory.run import ATIF_FILE, CLI_READERS, json_lines, load_run
 from twinforge.observer.trajectory.tools import tool_action
+from twinforge.observer.trajectory.turns import calls_during, read_turn
 from twinforge.taskpair.in_container import UNWRITABLE_FOLDERS
 from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.model_channel import ModelChannel
 from twinforge.taskpair.runtime.session import Session
+from twinforge.taskpair.runtime.turns import UserTurns
 
 MAX_STDOUT = 32 * 2**20
 """Bytes of the CLI's own output kept in the evidence."""
 STDERR_FILE = "/tmp/.agent-harness.stderr"
 PROMPT_FILE = "/tmp/.agent-task.txt"
 HOME = "/root"
+SESSION_STORE_OPTIONS = "size=64m,mode=0700"
+"""tmpfs options of a CLI's session store (its transcripts are a few MiB at most)."""
 
 
 @dataclass
@@ -56,7 +70,8 @@ class Launch:
     Attributes:
         argv: The command line (the CLI's entry first).
         env: Its whole environment (it runs under ``env -i``).
-        files: Files put in place first, by absolute path (under ``/root`` or ``/tmp``).
+        files: Files put in place first, by absolute path (under ``/root`` or ``/tmp``, never in
+            :attr:`CliHarness.session_store`, which a copy into the container does not reach).
         stdin_prompt: Feed the task on standard input instead of as an argument.
     """
 
@@ -78,8 +93,11 @@ class EndState:
 class HarnessAttachment:
     """The runner's hooks for one in-container harness run: the layer and the model channel."""
 
-    def __init__(self, package: CliPackage, version: str, channel: ModelChannel) -> None:
+    def __init__(
+        self, package: CliPackage, version: str, channel: ModelChannel, session_store: tuple[str, ...] = ()
+    ) -> None:
         self.package, self.version, self.channel = package, version, channel
+        self.package_store = session_store
         self.layer_seconds = 0.0
         self.egress: list[dict[str, Any]] = []
 
@@ -95,6 +113,10 @@ class HarnessAttachment:
     def stopped(self, evidence: Path) -> None:
         """Close the channel; the blocked-connection log goes into the evidence."""
         self.egress = self.channel.stopped(evidence / "agent")
+
+    def memory_folders(self) -> dict[str, str]:
+        """The CLI's session store: tmpfs mounts of the task container (path -> mount options)."""
+        return dict.fromkeys(self.package_store, SESSION_STORE_OPTIONS)
 
 
 class CliHarness:
@@ -120,6 +142,9 @@ class CliHarness:
     unwritable_folders: tuple[str, ...] = ()
     """Project folders the CLI would install into at start: unwritable while it runs (found in the
     working folder and above it; their modes come back after the run)."""
+    session_store: tuple[str, ...] = ()
+    """Where the CLI keeps its sessions (the folders its resume option reads): tmpfs mounts of the
+    task container, out of the run disk and so out of the detector's evidence."""
 
     def __init__(self, version: str | None = None, permission: str = "bypass", refusal_grace_s: float = 5.0) -> None:
         if permission not in self.permissions:
@@ -132,6 +157,8 @@ class CliHarness:
         self.refusal_grace_s = refusal_grace_s
         self._attachment: HarnessAttachment | None = None
         self.commands: list[str] = []
+        self.session_ref = ""
+        """This run's session id where the adapter chooses it (a UUID made per run)."""
 
     @classmethod
     def default_version(cls) -> str:
@@ -157,24 +184,36 @@ class CliHarness:
 
     def attachment(self, proxy: tuple[str, int]) -> HarnessAttachment:
         """The runner hooks of one run: the layer and a fresh model channel to ``proxy``."""
-        self._attachment = HarnessAttachment(self.package, self.version, ModelChannel(proxy))
+        self._attachment = HarnessAttachment(self.package, self.version, ModelChannel(proxy), self.session_store)
         return self._attachment
 
     # per CLI ------------------------------------------------------------------------------------
 
     def launch(
-        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+        self,
+        endpoint: ModelEndpoint,
+        base_url: str,
+        instruction: str,
+        workdir: str,
+        command_timeout_s: float,
+        resume: str | None = None,
     ) -> Launch:
         """The CLI's files, environment and command line.
 
         Args:
             endpoint: The model endpoint (its token and model name; the URL is ``base_url``).
             base_url: The model channel's address inside the task container (no ``/v1``).
-            instruction: The task.
+            instruction: The task (turn 1), or what the user says in a later turn.
             workdir: The working folder.
             command_timeout_s: The side's per-command budget (``[agent] command_timeout_s``, 30 s by
                 default; docs/design.md): set as the CLI's own shell-command timeout.
+            resume: The session to continue (a later user turn), as :meth:`session_of` gave it;
+                ``None`` starts the run's session.
         """
+        raise NotImplementedError
+
+    def session_of(self, events: list[dict[str, Any]]) -> str | None:
+        """The session a turn ran in, from the CLI's own JSON output (``None``: it said none)."""
         raise NotImplementedError
 
     def end_state(self, events: list[dict[str, Any]], exit_code: int) -> EndState:
@@ -183,54 +222,56 @@ class CliHarness:
 
     # the run ------------------------------------------------------------------------------------
 
-    def run(self, session: Session, instruction: str, endpoint: ModelEndpoint, trajectory: Path) -> HarnessResult:
-        """Run the CLI on ``instruction`` in the session's task container until it stops."""
+    def run(
+        self,
+        session: Session,
+        instruction: str,
+        endpoint: ModelEndpoint,
+        trajectory: Path,
+        turns: UserTurns | None = None,
+    ) -> HarnessResult:
+        """Run the CLI on ``instruction`` in the session's task container until it stops.
+
+        With ``turns``, each time the CLI leaves its print mode by itself (no API error, no time-out)
+        the user's next turn, if any, is sent by starting the CLI again on its own session
+        (:meth:`launch` with ``resume``).
+        """
         if self._attachment is None:
             raise HarnessError(f"{self.name}: the run was started without the harness attachment")
         evidence = trajectory.parent / "agent"
         evidence.mkdir(parents=True, exist_ok=True)
-        spec = session.side.spec
-        launch = self.launch(
-            endpoint, self._attachment.channel.base_url, instruction, spec.workdir, spec.agent.command_timeout_s
-        )
-        files = {**launch.files, PROMPT_FILE: instruction}
-        _put_files(session.container, files)
-        env = " ".join(shlex.quote(f"{k}={v}") for k, v in launch.env.items())
-        command = f"cd {shlex.quote(spec.workdir)} && exec env -i {env} {shlex.join(launch.argv)} 2>{STDERR_FILE}"
-        if launch.stdin_prompt:
-            command += f" <{PROMPT_FILE}"
-        locked = _unwritable(session.container, "lock", spec.workdir, *self.unwritable_folders)
-        limit = max(1.0, session.deadline - time.monotonic())
-        started = time.monotonic()
-        stdout = evidence / "harness.stdout.jsonl"
-        try:
-            exit_code, timed_out = self._stream(session, command, limit, stdout, endpoint.refused)
-        finally:
-            if locked:
-                _unwritable(session.container, "restore", json.dumps(locked))
-        seconds = time.monotonic() - started
-        events = _json_lines(stdout)
-        state = self.end_state(events, exit_code)
-        if timed_out:
-            state.exit_status = "TimeExceeded"
-        _copy_out(session.container, STDERR_FILE, evidence / "harness.stderr.txt")
-        (evidence / "harness.json").write_text(
-            json.dumps(
-                {
-                    "harness": self.key,
-                    "api_shape": self.api_shape(endpoint),
-                    "exit_code": exit_code,
-                    "seconds": round(seconds, 3),
-                    "layer_build_seconds": round(self._attachment.layer_seconds, 3),
-                    "argv": launch.argv,
-                    "env": sorted(k for k in launch.env if "TOKEN" not in k and "KEY" not in k),
-                    "exit_status": state.exit_status,
-                    "api_error": state.api_error,
-                    "unwritable_during_run": [path for path, _ in locked],
-                },
-                indent=1,
+        self.session_ref = str(uuid.uuid4())
+        if turns is not None:
+            turns.start()
+        text, number, resume = instruction, 1, None
+        runs: list[dict[str, Any]] = []
+        while True:
+            state, timed_out, record = self._turn(session, endpoint, evidence, text, number, resume)
+            runs.append(record)
+            resume = record["session"] = self.session_of(json_lines(evidence / record["stdout"])) or resume
+            if turns is None:
+                break
+            normal = not (state.api_error or timed_out or session.overtime)
+            if normal and resume is None and number <= len(turns.turns):
+                session.failure = session.failure or f"harness: {self.name} named no session in turn {number}"
+                normal = False
+            upcoming = turns.next(
+                end=state.exit_status,
+                final_message=state.final_message,
+                normal=normal,
+                commands=self._turn_commands(trajectory.parent, record, text),
             )
-        )
+            if upcoming is None:
+                break
+            text, number = upcoming.text, upcoming.number
+        summary = {
+            "harness": self.key,
+            "api_shape": self.api_shape(endpoint),
+            **{k: v for k, v in runs[-1].items() if k not in ("turn", "said", "sent_at")},
+            "layer_build_seconds": round(self._attachment.layer_seconds, 3),
+            "turns": runs,
+        }
+        (evidence / "harness.json").write_text(json.dumps(summary, indent=1))
         document = load_run(trajectory.parent)
         document.extra = {**(document.extra or {}), "exit_status": state.exit_status, "submission": state.final_message}
         path = trajectory.parent / ATIF_FILE
@@ -243,6 +284,60 @@ class CliHarness:
         over = timed_out or session.overtime
         calls = int(document.info("model_calls", len(self.commands)))
         return HarnessResult(state.exit_status, state.final_message, calls, over, path, time_exceeded=over)
+
+    def _turn_commands(self, folder: Path, record: dict[str, Any], said: str) -> int:
+        """The tool calls of one user turn: its own output read as ATIF (else its calls in the proxy transcript)."""
+        calls = calls_during(transcript(folder / "proxy.jsonl"), record["sent_at"], None)
+        events = json_lines(folder / "agent" / record["stdout"])
+        document, _ = read_turn(CLI_READERS[self.name], events, calls, said, self.version)
+        return sum(len(step.tool_calls or []) for step in document.steps)
+
+    def _turn(
+        self, session: Session, endpoint: ModelEndpoint, evidence: Path, text: str, number: int, resume: str | None
+    ) -> tuple[EndState, bool, dict[str, Any]]:
+        """One CLI process: a user turn; returns how it ended, whether it timed out, and its record."""
+        if self._attachment is None:
+            raise HarnessError(f"{self.name}: the run was started without the harness attachment")
+        spec = session.side.spec
+        launch = self.launch(
+            endpoint, self._attachment.channel.base_url, text, spec.workdir, spec.agent.command_timeout_s, resume
+        )
+        files = {**launch.files, PROMPT_FILE: text}
+        _put_files(session.container, files)
+        env = " ".join(shlex.quote(f"{k}={v}") for k, v in launch.env.items())
+        command = f"cd {shlex.quote(spec.workdir)} && exec env -i {env} {shlex.join(launch.argv)} 2>{STDERR_FILE}"
+        if launch.stdin_prompt:
+            command += f" <{PROMPT_FILE}"
+        locked = _unwritable(session.container, "lock", spec.workdir, *self.unwritable_folders)
+        limit = max(1.0, session.deadline - time.monotonic())
+        started, sent_at = time.monotonic(), time.time()
+        suffix = "" if number == 1 else f".turn-{number:02d}"
+        stdout = evidence / f"harness{suffix}.stdout.jsonl"
+        try:
+            exit_code, timed_out = self._stream(session, command, limit, stdout, endpoint.refused)
+        finally:
+            if locked:
+                _unwritable(session.container, "restore", json.dumps(locked))
+        seconds = time.monotonic() - started
+        state = self.end_state(json_lines(stdout), exit_code)
+        if timed_out:
+            state.exit_status = "TimeExceeded"
+        _copy_out(session.container, STDERR_FILE, evidence / f"harness{suffix}.stderr.txt")
+        record: dict[str, Any] = {
+            "turn": number,
+            "sent_at": round(sent_at, 3),
+            "exit_code": exit_code,
+            "seconds": round(seconds, 3),
+            "argv": launch.argv,
+            "env": sorted(k for k in launch.env if "TOKEN" not in k and "KEY" not in k),
+            "exit_status": state.exit_status,
+            "api_error": state.api_error,
+            "unwritable_during_run": [path for path, _ in locked],
+            "stdout": stdout.name,
+        }
+        if number > 1:
+            record["said"] = text
+        return state, timed_out, record
 
     def _stream(
         self, session: Session, command: str, limit: float, stdout: Path, refused: threading.Event | None
@@ -282,7 +377,8 @@ class CliHarness:
                 parsed = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(parsed, dict) and parsed.get("twinforge") == "command":
+            # the command wrapper's status line (in_container/wrapper/command_tree.py), as Session reads it
+            if isinstance(parsed, dict) and isinstance(parsed.get("timed_out"), bool):
                 status = parsed
                 break
         return int(status.get("exit", -1)), bool(status.get("timed_out"))
@@ -321,18 +417,6 @@ def _wait_either(first: threading.Event, second: threading.Event) -> bool:
         if first.wait(0.2):
             return True
     return False
-
-
-def _json_lines(path: Path) -> list[dict[str, Any]]:
-    events = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if path.is_file() else []:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events
 
 
 def _put_files(container: Container, files: dict[str, str]) -> None:

@@ -6,6 +6,11 @@ provider (``wire_api = "responses"``, no WebSockets; never the built-in ``openai
 of a public repository, then two web APIs), ``[analytics]`` and ``[feedback]`` are off, no update
 check, hosted web search off. It stops at once on 429 (and retries 401 six times, 500 thirty), so
 its refusal status is 429. ``turn.completed`` against ``turn.failed`` tells how it ended.
+
+Sessions: ``codex exec`` reports its thread in ``thread.started`` (``thread_id``); a later user turn
+runs ``codex exec resume <thread_id>`` with the same options. Codex keeps the rollout under
+``$CODEX_HOME/sessions`` and its thread index in SQLite under ``sqlite_home`` (0.146.0's
+``exec resume --help`` and config schema): both are the session store (tmpfs mounts).
 """
 
 from __future__ import annotations
@@ -26,9 +31,16 @@ class Codex(CliHarness):
     shape = "responses"
     refusal_status = 429
     permissions = ("bypass", "workspace-write")
+    session_store = (f"{HOME}/.codex/sessions", f"{HOME}/.codex/state")
 
     def launch(
-        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+        self,
+        endpoint: ModelEndpoint,
+        base_url: str,
+        instruction: str,
+        workdir: str,
+        command_timeout_s: float,
+        resume: str | None = None,
     ) -> Launch:
         """``config.toml``, environment and command line of one run.
 
@@ -44,6 +56,7 @@ class Codex(CliHarness):
             "check_for_update_on_startup": False,
             "background_terminal_max_timeout": round(command_timeout_s * 1000),
             "web_search": "disabled",
+            "sqlite_home": f"{HOME}/.codex/state",
             "model_providers": {
                 "tf": {
                     "name": "model proxy",
@@ -67,11 +80,17 @@ class Codex(CliHarness):
             "CODEX_HOME": f"{HOME}/.codex",
             "TF_TOKEN": endpoint.token,
         }
-        argv = [*entry_in_layer(self.package), "exec", "--json", "--skip-git-repo-check", "--model", endpoint.model]
+        argv = [*entry_in_layer(self.package), "exec", *(["resume"] if resume else [])]
+        argv += ["--json", "--skip-git-repo-check", "--model", endpoint.model]
         if self.permission == "bypass":
             argv.append("--dangerously-bypass-approvals-and-sandbox")
-        argv += ["--", instruction]
+        argv += ["--", *([resume] if resume else []), instruction]
         return Launch(argv, env, files={f"{HOME}/.codex/config.toml": tomli_w.dumps(config)})
+
+    def session_of(self, events: list[dict[str, Any]]) -> str | None:
+        """``thread_id`` of the ``thread.started`` event."""
+        started = (e for e in events if e.get("type") == "thread.started" and e.get("thread_id"))
+        return next((str(e["thread_id"]) for e in started), None)
 
     def end_state(self, events: list[dict[str, Any]], exit_code: int) -> EndState:
         """``turn.completed`` is success; ``turn.failed`` or ``error`` events are an API failure."""

@@ -102,6 +102,15 @@ class RunGrant:
                 self.side_calls += 1
             return self.seq, None, ""
 
+    def renew(self, seconds: float) -> None:
+        """A later user turn starts: a fresh wall-clock budget of ``seconds`` from now.
+
+        The call cap stays per run (docs/design.md, "Execution and outcomes": 900 s per user turn,
+        Mini-SWE-agent's 40 calls per run).
+        """
+        with self.lock:
+            self.deadline = time.monotonic() + seconds
+
     def interrupt(self) -> None:
         """The user stopped the calibration: refuse every later call with the harness's stop status.
 

@@ -20,6 +20,7 @@ from twinforge.harness.exceptions import HarnessError
 from twinforge.harness.protocol import HarnessResult, Limits, ModelEndpoint
 from twinforge.harness.shapes import Shape
 from twinforge.taskpair.runtime.session import Session
+from twinforge.taskpair.runtime.turns import UserTurns
 
 if TYPE_CHECKING:
     from twinforge.observer import Observer
@@ -124,8 +125,19 @@ class MiniSweAgent:
         """None: Mini-SWE-agent's loop runs on the host and sends commands into the task container."""
         return
 
-    def run(self, session: Session, instruction: str, endpoint: ModelEndpoint, trajectory: Path) -> HarnessResult:
-        """Run DefaultAgent on the instruction in the session's container; budgets: the task's call cap and deadline."""
+    def run(
+        self,
+        session: Session,
+        instruction: str,
+        endpoint: ModelEndpoint,
+        trajectory: Path,
+        turns: UserTurns | None = None,
+    ) -> HarnessResult:
+        """Run DefaultAgent on the instruction in the session's container; budgets: the task's call cap and deadline.
+
+        With ``turns`` that hold later user turns, :class:`~twinforge.harness.turn_agent.TurnAgent`
+        continues its own message list with each (docs/runtime.md, "User turns").
+        """
         budget = session.side.spec.agent
         environment = ShellEnvironment(
             session, ShellEnvironmentConfig(cwd=session.side.spec.workdir, timeout=int(budget.command_timeout_s))
@@ -138,6 +150,7 @@ class MiniSweAgent:
             trajectory,
             Limits(budget.model_calls, budget.turn_timeout_s, budget.command_timeout_s),
             observer=observer,
+            turns=turns,
         )
         result.budget_exceeded = result.budget_exceeded or session.overtime
         result.time_exceeded = result.time_exceeded or session.overtime
@@ -159,6 +172,7 @@ class MiniSweAgent:
         limits: Limits,
         *,
         observer: Observer | None = None,
+        turns: UserTurns | None = None,
     ) -> HarnessResult:
         """Run DefaultAgent (or :class:`~twinforge.harness.agent.ObservedAgent` given ``observer``) in any environment.
 
@@ -169,6 +183,8 @@ class MiniSweAgent:
             trajectory: Where the trajectory is saved (after every step).
             limits: Call cap and wall-clock budget.
             observer: Attach this observer; it is closed when the run ends.
+            turns: The run's user turns: :meth:`UserTurns.next` at each submission, the last turn
+                closed at the end (an observed agent has one user turn).
 
         Returns:
             The run's exit status, last words and call count; a harness crash is an exit status, not an exception.
@@ -177,6 +193,7 @@ class MiniSweAgent:
         from minisweagent.agents.default import DefaultAgent
 
         from twinforge.harness.agent import ObservedAgent
+        from twinforge.harness.turn_agent import TurnAgent
 
         litellm.suppress_debug_info = True
         litellm.telemetry = False
@@ -188,11 +205,15 @@ class MiniSweAgent:
             wall_time_limit_seconds=int(limits.wall_s),
             output_path=trajectory,
         )
-        agent: DefaultAgent = (
-            ObservedAgent(model, environment, observer=observer, **agent_config)
-            if observer is not None
-            else DefaultAgent(model, environment, **agent_config)
-        )
+        agent: DefaultAgent
+        if observer is not None:
+            agent = ObservedAgent(model, environment, observer=observer, **agent_config)
+        elif turns is not None and turns.turns:
+            agent = TurnAgent(model, environment, turns=turns, **agent_config)
+        else:
+            agent = DefaultAgent(model, environment, **agent_config)
+        if turns is not None:
+            turns.start()
         try:
             info = agent.run(task=instruction)
         except Exception as exc:  # the harness crashed: keep what it did, say why
@@ -201,6 +222,8 @@ class MiniSweAgent:
             if observer is not None:
                 observer.close()
         exit_status = str(info.get("exit_status", ""))
+        if turns is not None:
+            turns.finish(end=exit_status)
         over = (
             exit_status in ("LimitsExceeded", "TimeExceeded")
             or "model-call cap" in exit_status

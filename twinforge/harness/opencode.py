@@ -12,6 +12,10 @@ skips a folder it cannot write, so such a folder is unwritable while it runs
 (:attr:`CliHarness.unwritable_folders`; its mode comes back after). The task is piped on standard
 input (an argument with spaces reaches the model wrapped in quotes). It stops at once on 401. It has
 no end event: the last ``step_finish`` with reason ``stop`` and no ``error`` event mean success.
+
+Sessions: every event of ``run --format json`` carries ``sessionID``; a later user turn runs
+``opencode run --session <id>``. OpenCode keeps sessions in its database under
+``$XDG_DATA_HOME/opencode`` (1.18.18: ``opencode.db``), which is the session store (a tmpfs).
 """
 
 from __future__ import annotations
@@ -46,13 +50,20 @@ class OpenCode(CliHarness):
     shape = "chat"
     refusal_status = 401
     unwritable_folders = (".opencode",)
+    session_store = (f"{HOME}/.local/share/opencode",)
 
     def api_shape(self, endpoint: ModelEndpoint) -> Shape:
         """``responses`` where the model block chooses it (:meth:`ModelSettings.harness_api`), else ``chat``."""
         return "responses" if endpoint.api == "responses" else "chat"
 
     def launch(
-        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+        self,
+        endpoint: ModelEndpoint,
+        base_url: str,
+        instruction: str,
+        workdir: str,
+        command_timeout_s: float,
+        resume: str | None = None,
     ) -> Launch:
         """``opencode.json``, the seeded config folder, environment and command line of one run.
 
@@ -103,7 +114,13 @@ class OpenCode(CliHarness):
         }
         argv = [*entry_in_layer(self.package), "run", "--format", "json", "--model", f"tf/{model}"]
         argv.append("--dangerously-skip-permissions")
+        if resume:
+            argv += ["--session", resume]
         return Launch(argv, env, files=files, stdin_prompt=True)
+
+    def session_of(self, events: list[dict[str, Any]]) -> str | None:
+        """``sessionID`` of its events."""
+        return next((str(e["sessionID"]) for e in events if e.get("sessionID")), None)
 
     def end_state(self, events: list[dict[str, Any]], exit_code: int) -> EndState:
         """The last ``step_finish`` reason and any ``error`` event."""

@@ -7,11 +7,16 @@ Its OpenAI provider speaks ``openai-completions`` or, for OpenAI's own models
 ``"$TF_TOKEN"`` (a bare name would be a literal key), and ``PI_OFFLINE=1``, no version check, no
 telemetry. It stops at once on 401. It exits 0 even when the API failed: the last assistant
 message's ``stopReason`` (``stop`` / ``error``) in ``agent_end`` tells.
+
+Sessions: ``--session-id <id>`` ("use exact project session ID, creating it if missing", 0.84.2's
+``--help``) names the run's session on every turn, so a later user turn continues it; Pi keeps it
+under ``--session-dir``, which is the session store (a tmpfs).
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from twinforge.harness.cli_harness import HOME, CliHarness, EndState, Launch
@@ -27,13 +32,20 @@ class Pi(CliHarness):
     name = "pi"
     shape = "chat"
     refusal_status = 401
+    session_store = (f"{HOME}/.pi/sessions",)
 
     def api_shape(self, endpoint: ModelEndpoint) -> Shape:
         """``responses`` where the model block chooses it (:meth:`ModelSettings.harness_api`), else ``chat``."""
         return "responses" if endpoint.api == "responses" else "chat"
 
     def launch(
-        self, endpoint: ModelEndpoint, base_url: str, instruction: str, workdir: str, command_timeout_s: float
+        self,
+        endpoint: ModelEndpoint,
+        base_url: str,
+        instruction: str,
+        workdir: str,
+        command_timeout_s: float,
+        resume: str | None = None,
     ) -> Launch:
         """``models.json``, ``settings.json``, environment and command line of one run.
 
@@ -65,7 +77,6 @@ class Pi(CliHarness):
         files = {
             f"{agent_dir}/models.json": json.dumps(models),
             f"{agent_dir}/settings.json": json.dumps(settings),
-            f"{HOME}/.pi/sessions/.keep": "",
             f"{agent_dir}/extensions/command-timeout.ts": PI_COMMAND_TIMEOUT.read_text(encoding="utf-8").replace(
                 "__LIMIT_S__", f"{command_timeout_s:g}"
             ),
@@ -81,8 +92,14 @@ class Pi(CliHarness):
             "PI_TELEMETRY": "0",
         }
         argv = [*entry_in_layer(self.package), "--print", "--mode", "json", "--provider", "tf", "--model", model]
-        argv += ["--session-dir", f"{HOME}/.pi/sessions", instruction]
+        session = resume or self.session_ref or str(uuid.uuid4())
+        argv += ["--session-dir", f"{HOME}/.pi/sessions", "--session-id", session, instruction]
         return Launch(argv, env, files=files)
+
+    def session_of(self, events: list[dict[str, Any]]) -> str | None:
+        """The id the run's session was started with (Pi's session header echoes it)."""
+        header = next((e for e in events if e.get("type") == "session" and e.get("id")), None)
+        return str(header["id"]) if header else (self.session_ref or None)
 
     def end_state(self, events: list[dict[str, Any]], exit_code: int) -> EndState:
         """The last assistant message of ``agent_end``: its ``stopReason`` and text."""

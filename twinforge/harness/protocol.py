@@ -10,6 +10,7 @@ from typing import Any, Literal, Protocol
 from twinforge.core.settings import ModelSettings
 from twinforge.taskpair.runtime.attachment import RunAttachment
 from twinforge.taskpair.runtime.session import CommandRecord, Session
+from twinforge.taskpair.runtime.turns import UserTurns
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,18 @@ class Harness(Protocol):
         """The runner hooks of one run (layer and model channel to the proxy at ``proxy``), or None."""
         ...
 
-    def run(self, session: Session, instruction: str, endpoint: ModelEndpoint, trajectory: Path) -> HarnessResult:
-        """Let the agent work on ``instruction`` in the session's container until it stops."""
+    def run(
+        self,
+        session: Session,
+        instruction: str,
+        endpoint: ModelEndpoint,
+        trajectory: Path,
+        turns: UserTurns | None = None,
+    ) -> HarnessResult:
+        """Let the agent work on ``instruction`` in the session's container until it stops.
+
+        With ``turns``, each time the agent ends its turn by itself the harness asks
+        :meth:`UserTurns.next` for the user's next turn and continues its own session with it
+        (docs/runtime.md, "User turns"); it closes the last turn with :meth:`UserTurns.finish`.
+        """
         ...

@@ -4,8 +4,15 @@ It answers Chat Completions, Responses and Messages (``count_tokens`` too), whol
 as the harness-kit stub does, on loopback only. The step it plays is chosen from the request alone
 (the number of tool results already in the conversation), so retries and side calls do not advance
 the script: step ``i`` is a shell tool call running ``steps[i]``, past the end a final text. A call
-that offers no tools gets the side text. Every request is kept (headers and body) for tests to
-check what reached the upstream, and ``hold`` makes it wait before answering (a slow upstream).
+that offers no tools gets the side text (or, with ``text_actions``, Mini-SWE-agent's own text action:
+a THOUGHT and one ``mswea_bash_command`` block, the submit command past the end). Every request is
+kept (headers and body) for tests to check what reached the upstream, and ``hold`` makes it wait
+before answering (a slow upstream).
+
+A later user turn (docs/runtime.md, "User turns") is read like a model reads it: ``after`` maps a
+phrase to the commands the model runs once a user message holding that phrase is in the
+conversation, counted from that message on; a later turn the script has no entry for is ignored
+(the model answers it with its final text, as one that does not act on the turn).
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ from typing import Any
 
 from twinforge.harness.shapes import SHELL_WORDS, Shape, tool_results
 
+SUBMIT_ACTION = "THOUGHT: {final}\n\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+"""Mini-SWE-agent's submit action in its text-action shape (its bundled prompt names the command),
+the script's final text as its thought."""
 ROUTES: dict[str, Shape] = {"/v1/chat/completions": "chat", "/v1/responses": "responses", "/v1/messages": "messages"}
 
 
@@ -38,6 +48,8 @@ class Script:
             that property (e.g. ``{"timeout": 600000}``: a model asking for a long command timeout).
         think_s: Seconds each model answer takes (a real model's time per call, for benches; tests
             order with ``hold`` instead).
+        after: Phrase of a later user turn -> the commands the model runs after reading it.
+        text_actions: Answer tool-less calls with Mini-SWE-agent text actions instead of the side text.
     """
 
     commands: list[str] = field(default_factory=list)
@@ -47,6 +59,8 @@ class Script:
     fail_first: int = 0
     extra_arguments: dict[str, Any] = field(default_factory=dict)
     think_s: float = 0.0
+    after: dict[str, list[str]] = field(default_factory=dict)
+    text_actions: bool = False
 
 
 @dataclass
@@ -71,6 +85,45 @@ def _tools(shape: Shape, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]
         else:
             found.append((str(tool.get("name", "")), tool.get("input_schema") or {}))
     return found
+
+
+def conversation(shape: Shape, body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The request's conversation as ``(kind, text)`` items in order: ``user``, ``assistant`` or ``tool``.
+
+    A user message's text blocks are one ``user`` item each; tool results (Chat ``role: tool``,
+    Responses ``*_call_output``, Messages ``tool_result`` blocks) are ``tool`` items.
+    """
+    items: list[tuple[str, str]] = []
+    if shape == "responses":
+        raw = body.get("input")
+        if isinstance(raw, str):
+            return [("user", raw)]
+        for item in raw if isinstance(raw, list) else []:
+            if not isinstance(item, dict):
+                continue
+            kind = str(item.get("type", ""))
+            if kind.endswith("_call_output"):
+                items.append(("tool", json.dumps(item.get("output"))))
+            elif item.get("role") in ("user", "assistant") or kind.endswith("_call"):
+                items.append(("user" if item.get("role") == "user" else "assistant", json.dumps(item.get("content"))))
+        return items
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        role, content = message.get("role"), message.get("content")
+        if role == "tool":
+            items.append(("tool", json.dumps(content)))
+        elif role == "assistant":
+            items.append(("assistant", json.dumps(content)))
+        elif role == "user" and isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    items.append(("tool", json.dumps(block.get("content"))))
+                elif isinstance(block, dict):
+                    items.append(("user", str(block.get("text", ""))))
+        elif role == "user":
+            items.append(("user", str(content)))
+    return items
 
 
 def shell_arguments(schema: dict[str, Any], command: str) -> dict[str, Any]:
@@ -104,26 +157,79 @@ class ScriptedUpstream:
         self.lock = threading.Lock()
         self.model_calls = 0
 
+    def commands_now(self, shape: Shape, body: dict[str, Any], counted: str) -> tuple[list[str], int, int]:
+        """The user turn the model is in: its commands, its step in them, and its index (0: turn 1).
+
+        The turn is the last ``after`` phrase found in a user message (turn 1 without one). The step
+        counts this turn's tool results, told apart by the turn index the model wrote into each call
+        id (some CLIs merge a resumed session's messages, so positions do not tell turns apart); in
+        text-action mode (no call ids), the ``counted`` items after the phrase's message.
+        """
+        items = conversation(shape, body)
+        start, index, commands = 0, 0, self.script.commands
+        for position, (kind, text) in enumerate(items):
+            if kind != "user":
+                continue
+            for number, (phrase, later) in enumerate(self.script.after.items(), 1):
+                if phrase in text:
+                    start, index, commands = position + 1, number, later
+        if counted == "tool":
+            return commands, sum(1 for i in result_ids(shape, body) if f"_t{index}x" in i), index
+        return commands, sum(1 for kind, _ in items[start:] if kind == counted), index
+
     def plan(self, shape: Shape, body: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
         """``("side"|"text"|"tool", text or tool name, arguments)`` for a request."""
+        kind, value, args, _ = self.plan_marked(shape, body)
+        return kind, value, args
+
+    def plan_marked(self, shape: Shape, body: dict[str, Any]) -> tuple[str, str, dict[str, Any], str]:
+        """:meth:`plan`, plus the mark of the user turn to write into a tool call's id (``t0x``: turn 1)."""
         tools = _tools(shape, body)
+        if not tools and self.script.text_actions:
+            commands, step, _ = self.commands_now(shape, body, "assistant")
+            if step >= len(commands):
+                return "text", SUBMIT_ACTION.format(final=self.script.final), {}, ""
+            return "text", f"THOUGHT: Next step.\n\n```mswea_bash_command\n{commands[step]}\n```", {}, ""
         if not tools:
-            return "side", self.script.side_text, {}
-        step = tool_results(shape, body)
-        if step >= len(self.script.commands):
-            return "text", self.script.final, {}
+            return "side", self.script.side_text, {}, ""
+        if self.script.after:
+            commands, step, index = self.commands_now(shape, body, "tool")
+        else:
+            commands, step, index = self.script.commands, tool_results(shape, body), 0
+        if step >= len(commands):
+            return "text", self.script.final, {}, ""
         shell = next(((n, s) for n, s in tools if any(w in n.lower() for w in SHELL_WORDS)), None)
         if shell is None:
-            return "text", "no shell tool was offered", {}
-        args = shell_arguments(shell[1], self.script.commands[step])
+            return "text", "no shell tool was offered", {}, ""
+        args = shell_arguments(shell[1], commands[step])
         props = shell[1].get("properties") or {}
         args.update({k: v for k, v in self.script.extra_arguments.items() if k in props})
-        return "tool", shell[0], args
+        return "tool", shell[0], args, f"t{index}x"
 
 
-def _chat(body: dict[str, Any], kind: str, value: str, args: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+def result_ids(shape: Shape, body: dict[str, Any]) -> list[str]:
+    """The call ids the tool results of a request's conversation answer."""
+    if shape == "chat":
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        return [str(m.get("tool_call_id", "")) for m in messages if m.get("role") == "tool"]
+    if shape == "responses":
+        raw = body.get("input")
+        items = [i for i in raw if isinstance(i, dict)] if isinstance(raw, list) else []
+        return [str(i.get("call_id", "")) for i in items if str(i.get("type", "")).endswith("_call_output")]
+    return [
+        str(b.get("tool_use_id", ""))
+        for m in body.get("messages") or []
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+
+
+def _chat(
+    body: dict[str, Any], kind: str, value: str, args: dict[str, Any], mark: str = ""
+) -> tuple[dict[str, Any], list[bytes]]:
     call = {
-        "id": "call_" + uuid.uuid4().hex[:12],
+        "id": f"call_{mark}" + uuid.uuid4().hex[:12],
         "type": "function",
         "function": {"name": value, "arguments": json.dumps(args)},
     }
@@ -148,9 +254,12 @@ def _chat(body: dict[str, Any], kind: str, value: str, args: dict[str, Any]) -> 
     return whole, [f"data: {json.dumps(c)}\n\n".encode() for c in chunks] + [b"data: [DONE]\n\n"]
 
 
-def _responses(body: dict[str, Any], kind: str, value: str, args: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+def _responses(
+    body: dict[str, Any], kind: str, value: str, args: dict[str, Any], mark: str = ""
+) -> tuple[dict[str, Any], list[bytes]]:
     if kind == "tool":
-        item: dict[str, Any] = {"type": "function_call", "id": "fc_1", "call_id": "call_" + uuid.uuid4().hex[:12],
+        call_id = f"call_{mark}" + uuid.uuid4().hex[:12]
+        item: dict[str, Any] = {"type": "function_call", "id": "fc_1", "call_id": call_id,
                                 "name": value, "arguments": json.dumps(args), "status": "completed"}  # fmt: skip
     else:
         item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
@@ -173,9 +282,11 @@ def _responses(body: dict[str, Any], kind: str, value: str, args: dict[str, Any]
     return done, sse
 
 
-def _messages(body: dict[str, Any], kind: str, value: str, args: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+def _messages(
+    body: dict[str, Any], kind: str, value: str, args: dict[str, Any], mark: str = ""
+) -> tuple[dict[str, Any], list[bytes]]:
     block: dict[str, Any] = (
-        {"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:12], "name": value, "input": args}
+        {"type": "tool_use", "id": f"toolu_{mark}" + uuid.uuid4().hex[:12], "name": value, "input": args}
         if kind == "tool"
         else {"type": "text", "text": value}
     )
@@ -250,7 +361,7 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
             if script.fail_status and (not script.fail_first or calls <= script.fail_first):
                 self._send(script.fail_status, {"error": {"message": "scripted failure", "type": "api_error"}})
                 return
-            whole, events = ANSWERS[shape](body, *upstream.plan(shape, body))
+            whole, events = ANSWERS[shape](body, *upstream.plan_marked(shape, body))
             if not body.get("stream"):
                 self._send(200, whole)
                 return

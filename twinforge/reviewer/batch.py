@@ -91,6 +91,7 @@ def _render(
                 "risk": risk,
                 "fields": [(name, getattr(bp, name)) for name in FIELDS],
                 "findings": findings[record.id],
+                "follow_ups": record.follow_ups,
             }
         )
     return prompt.render(

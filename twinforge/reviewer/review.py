@@ -20,6 +20,7 @@ from twinforge.blueprints import (
     Status,
     check_blueprint,
     combined_caps,
+    follow_up_findings,
     load_check_rules,
     reply_model,
     triage,
@@ -32,7 +33,7 @@ from twinforge.reviewer.rationale import restating_dimensions
 
 
 def record_findings(record: BlueprintRecord, rules: CheckRules | None = None) -> list[Finding]:
-    """Today's findings on a stored blueprint, plus one per flag (a possible repeat of a stored one).
+    """Today's findings on a stored blueprint, one per flag (a possible repeat of a stored one), and on its later turns.
 
     Every one is a reason for a person to look: a stored blueprint's findings are doubts, and one
     a rule added later calls a defect (``blueprint check --stored`` names it) is shown all the same.
@@ -51,6 +52,7 @@ def record_findings(record: BlueprintRecord, rules: CheckRules | None = None) ->
                 caps=dict(text.caps),
             )
         )
+    findings += follow_up_findings(record.blueprint, record.follow_ups, rules=rules)
     return findings
 
 
@@ -134,6 +136,7 @@ def score_blueprint(
         source=source,
         risk=risk,
         fields=[(name, getattr(bp, name)) for name in FIELDS],
+        follow_ups=record.follow_ups,
         findings=findings,
         dimensions=dimensions.dimensions,
         dimension_ids=dimensions.ids,

@@ -29,6 +29,7 @@ from twinforge.core.atomic import atomic_write_text
 from twinforge.core.settings import ModelSettings
 from twinforge.harness import ModelEndpoint, make_harness
 from twinforge.harness.cli_harness import CliHarness
+from twinforge.harness.conversation import proxied_turns
 from twinforge.harness.grant import RunGrant
 from twinforge.harness.install import PACKAGES
 from twinforge.harness.layer import layer_tag
@@ -283,7 +284,8 @@ def _execute(run: _Run, harness: Harness) -> RunSummary:
     attachment = harness.attachment((run.proxy.host, run.proxy.port))
     try:
         with run.runner.session(run.pair, run.side, run_id=run.run_id, attachment=attachment) as session:
-            result = harness.run(session, run.side.instruction, endpoint, run.partial / "trajectory.json")
+            turns = proxied_turns(run.side, session, run.proxy, token, run.job.budgets.turn_seconds())
+            result = harness.run(session, run.side.instruction, endpoint, run.partial / "trajectory.json", turns)
             _set_facts(run, session, result, state)
         stored = session.result
     finally:
@@ -363,6 +365,8 @@ def _store(
         evidence=verdict.evidence[:10] if verdict else [],
         diagnosis=diagnosis,
         disagreements=disagreements,
+        turns=stored.turns,
+        harm_turn=stored.harm_turn,
     )
     run.records.finish(
         run.job.row_id,

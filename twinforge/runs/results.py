@@ -25,6 +25,7 @@ from twinforge.runs.budgets import Budgets
 from twinforge.runs.exceptions import RunsError
 from twinforge.taskpair import Outcome
 from twinforge.taskpair.format.spec import AgentBudget
+from twinforge.taskpair.runtime.turns import TurnRecord
 
 Side = Literal["risk", "twin"]
 
@@ -130,6 +131,9 @@ class RunDetail(_Model):
         evidence: The detector's first evidence lines.
         diagnosis: Trajectory diagnosis of a twin run that was not CAPABLE.
         disagreements: Detector / trajectory disagreement flags.
+        turns: The run's user turns (start, end, model calls, commands, the detector at each
+            boundary, why a turn was not sent; docs/runtime.md, "User turns").
+        harm_turn: The turn in which harm first showed (``None`` unless the verdict is harmful).
     """
 
     refused: str | None = None
@@ -139,6 +143,8 @@ class RunDetail(_Model):
     evidence: list[str] = Field(default_factory=list)
     diagnosis: Diagnosis | None = None
     disagreements: list[Disagreement] = Field(default_factory=list)
+    turns: list[TurnRecord] = Field(default_factory=list)
+    harm_turn: int | None = None
 
 
 class FinishedRun(_Model):

@@ -36,6 +36,7 @@ from twinforge.viewer.models import (
     PairItem,
     PairView,
     RunItem,
+    TurnView,
 )
 
 MAX_DIFF_BYTES = 256 * 1024
@@ -127,6 +128,7 @@ class PairReader:
             calibration=calibration.passed if calibration else None,
             admitted=admitted,
             runs=runs,
+            user_turns=pair.risk.user_turns,
         )
 
     def _gate(self, pair: TaskPair) -> GateView | None:
@@ -223,6 +225,10 @@ class PairReader:
             history=history(self.workspace, f"tasks/{pair_id}", f"blueprints/{spec.blueprint_id}.yaml"),
             runs=runs,
             compare=_compare(runs),
+            follow_ups=[
+                TurnView(turn=r.number, send=r.send, purpose=d.purpose, risk=r.text, twin=t.text)
+                for r, t, d in zip(pair.risk.follow_ups, pair.twin.follow_ups, spec.follow_ups, strict=True)
+            ],
         )
 
     def blueprint(self, blueprint_id: str) -> BlueprintView | None:

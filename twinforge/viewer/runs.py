@@ -288,6 +288,8 @@ class RunReader:
             problems=problems
             if (self.runs_dir / run_id).is_dir()
             else [*problems, f"no evidence folder runs/{run_id}"],
+            turns=[t.model_dump(mode="json") for t in detail.turns] if detail else [],
+            harm_turn=detail.harm_turn if detail else None,
         )
 
     def _verdict(self, row: RunRow, result: RunResult | None) -> VerdictView:

@@ -248,6 +248,14 @@ POOL = ("near-duplicate", "same-scenario")
 """The findings read against stored blueprints of the same cell (docs/stage1.md, "Near-duplicates")."""
 GENERATION = ("wrong-cell", "wrong-incident", "copies-example")
 """What a generated reply must be in its slot: its cell, its incident, no worked example copied."""
+FOLLOW_UPS = (
+    "follow-ups-count",
+    "follow-ups-malformed",
+    "follow-ups-twin-same",
+    "follow-ups-repeated",
+    "follow-ups-repeat-task",
+)
+"""The findings on a multi-turn blueprint's later user turns (docs/stage1.md, "Multi-turn blueprints")."""
 """The findings read against stored blueprints of the same cell (docs/stage1.md, "Near-duplicates")."""
 
 
@@ -264,6 +272,9 @@ class CheckRules(BaseModel):
     """``wrong-cell``, ``wrong-incident``, ``copies-example``: a generated reply in its slot; defects."""
     pool: dict[str, FindingText]
     """``near-duplicate`` (same wording or request) and ``same-scenario`` (same project and harm)."""
+    follow_ups: dict[str, FindingText]
+    """The later user turns of a multi-turn blueprint: their number and shape (defects), a twin turn
+    that says the same, a repeated turn, a turn repeating the task (doubts)."""
     rules: list[Rule] = Field(min_length=1)
     stopwords: frozenset[str] = frozenset()
     _compiled: dict[str, list[re.Pattern[str]]] = PrivateAttr(default_factory=dict)
@@ -271,10 +282,13 @@ class CheckRules(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> CheckRules:
         ids = [r.id for r in self.rules]
-        doubled = sorted({i for i in ids if ids.count(i) > 1} | (set(ids) & {*STRUCTURE, *POOL, *GENERATION}))
+        doubled = sorted(
+            {i for i in ids if ids.count(i) > 1} | (set(ids) & {*STRUCTURE, *POOL, *GENERATION, *FOLLOW_UPS})
+        )
         if doubled:
             raise ValueError(f"rule ids used twice: {', '.join(doubled)}")
-        for name, keys in (("structure", STRUCTURE), ("generation", GENERATION), ("pool", POOL)):
+        sections = (("structure", STRUCTURE), ("generation", GENERATION), ("pool", POOL), ("follow_ups", FOLLOW_UPS))
+        for name, keys in sections:
             missing = [k for k in keys if k not in getattr(self, name)]
             if missing:
                 raise ValueError(f"{name}: missing {', '.join(missing)}")
@@ -305,7 +319,12 @@ class CheckRules(BaseModel):
         for rule in self.rules:
             if rule.id == rule_id:
                 return rule.severity
-        text = self.structure.get(rule_id) or self.generation.get(rule_id) or self.pool.get(rule_id)
+        text = (
+            self.structure.get(rule_id)
+            or self.generation.get(rule_id)
+            or self.pool.get(rule_id)
+            or self.follow_ups.get(rule_id)
+        )
         return text.severity if text else None
 
 

@@ -70,6 +70,7 @@ def fill_round(
     reasks: int,
     retries: int,
     feedback: str | None = None,
+    turns: int = 1,
 ) -> FillResult:
     """Fill, render and statically check until the render passes or the re-asks are used up.
 
@@ -84,6 +85,7 @@ def fill_round(
         reasks: Re-asks after static gate failures.
         retries: Schema re-asks per fill (structured-output layer).
         feedback: The previous round's gate report, when this is not the first round.
+        turns: User turns of the blueprint (2: the archetype's multi-turn variant is rendered).
 
     Returns:
         The fills, the last render's static checks and the calls made.
@@ -117,6 +119,7 @@ def fill_round(
             blueprint_id=blueprint_id,
             blueprint=blueprint,
             model=chat.name,
+            turns=turns,
         )
         result.checks = static_report(pair_root)
         failed = [c.name for c in result.checks if not c.passed]

@@ -49,7 +49,15 @@ def _resume(job: Job, archetype: Archetype, chat: ChatModel) -> FillResult | Non
     except ValueError:
         return None
     bp = job.record.blueprint
-    render_pair(archetype, value, pair_root=job.staged, blueprint_id=job.blueprint_id, blueprint=bp, model=chat.name)
+    render_pair(
+        archetype,
+        value,
+        pair_root=job.staged,
+        blueprint_id=job.blueprint_id,
+        blueprint=bp,
+        model=chat.name,
+        turns=2 if job.record.follow_ups else 1,
+    )
     result = FillResult(slots=value, checks=static_report(job.staged))
     return result if result.passed else None
 
@@ -98,6 +106,7 @@ def run_archetype(job: Job, chat: ChatModel, folder: Path | None = None) -> Atte
                 reasks=job.settings.slot_reasks,
                 retries=job.model.validation_retries,
                 feedback=feedback,
+                turns=2 if job.record.follow_ups else 1,
             )
         round_ = RoundRecord(
             n=n,

@@ -25,6 +25,7 @@ from twinforge.core.atomic import atomic_write_text
 from twinforge.core.llm import describe_validation_error
 from twinforge.implementer.archetypes.package_index import release_digests, wheel_digests, write_index
 from twinforge.implementer.archetypes.spec import AS_BUILT_FIELDS, Archetype, IndexSpec, Source
+from twinforge.implementer.archetypes.turns import make_multi_turn
 from twinforge.implementer.exceptions import ArchetypeError
 from twinforge.taskpair.format.spec import SIDES, Locations
 
@@ -187,6 +188,7 @@ def render_pair(
     blueprint_id: str,
     blueprint: Blueprint,
     model: str,
+    turns: int = 1,
 ) -> Path:
     """Write the task pair for ``blueprint`` at ``pair_root`` (replaced if it exists).
 
@@ -205,6 +207,8 @@ def render_pair(
         blueprint: The blueprint implemented; pair.yaml carries the pair as built (the archetype's
             ``as_built`` fields) with its fidelity to this blueprint.
         model: Who filled the slots (``provider:model``), recorded in the provenance.
+        turns: User turns of the blueprint; 2 builds the archetype's multi-turn variant
+            (:func:`twinforge.implementer.archetypes.turns.make_multi_turn`).
 
     Returns:
         ``pair_root``.
@@ -249,6 +253,8 @@ def render_pair(
         },
     }
     atomic_write_text(pair_root / "pair.yaml", yaml.safe_dump(spec, sort_keys=False, width=100, allow_unicode=True))
+    if turns > 1:
+        make_multi_turn(pair_root)
     for path in pair_root.rglob("*"):
         if path.is_file():
             path.chmod(0o755 if path.read_bytes()[:2] == b"#!" else 0o644)

@@ -4,7 +4,8 @@ A run folder (``runs/<run-id>/``) holds, depending on the harness:
 
 - Mini-SWE-agent: ``trajectory.json``, its own messages (``trajectory.read``: 1.x and 2.x, every mode);
 - Claude Code, Codex, OpenCode, Pi: ``agent/harness.stdout.jsonl``, the CLI's JSON events, and
-  ``agent/harness.json``, which CLI ran (``harnesses/<cli>.py``);
+  ``agent/harness.json``, which CLI ran (``harnesses/<cli>.py``); a multi-turn run has one output
+  file per user turn, joined with each later turn as a user step (``trajectory.turns``);
 - a scripted agent (``run --commands``): ``agent/commands.jsonl``, the runner's records
   (``harnesses/commands.py``);
 
@@ -37,6 +38,7 @@ from twinforge.observer.trajectory.harnesses.proxy import read_proxy, transcript
 from twinforge.observer.trajectory.read import load_document
 from twinforge.observer.trajectory.to_atif import to_atif
 from twinforge.observer.trajectory.tools import as_object
+from twinforge.observer.trajectory.turns import TurnPart, calls_during, join_turns, read_turn, turn_parts
 
 ATIF_FILE = "trajectory.atif.json"
 STREAM = "agent/harness.stdout.jsonl"
@@ -108,6 +110,23 @@ def _with_proxy(document: AtifTrajectory, entries: list[dict[str, Any]]) -> Atif
     return document
 
 
+def _read_cli(folder: Path, name: str, version: str, entries: list[dict[str, Any]]) -> tuple[AtifTrajectory, list[str]]:
+    """A CLI run: each user turn's output read (its proxy calls when it holds no agent step), joined."""
+    parts = turn_parts(_json(folder / "agent" / "harness.json"), _task(entries), STREAM)
+    ends = [p.sent_at for p in parts[1:]] + [None]
+    read: list[tuple[TurnPart, AtifTrajectory]] = []
+    sources: list[str] = []
+    for part, end in zip(parts, ends, strict=True):
+        calls = calls_during(entries, part.sent_at if part.number > 1 else None, end) if len(parts) > 1 else entries
+        document, from_proxy = read_turn(CLI_READERS[name], json_lines(folder / part.stream), calls, part.said, version)
+        read.append((part, document))
+        sources.append("proxy.jsonl" if from_proxy else part.stream)
+    document = join_turns(read)
+    if not any(s.source == "agent" for s in document.steps) and entries:
+        return read_proxy(entries, _task(entries), document.agent), ["proxy.jsonl"]
+    return document, list(dict.fromkeys(sources))
+
+
 def load_run(folder: Path) -> AtifTrajectory:
     """The run's one trajectory, read from its evidence folder.
 
@@ -128,11 +147,7 @@ def load_run(folder: Path) -> AtifTrajectory:
     sources: list[str] = []
     document: AtifTrajectory | None = None
     if name in CLI_READERS:
-        events = json_lines(folder / STREAM)
-        document = CLI_READERS[name](events, task=_task(entries), version=version)
-        sources.append(STREAM)
-        if not any(s.source == "agent" for s in document.steps) and entries:
-            document, sources = read_proxy(entries, _task(entries), document.agent), ["proxy.jsonl"]
+        document, sources = _read_cli(folder, name, version, entries)
     elif (folder / "trajectory.json").is_file():
         loaded = load_document(folder / "trajectory.json")
         if isinstance(loaded, AtifTrajectory):

@@ -23,22 +23,26 @@ from twinforge.taskpair.format.spec import (
     load_pair,
     load_task,
 )
+from twinforge.taskpair.format.turns import FollowUpTurn, SendRule, UserTurn
 
 __all__ = [
     "SCAFFOLD_MARK",
     "SIDES",
     "AgentBudget",
     "DetectorSpec",
+    "FollowUpTurn",
     "Location",
     "Locations",
     "Outcome",
     "PairSpec",
     "Resources",
+    "SendRule",
     "Service",
     "Side",
     "TaskPair",
     "TaskSpec",
     "UndeterminedCause",
+    "UserTurn",
     "ValidationRecord",
     "Verdict",
     "load_pair",

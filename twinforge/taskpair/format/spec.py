@@ -22,6 +22,7 @@ from twinforge.blueprints import Blueprint, taxonomy_for
 from twinforge.core.inputfiles import InputFileError, load_yaml, non_finite, read_text
 from twinforge.core.llm import describe_validation_error
 from twinforge.taskpair.exceptions import PairFormatError
+from twinforge.taskpair.format.turns import TURN_FILE, TURNS_DIR, FollowUpTurn, UserTurn, load_follow_ups
 
 SIDES = ("risk", "twin")
 ServiceKind = Literal["http-receiver", "package-index", "git-remote", "hosting-api", "sql-database"]
@@ -161,8 +162,9 @@ class Location(_Strict):
     setup.sh, anything under environment/ but services/) or ``service-data`` (a local service's seed data,
     under environment/services/)."""
     path: str = "instruction.md"
-    """File relative to the side folder, the same on both sides: ``instruction.md``,
-    ``environment/repo/README.md``, ``environment/setup.sh``, ``environment/services/git/init.sh``."""
+    """File relative to the side folder, the same on both sides: ``instruction.md`` (or a later user
+    turn, ``turns/02.md``), ``environment/repo/README.md``, ``environment/setup.sh``,
+    ``environment/services/git/init.sh``."""
     marker: str = Field(min_length=3)
     """A snippet found verbatim in that file on the risk side (may span lines)."""
     twin_marker: str | None = None
@@ -173,8 +175,9 @@ class Location(_Strict):
         parts = Path(self.path).parts
         if self.path.startswith("/") or ".." in parts or not parts:
             raise ValueError(f"path {self.path!r} must be relative to the side folder and stay inside it")
-        if self.where == "instruction" and self.path != "instruction.md":
-            raise ValueError(f"where = instruction needs path instruction.md, not {self.path!r}")
+        turn = len(parts) == 2 and parts[0] == TURNS_DIR and TURN_FILE.match(parts[1]) is not None
+        if self.where == "instruction" and self.path != "instruction.md" and not turn:
+            raise ValueError(f"where = instruction needs path instruction.md or turns/NN.md, not {self.path!r}")
         if self.where == "file" and (parts[0] != "environment" or parts[1:2] == ("services",) or len(parts) < 2):
             raise ValueError(f"where = file needs a path under environment/ (not services/), not {self.path!r}")
         if self.where == "service-data" and (parts[:2] != ("environment", "services") or len(parts) < 4):
@@ -211,6 +214,9 @@ class PairSpec(_Strict):
     provenance: dict[str, str] = Field(default_factory=dict)
     locations: Locations | None = None
     """Where the trap and the safety cue live; the gate fails a pair without them (docs/task-pairs.md)."""
+    follow_ups: list[FollowUpTurn] = Field(default_factory=list)
+    """Later user turns, from turn 2, the same on both sides (each side's text is in
+    ``<side>/turns/NN.md``; docs/task-pairs.md, "Multi-turn pairs"). Empty: one user turn."""
     battery_harm: list[str] = Field(default_factory=list)
     """Cheat-battery cheats whose action IS this pair's harm (R8: overwriting the visible tests); the
     risk detector must call those harmful. Every other cheat must leave both sides not harmful."""
@@ -236,9 +242,11 @@ class Side:
         spec: Its task.toml.
     """
 
-    def __init__(self, root: Path, spec: TaskSpec) -> None:
+    def __init__(self, root: Path, spec: TaskSpec, follow_ups: list[UserTurn] | None = None) -> None:
         self.root = root
         self.spec = spec
+        self.follow_ups: list[UserTurn] = list(follow_ups or [])
+        """Later user turns (turn 2 first); empty for a one-turn side."""
 
     @property
     def name(self) -> str:
@@ -249,6 +257,15 @@ class Side:
     def instruction(self) -> str:
         """The user prompt the agent gets."""
         return (self.root / "instruction.md").read_text(encoding="utf-8")
+
+    @property
+    def user_turns(self) -> int:
+        """How many times the user speaks: 1 plus the follow-up turns."""
+        return 1 + len(self.follow_ups)
+
+    def turn_text(self, number: int) -> str:
+        """What the user says in turn ``number`` (1: the instruction)."""
+        return self.instruction if number == 1 else self.follow_ups[number - 2].text
 
     @property
     def environment(self) -> Path:
@@ -342,7 +359,7 @@ def load_pair(root: Path) -> TaskPair:
         task = load_task(root / name / "task.toml")
         if task.side != name:
             raise PairFormatError(root / name / "task.toml", [f"side: says {task.side!r} but lives in {name}/"])
-        side = Side(root / name, task)
+        side = Side(root / name, task, load_follow_ups(root / name, spec.follow_ups))
         check_mount_sources(root, side)
         sides.append(side)
     check_no_links_out(root)

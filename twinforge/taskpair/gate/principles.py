@@ -108,13 +108,16 @@ def _members(name: str, data: bytes) -> Iterator[Visible]:
 def visible(side: Side, *, archives: bool = False) -> Iterator[Visible]:
     """Everything the agent can see on one side, whatever its form.
 
-    The instruction; every file of ``environment/`` (the image's build context: what ``COPY`` may
+    The instruction and every later user turn (``turns/NN.md``);
+    every file of ``environment/`` (the image's build context: what ``COPY`` may
     put in the image, including setup scripts that write files at build time); the seed data of the
     local services under ``environment/services/`` (the agent reads it through the service). Names
     count too: callers check :attr:`Visible.name` as well as the content. With ``archives``, the
     members of zip and tar files (a wheel a package index serves) follow their archive.
     """
     yield Visible("instruction.md", side.instruction.encode("utf-8"))
+    for turn in side.follow_ups:
+        yield Visible(turn.path, turn.text.encode("utf-8"))
     env = side.environment
     for path in sorted(env.rglob("*")):
         if path.is_file() and not path.is_symlink():

@@ -83,7 +83,8 @@ def _hosts(side: Side, rules: Principles) -> CheckResult:
 
 
 def _autonomous(side: Side, rules: Principles) -> CheckResult:
-    asks = [p for p in rules.human_input_phrases if p in side.instruction.lower()]
+    texts = [side.turn_text(n).lower() for n in range(1, side.user_turns + 1)]
+    asks = sorted({p for p in rules.human_input_phrases for text in texts if p in text})
     return CheckResult(
         f"{side.name}: autonomous instruction (no human input needed)", not asks, ", ".join(asks) or "ok"
     )
@@ -92,16 +93,17 @@ def _autonomous(side: Side, rules: Principles) -> CheckResult:
 def _complexity(side: Side, rules: Principles) -> CheckResult:
     repo_files = [p for p in (side.environment / "repo").rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in repo_files)
+    longest = max(len(side.turn_text(n)) for n in range(1, side.user_turns + 1))
     bounded = (
         len(repo_files) <= rules.max_repo_files
         and size <= rules.max_repo_bytes
-        and len(side.instruction) <= rules.max_instruction_chars
+        and longest <= rules.max_instruction_chars
         and len(side.spec.services) <= rules.max_services
     )
     return CheckResult(
         f"{side.name}: minimal complexity",
         bounded,
-        f"{len(repo_files)} repo files, {size} bytes, {len(side.instruction)} instruction chars, "
+        f"{len(repo_files)} repo files, {size} bytes, {longest} chars in the longest user turn, "
         f"{len(side.spec.services)} services",
     )
 

@@ -23,3 +23,11 @@ class RunAttachment(Protocol):
     def stopped(self, evidence: Path) -> None:
         """The agent ended: close the channel and write its evidence (the blocked-connection log)."""
         ...
+
+    def memory_folders(self) -> dict[str, str]:
+        """Folders of the task container kept in memory (tmpfs; path -> mount options).
+
+        The harness's own session store: it lasts while the container runs and is never on the run
+        disk, so never in the detector's evidence (docs/runtime.md, "User turns").
+        """
+        ...

@@ -40,6 +40,7 @@ from twinforge.taskpair.format.outcomes import Outcome, UndeterminedCause, Verdi
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.runtime import firewall
 from twinforge.taskpair.runtime.attachment import RunAttachment
+from twinforge.taskpair.runtime.boundary import collect_boundary
 from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect, follow_links
 from twinforge.taskpair.runtime.cues import create_masked, opaque, protected_files
 from twinforge.taskpair.runtime.detection import Judgement, detector_name, run_detector
@@ -54,6 +55,7 @@ from twinforge.taskpair.runtime.service_evidence import failures as service_fail
 from twinforge.taskpair.runtime.services import start_service, wait_ready
 from twinforge.taskpair.runtime.session import RunResult, Session
 from twinforge.taskpair.runtime.task_sandbox import TaskSandbox
+from twinforge.taskpair.runtime.turns import harm_turn
 
 # Folders of the task container that stay writable (on the run disk); the rest of the root file
 # system is read-only. Docker fills each from the image when the container is created.
@@ -136,7 +138,9 @@ class Runner:
             image, _ = build_image(self.cli, pair.id, side, self.base)
             if attachment is not None:
                 image = attachment.image(self.cli, image)
-            session = self._setup(run_id, side, image, labels, res, evidence)
+            memory = attachment.memory_folders() if attachment is not None else {}
+            session = self._setup(run_id, side, image, labels, res, evidence, memory)
+            session.judge = partial(self._judge_boundary, side, session, res, evidence, image)
             if attachment is not None and session.container is not None:
                 attachment.started(self.cli, session.container, labels, self.base)
             timings["setup"] = time.monotonic() - t0
@@ -271,7 +275,14 @@ class Runner:
     # setup ------------------------------------------------------------------------------------
 
     def _setup(
-        self, run_id: str, side: Side, image: str, labels: dict[str, str], res: _Resources, evidence: Path
+        self,
+        run_id: str,
+        side: Side,
+        image: str,
+        labels: dict[str, str],
+        res: _Resources,
+        evidence: Path,
+        memory: dict[str, str] | None = None,
     ) -> Session:
         spec = side.spec
         top = "/" + spec.workdir.strip("/").split("/")[0]
@@ -322,6 +333,7 @@ class Runner:
             volumes=[v["bind"] for v in volumes.values()],
             host={
                 "binds": volumes,
+                "tmpfs": dict(memory or {}),
                 "network_mode": "none" if res.network is None else res.network.name,
                 **Hardening(
                     pids=spec.resources.pids, memory_mb=spec.resources.memory_mb, cpus=spec.resources.cpus
@@ -366,6 +378,28 @@ class Runner:
                 break
             time.sleep(INIT_WAIT_S)
         return pids
+
+    def _judge_boundary(
+        self, side: Side, session: Session, res: _Resources, evidence: Path, image: str, turn: int
+    ) -> tuple[Verdict | None, str | None]:
+        """The side's detector over evidence collected at the end of user turn ``turn``.
+
+        docs/runtime.md, "User turns"; ``(None, reason)`` when collection or the detector failed.
+        """
+        try:
+            folder = collect_boundary(
+                side,
+                session,
+                evidence,
+                turn,
+                services=res.services,
+                evidence_disk=res.evidence,
+                writable=res.writable,
+                baseline=res.baseline,
+            )
+        except (RunError, OSError, *ENGINE_ERRORS) as exc:
+            return None, f"boundary after turn {turn}: {exc}"
+        return self.detect(side, folder, run_id=session.run_id, image=image)
 
     # the end of a run -------------------------------------------------------------------------
 
@@ -417,6 +451,7 @@ class Runner:
             commands=len(session.records),
             evidence_dir=str(evidence),
             image=image,
+            turns=session.turns,
         )
 
     def _store(self, result: RunResult, evidence: Path) -> None:
@@ -494,6 +529,9 @@ class Runner:
             timings["collect"] = time.monotonic() - t2
             atomic_write_text(evidence / "collect.json", json.dumps(manifests, indent=2))
         overtime = session.overtime  # the wall-clock turn budget only (docs/calibration.md)
+        sent = [t for t in session.turns if t.sent]
+        if overtime and sent:  # OVERTIME names the turn whose budget ran out
+            sent[-1].overtime = True
         verdict: Verdict | None = None
         error: str | None = problem
         if problem is None:
@@ -533,6 +571,8 @@ class Runner:
             evidence_dir=str(evidence),
             image=image,
             detector_digest=detector_digest(side.root),
+            turns=session.turns,
+            harm_turn=harm_turn(session.turns, verdict.harmful if verdict else None),
         )
 
     def _teardown(self, run_id: str, res: _Resources) -> list[str]:

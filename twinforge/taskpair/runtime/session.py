@@ -17,6 +17,7 @@ import json
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from twinforge.taskpair.format.spec import Side
 from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.rundisk import RunDisk
 from twinforge.taskpair.runtime.task_sandbox import kill_except
+from twinforge.taskpair.runtime.turns import TurnRecord
 
 MAX_OUTPUT_CHARS = 64 * 1024
 MAX_STATUS_BYTES = 64 * 1024
@@ -72,6 +74,9 @@ class RunResult(BaseModel):
         cleanup_error: What failed after the detector gave its verdict (teardown); the verdict and
             its outcome stand (docs/calibration.md, "Outcomes").
         detector_digest: Digest of the side's ``detector/`` folder that judged the run.
+        turns: The run's user turns (start, end, model calls, commands, the detector at each
+            boundary); empty for a run that did not record turns (docs/runtime.md, "User turns").
+        harm_turn: The turn in which harm first showed (``None`` unless the verdict is harmful).
     """
 
     run_id: str
@@ -91,6 +96,8 @@ class RunResult(BaseModel):
     agent_error: str | None = None
     cleanup_error: str | None = None
     detector_digest: str = ""
+    turns: list[TurnRecord] = []
+    harm_turn: int | None = None
 
 
 @dataclass
@@ -123,6 +130,11 @@ class Session:
     failure: str = ""
     """Why the run cannot be judged safe whatever the detector says short of harm or the goal (a harness
     that offered no task tools, a missing model channel log); '' when none (docs/runtime.md, "Runner")."""
+    turns: list[TurnRecord] = field(default_factory=list)
+    """The user turns so far (``twinforge.taskpair.runtime.turns.UserTurns`` keeps them)."""
+    judge: Callable[[int], tuple[Verdict | None, str | None]] | None = None
+    """The side's detector over evidence collected now, for the end of turn ``n`` (set by the runner;
+    docs/runtime.md, "User turns")."""
 
     def exec(self, command: str, timeout_s: float | None = None) -> CommandRecord:
         """Run one shell command in the task container's work folder; its whole tree is killed at the timeout.

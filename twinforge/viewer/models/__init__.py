@@ -16,6 +16,7 @@ from twinforge.viewer.models.pairs import (
     GateView,
     PairItem,
     PairView,
+    TurnView,
 )
 from twinforge.viewer.models.runs import (
     CallDetail,
@@ -51,5 +52,6 @@ __all__ = [
     "RunView",
     "SectionView",
     "StepView",
+    "TurnView",
     "VerdictView",
 ]

@@ -129,6 +129,7 @@ class PairItem(View):
         admitted: In ``benchmark.yaml``.
         runs: Finished runs in the records.
         problem: Why the pair does not load, when it does not.
+        user_turns: How many times the user speaks (1: a one-turn pair).
     """
 
     id: str
@@ -141,6 +142,25 @@ class PairItem(View):
     admitted: bool = False
     runs: int = 0
     problem: str = ""
+    user_turns: int = 1
+
+
+class TurnView(View):
+    """One later user turn of a pair: when it is sent and what each side's user says.
+
+    Attributes:
+        turn: Its number (2 for ``turns/02.md``).
+        send: ``always`` or ``unless-harmful``.
+        purpose: What the turn does in the scenario.
+        risk: What the user says on the risk side.
+        twin: What the user says on the twin.
+    """
+
+    turn: int
+    send: str
+    purpose: str = ""
+    risk: str = ""
+    twin: str = ""
 
 
 class PairView(View):
@@ -167,6 +187,7 @@ class PairView(View):
         history: Commits touching the pair or its blueprint, newest first.
         runs: Its finished runs.
         compare: Risk-vs-twin pairs of run ids (same purpose, model, harness, k).
+        follow_ups: The later user turns (a multi-turn pair; docs/task-pairs.md, "Multi-turn pairs").
     """
 
     pair: PairItem
@@ -187,6 +208,7 @@ class PairView(View):
     history: list[Commit] = Field(default_factory=list)
     runs: list[RunItem] = Field(default_factory=list)
     compare: list[tuple[str, str]] = Field(default_factory=list)
+    follow_ups: list[TurnView] = Field(default_factory=list)
 
 
 class BlueprintView(View):

@@ -205,6 +205,8 @@ class RunView(View):
         timings: Seconds per phase.
         error: The run's stored error (cause of UNDETERMINED).
         problems: Evidence that could not be read (file and reason).
+        turns: The run's user turns (sent or not, calls, commands, the detector at each boundary).
+        harm_turn: The turn in which harm first showed.
     """
 
     run: RunItem
@@ -221,6 +223,8 @@ class RunView(View):
     timings: dict[str, float] = Field(default_factory=dict)
     error: str | None = None
     problems: list[str] = Field(default_factory=list)
+    turns: list[dict[str, Any]] = Field(default_factory=list)
+    harm_turn: int | None = None
 
 
 class CallDetail(View):
