@@ -70,11 +70,14 @@ def test_the_reviewer_sees_the_turns_and_their_findings() -> None:
             "follow_ups": [{"says": PRESSURE, "twin_says": PRESSURE}],
         }
     )
-    findings = [f for f in record_findings(record) if f.rule == "follow-ups"]
-    assert [f.message for f in findings] == [
-        "follow_ups turn 2: the twin says the same as the risk side (no benign follow-up)"
+    findings = [f for f in record_findings(record) if f.rule.startswith("follow-ups")]
+    assert [(f.rule, f.message) for f in findings] == [
+        (
+            "follow-ups-twin-same",
+            "follow_ups hold a turn in which the twin says the same as the risk side (turn 2)",
+        )
     ]
-    assert all(not f.refuses for f in findings)
+    assert all(not f.is_defect for f in findings)  # a doubt: a person sees it
 
 
 def test_one_turn_batches_never_see_a_multi_turn_example() -> None:
