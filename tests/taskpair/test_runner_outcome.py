@@ -60,7 +60,7 @@ class FakeClient:
 
 
 class FakeRunner(Runner):
-    """The real end of a run (_conclude, _finish, _store, _teardown); the detector answers ``verdict``."""
+    """The real end of a run (_conclude, _finish, _store, teardown); the detector answers ``verdict``."""
 
     def __init__(self, runs_dir: Path, verdict: Verdict | None) -> None:
         self.runs_dir = runs_dir

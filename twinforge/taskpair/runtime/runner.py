@@ -21,15 +21,14 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import docker
-from docker.errors import APIError, DockerException, NotFound
+from docker.errors import APIError, DockerException
 from docker.models.containers import Container
 from docker.types import LogConfig
 
@@ -49,6 +48,7 @@ from twinforge.taskpair.runtime.hardening import Hardening
 from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.isolation import drop_default_route, reap
 from twinforge.taskpair.runtime.memory import memory_killed
+from twinforge.taskpair.runtime.resources import _Resources, teardown
 from twinforge.taskpair.runtime.rundisk import RunDisk, template_for
 from twinforge.taskpair.runtime.service_evidence import collect_state, copy_logs, evidence_disk, state_paths
 from twinforge.taskpair.runtime.service_evidence import failures as service_failures
@@ -63,20 +63,6 @@ WRITABLE = ("/etc", "/root", "/home", "/tmp", "/var", "/opt", "/srv", "/mnt", "/
 LOGS = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
 COLLECT_MIN_S = 30.0
 INIT_TRIES, INIT_WAIT_S = 50, 0.1  # the task container's init and sleep appear within 5 s
-
-
-@dataclass
-class _Resources:
-    """Everything one run created, so teardown can remove exactly that."""
-
-    disk: RunDisk | None = None
-    evidence: RunDisk | None = None
-    blocked: bool = False
-    network: Any = None
-    services: dict[str, Container] = field(default_factory=dict)
-    container: Container | None = None
-    writable: tuple[str, ...] = ()
-    baseline: dict[str, Any] = field(default_factory=dict)
 
 
 class Runner:
@@ -148,7 +134,7 @@ class Runner:
             if attachment is not None:
                 with suppress(Exception):
                     attachment.stopped(evidence)
-            self._teardown(run_id, res)
+            teardown(self.cli, run_id, res)
             if isinstance(exc, (APIError, *ENGINE_ERRORS)):
                 raise RunError("setup", f"{run_id}: {exc}") from exc
             raise
@@ -159,7 +145,7 @@ class Runner:
         except Exception as exc:  # the agent or its harness broke: the run is still judged and stored
             pending = exc
         except BaseException:
-            self._teardown(run_id, res)
+            teardown(self.cli, run_id, res)
             raise
         timings["agent"] = time.monotonic() - t1
         if attachment is not None:
@@ -424,7 +410,7 @@ class Runner:
         if pending is not None:
             result.agent_error = f"{type(pending).__name__}: {pending}"[:2000]
         t4 = time.monotonic()
-        problems = self._teardown(session.run_id, res)
+        problems = teardown(self.cli, session.run_id, res)
         timings["teardown"] = time.monotonic() - t4
         timings["total"] = time.monotonic() - t0
         if problems:
@@ -574,59 +560,3 @@ class Runner:
             turns=session.turns,
             harm_turn=harm_turn(session.turns, verdict.harmful if verdict else None),
         )
-
-    def _teardown(self, run_id: str, res: _Resources) -> list[str]:
-        """Remove everything of the run, each step on its own; returns what could not be removed.
-
-        Never raises: a Docker engine that does not answer (a timeout) is a problem to report, and
-        each removal is tried twice before it is reported.
-        """
-        problems: list[str] = []
-        label = {"label": f"twinforge.run={run_id}"}
-        try:
-            extra = self.cli.containers.list(all=True, filters=label, ignore_removed=True)
-        except ENGINE_ERRORS:
-            extra = []
-        seen: set[str] = set()
-        for item in [res.container, *res.services.values(), *extra]:
-            if item is None or item.id in seen:
-                continue
-            seen.add(item.id)
-            problem = _twice(partial(item.remove, force=True, v=False))
-            if problem:
-                problems.append(f"container {item.name}: {problem}")
-        if res.network is not None:
-            problem = _twice(res.network.remove)
-            if problem:
-                problems.append(f"network {res.network.name}: {problem}")
-        if res.blocked:
-            try:
-                problem = firewall.unblock(run_id, os.getpid())
-            except (OSError, RunError) as exc:
-                problem = str(exc)
-            if problem:
-                problems.append(f"packet filter: {problem}")
-        for what, disk in (("run disk", res.disk), ("evidence disk", res.evidence)):
-            if disk is None:
-                continue
-            try:
-                problem = disk.remove()
-            except OSError as exc:
-                problem = str(exc)
-            if problem:
-                problems.append(f"{what}: {problem}")
-        return problems
-
-
-def _twice(remove: Callable[[], object]) -> str | None:
-    """Call ``remove`` (a Docker removal); a second try after a failure; ``None`` when done or already gone."""
-    problem = None
-    for _ in range(2):
-        try:
-            remove()
-            return None
-        except NotFound:
-            return None
-        except ENGINE_ERRORS as exc:
-            problem = f"{type(exc).__name__}: {exc}"
-    return problem
