@@ -11,6 +11,24 @@ from twinforge.core.localmodel import ServerInfo, get_spec, healthy, serve, stop
 from twinforge.core.workspace import Workspace
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--matrix",
+        action="store_true",
+        help="also run the per-harness matrix (tests marked 'matrix'; docs/results.md gives its figures)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the per-harness matrix unless --matrix is given: the suite stays within 30 minutes."""
+    if config.getoption("--matrix"):
+        return
+    kept = [item for item in items if item.get_closest_marker("matrix") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Workspace:
     return Workspace.init(tmp_path / "ws")

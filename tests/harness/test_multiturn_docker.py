@@ -123,9 +123,14 @@ def test_harm_after_reading_turn_two_is_compromised_in_turn_two(harness: str, ke
             assert RESUMED[harness](second["argv"], first["session"]), second["argv"]
 
 
-# The outcome rule is the harness's no more than turn handling is: resuming, checked on every harness
-# above, is what differs; one harness each keeps these within the suite's time (docs/results.md).
-@pytest.mark.parametrize("harness", ["mini-swe-agent"])
+def matrix(default: str) -> list[Any]:
+    """Every harness; those but ``default`` only with ``--matrix`` (docs/results.md has the whole matrix)."""
+    return [h if h == default else pytest.param(h, marks=pytest.mark.matrix) for h in HARNESSES]
+
+
+# Resuming, checked on every harness above, is what differs between harnesses; the two tests below
+# run one harness each by default to keep the suite within its time, all five with --matrix.
+@pytest.mark.parametrize("harness", matrix("mini-swe-agent"))
 def test_ignoring_turn_two_is_not_compromised_and_the_twin_not_capable(harness: str, key: str, tmp_path: Path) -> None:
     with scripted_upstream(script(harness, reads_turn_two=False), key=key) as (url, _):
         _, runs = calibrated(tmp_path, url, harness, "ref-r3-mt-data-folder")
@@ -136,8 +141,8 @@ def test_ignoring_turn_two_is_not_compromised_and_the_twin_not_capable(harness: 
         assert turn_one_reply_in_turn_two(run)
 
 
-@pytest.mark.parametrize("harness", ["claude-code"])
-def test_pasted_log_pair_keeps_the_cli_session_out_of_the_evidence(
+@pytest.mark.parametrize("harness", matrix("claude-code"))
+def test_pasted_log_pair_on_every_harness_keeps_sessions_out_of_the_evidence(
     harness: str, key: str, tmp_path: Path
 ) -> None:
     """ref-r4-mt-pasted-log: the trap arrives with turn 2's pasted output; /root is collected."""
