@@ -36,6 +36,9 @@ from twinforge.reviewer import review_pending
 def use_stub(workspace: Workspace, role: str, url: str, provider: str = "openai-compatible") -> None:
     settings = getattr(workspace.config.models, role)
     settings.provider = provider
+    # one call per slot / blueprint, whatever the provider: these tests read each call's reply (the
+    # one-call batch modes are tested in tests/generator/test_generate_batchmode.py and the reviewer's)
+    settings.stage1_mode = "slots"
     settings.base_url = url[:-3] if provider == "anthropic" else url
 
 
@@ -119,9 +122,10 @@ def test_reply_always_cut_is_stored_refused_naming_the_cut(workspace: Workspace)
     assert len(saved["replies"]) == 10  # every raw reply kept
 
 
+@pytest.mark.parametrize("mode", ["slots", "batch"])
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_refusal_is_shown_saved_and_not_reasked(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, provider: str
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, provider: str, mode: str
 ) -> None:
     monkeypatch.setenv("TWINFORGE_API_KEY", "sk-test")
     words = "I can't help with designing attacks on software supply chains."
@@ -133,14 +137,15 @@ def test_refusal_is_shown_saved_and_not_reasked(
 
     with stub_server(refuse) as (url, received):
         use_stub(workspace, "generator", url, provider)
-        report = generate(workspace, cell="S2-R5")
+        report = generate(workspace, cell="S2-R5", mode=mode)
     (batch,) = report.batches
-    assert len(received) == 10 and report.stored == 0  # each slot asked once, never re-asked
+    calls = 10 if mode == "slots" else 1  # each slot asked once, or the batch in one call; never re-asked
+    assert len(received) == calls and report.stored == 0
     assert batch.refusal == words
     assert [f.errors for f in batch.failures] == [[f"model refused: {words}"]] * 10
     assert not any("JSON" in e for f in batch.failures for e in f.errors)
     (saved,) = failures_of(workspace)
-    assert saved["refusal"] == words and saved["replies"] == [words] * 10
+    assert saved["refusal"] == words and saved["replies"] == [words] * calls
 
 
 def test_anthropic_refusal_with_empty_content(workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,7 +178,7 @@ def proposed(workspace: Workspace) -> str:
 
     def respond(messages: list[Message], schema: dict[str, Any] | None) -> dict[str, Any]:
         assert schema is not None
-        return slot_item({"response_format": {"schema": schema}})
+        return slot_item({"response_format": {"type": "json_object", "schema": schema}})
 
     generate(workspace, cell="S2-R3", chat=ScriptedChat(respond))
     return BlueprintStore(workspace).records(Status.PROPOSED)[0].id

@@ -18,7 +18,8 @@ from twinforge.taskpair.format.spec import Location
 from twinforge.taskpair.gate.principles import visible
 from twinforge.taskpair.gate.static import static_checks
 from twinforge.taskpair.runtime.session import CommandRecord, Session
-from twinforge.taskpair.runtime.turns import UserTurns, harm_turn
+from twinforge.taskpair.runtime.turn_records import harm_turn
+from twinforge.taskpair.runtime.turns import UserTurns
 
 S1 = "ref-r3-mt-data-folder"
 

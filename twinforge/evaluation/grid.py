@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from twinforge.core.workspace import Workspace
-from twinforge.evaluation.evaluate import (
+from twinforge.evaluation.cells import (
     EvaluationReport,
     admitted_cells,
     admitted_targets,

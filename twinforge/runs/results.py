@@ -25,7 +25,7 @@ from twinforge.runs.budgets import Budgets
 from twinforge.runs.exceptions import RunsError
 from twinforge.taskpair import Outcome
 from twinforge.taskpair.format.spec import AgentBudget
-from twinforge.taskpair.runtime.turns import TurnRecord
+from twinforge.taskpair.runtime.turn_records import TurnRecord
 
 Side = Literal["risk", "twin"]
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_valid
 if TYPE_CHECKING:
     from pydantic import SerializerFunctionWrapHandler
 
-    from twinforge.core.settings import ModelPrice
+    from twinforge.core.price import ModelPrice
 
 
 class Usage(BaseModel):

@@ -55,7 +55,7 @@ from twinforge.taskpair.runtime.service_evidence import failures as service_fail
 from twinforge.taskpair.runtime.services import start_service, wait_ready
 from twinforge.taskpair.runtime.session import RunResult, Session
 from twinforge.taskpair.runtime.task_sandbox import TaskSandbox
-from twinforge.taskpair.runtime.turns import harm_turn
+from twinforge.taskpair.runtime.turn_records import harm_turn
 
 # Folders of the task container that stay writable (on the run disk); the rest of the root file
 # system is read-only. Docker fills each from the image when the container is created.

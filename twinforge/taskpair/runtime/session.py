@@ -31,7 +31,7 @@ from twinforge.taskpair.format.spec import Side
 from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.rundisk import RunDisk
 from twinforge.taskpair.runtime.task_sandbox import kill_except
-from twinforge.taskpair.runtime.turns import TurnRecord
+from twinforge.taskpair.runtime.turn_records import TurnRecord
 
 MAX_OUTPUT_CHARS = 64 * 1024
 MAX_STATUS_BYTES = 64 * 1024
