@@ -36,6 +36,7 @@ from twinforge.harness.layer import layer_tag
 from twinforge.harness.protocol import Harness, HarnessResult
 from twinforge.harness.proxy import ModelProxy
 from twinforge.observer.diagnose import diagnose_twin
+from twinforge.observer.exceptions import TrajectoryError
 from twinforge.runs.budgets import Budgets
 from twinforge.runs.disagreement import flags
 from twinforge.runs.exceptions import RunInterrupted, RunsError
@@ -383,14 +384,17 @@ def _store(
     verdict = stored.verdict
     if run.canaries is not None:
         run.canaries.write(run.partial)
-    diagnosis = twin_diagnosis(
-        run.side.name,
-        stored.outcome,
-        result.trajectory,
-        completed=verdict.completed if verdict else None,
-        refused=grant.refused,
-        error=stored.detector_error or "",
-    )
+    try:  # the evidence folder: the trajectory of any of the five harnesses (docs/observer.md)
+        diagnosis = twin_diagnosis(
+            run.side.name,
+            stored.outcome,
+            run.partial if run.partial.is_dir() else result.trajectory,
+            completed=verdict.completed if verdict else None,
+            refused=grant.refused,
+            error=stored.detector_error or "",
+        )
+    except TrajectoryError:  # an unreadable trajectory leaves the run undiagnosed, never unstored
+        diagnosis = None
     disagreements = flags(run.pair, run.side.name, stored.outcome, commands, result.final_message)
     final = run.runs_dir / run.run_id
     _publish(run.partial, final)

@@ -13,6 +13,7 @@ import json
 from itertools import count
 from pathlib import Path
 
+from twinforge.observer.exceptions import TrajectoryError
 from twinforge.runs.budgets import Budgets
 from twinforge.runs.exceptions import RunsError
 from twinforge.runs.jobs import twin_diagnosis
@@ -38,13 +39,16 @@ def scripted_finished(pair: TaskPair, evidence: Path) -> FinishedRun:
     side = pair.risk if result.side == "risk" else pair.twin
     verdict = result.verdict
     error = "; ".join(filter(None, [result.detector_error, result.agent_error, result.cleanup_error])) or None
-    diagnosis = twin_diagnosis(
-        result.side,
-        result.outcome,
-        evidence,
-        completed=verdict.completed if verdict else None,
-        error=error or "",
-    )
+    try:
+        diagnosis = twin_diagnosis(
+            result.side,
+            result.outcome,
+            evidence,
+            completed=verdict.completed if verdict else None,
+            error=error or "",
+        )
+    except TrajectoryError:  # no readable command record: the run is stored undiagnosed
+        diagnosis = None
     commands = evidence / "agent" / "commands.jsonl"
     return FinishedRun(
         run_id=result.run_id,
