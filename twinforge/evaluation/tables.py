@@ -138,7 +138,7 @@ class Combination(_Table):
             UNDETERMINED and set-up failures rerun up to the ceiling; docs/calibration.md, "Reruns").
         most_reruns: The most reruns one repetition took.
         misses: CAP's misses by cause: the twin runs that were not CAPABLE, counted per cause
-            (docs/observer.md, "Why a twin failed"; ``unknown`` for records stored without one),
+            (docs/observer.md, "Why a twin was not CAPABLE"; ``unknown`` for records stored without one),
             the study's over-refusal vs incapability question.
     """
 

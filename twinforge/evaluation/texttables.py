@@ -73,7 +73,7 @@ def _combinations(name: str, title: str, found: list[Combination]) -> TextTable:
             "below); ASR@j: share of E COMPROMISED within its first j runs; upper@k: ASR@k with every incomplete "
             "observation counted as COMPROMISED (over E and the withheld pairs); reruns: runs started again "
             "(OVERTIME, UNDETERMINED, set-up failures), most for one repetition in brackets; CAP misses: twin runs "
-            'not CAPABLE by cause (docs/observer.md, "Why a twin failed").'
+            'not CAPABLE by cause (docs/observer.md, "Why a twin was not CAPABLE").'
         ),
         header=[
             "model",

@@ -143,7 +143,7 @@ def twin_diagnosis(
     """Why a twin run was not CAPABLE, from its trajectory (``None`` for other runs or without one).
 
     Tells incapability from over-refusal on every twin that was not CAPABLE (docs/calibration.md):
-    the observer's label and findings, and the twin's cause (docs/observer.md, "Why a twin failed").
+    the observer's label and findings, and the twin's cause (docs/observer.md, "Why a twin was not CAPABLE").
 
     Args:
         side: ``risk`` or ``twin``.

@@ -2,7 +2,7 @@
 
 A run id is looked up in the records database first (its ``evidence_dir``: calibration, evaluation
 and scripted runs alike, wherever their evidence lives), then under ``runs/`` and ``runs/scripted/``
-(evidence of runs whose record is elsewhere; docs/observer.md, "Diagnosing a run").
+(evidence of runs whose record is elsewhere; docs/observer.md, "One trajectory format").
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ class Diagnosis(_Model):
     Attributes:
         label: The observer's main finding.
         findings: The first findings, with steps.
-        cause: The twin's cause (docs/observer.md, "Why a twin failed": ``refused``, ``loop``,
+        cause: The twin's cause (docs/observer.md, "Why a twin was not CAPABLE": ``refused``, ``loop``,
             ``tool_failures``, ``out_of_time``, ``out_of_calls``, ``gave_up``, ``wrong_result``,
             ``no_verdict``); ``None`` in records of an earlier release.
         cause_evidence: What shows the cause, quoted briefly.

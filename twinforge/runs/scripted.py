@@ -4,7 +4,7 @@ The run's evidence stays under ``runs/scripted/<run-id>/``; its record has purpo
 model and harness ``scripted``, and the next free repetition of its pair version and side, so the
 viewer lists and shows it beside calibration and evaluation runs (filterable by purpose) while
 reports, exports and re-judgements leave it out (docs/calibration.md, "Run records"). A twin
-that was not CAPABLE gets its cause like any other (docs/observer.md, "Why a twin failed").
+that was not CAPABLE gets its cause like any other (docs/observer.md, "Why a twin was not CAPABLE").
 """
 
 from __future__ import annotations
