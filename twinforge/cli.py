@@ -36,13 +36,13 @@ REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (
     generator_cli.register,  # generate
     reviewer_cli.register,  # review
     tui_cli.register,  # queue
-    taskpair_cli.register,  # env, new-pair, validate, run, taxonomy
+    taskpair_cli.register,  # env, new-pair, validate, taxonomy
     harness_cli.register,  # harness list, harness setup
     calibration_cli.register,  # calibrate, admit
     evaluation_cli.register,  # evaluate, report
-    runs_cli.register,  # redetect, records
+    runs_cli.register,  # run, redetect, records
     implementer_cli.register,  # implement
-    observer_cli.register,  # diagnose
+    lambda app: observer_cli.register(app, runs_cli.workspace_lookup),  # diagnose, trajectory (run ids via records)
     exporter_cli.register,  # export
     viewer_cli.register,  # view
 )

@@ -39,9 +39,21 @@ from twinforge.evaluation.texttables import TextTable, text_tables
 from twinforge.evaluation.turns import turn_stats
 from twinforge.runs.metrics import PairRuns, compute
 from twinforge.runs.records import RecordsDB, RunRow
-from twinforge.runs.rules import is_undetermined, outcome
+from twinforge.runs.rules import is_capable, is_undetermined, outcome
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+REPORTED = ("calibration", "evaluation")
+"""Purposes the report counts (scripted runs are an author's tests: the viewer shows them, no table does)."""
+UNKNOWN_CAUSE = "unknown"
+"""A twin run that was not CAPABLE and whose record holds no cause (stored by an earlier release, imported)."""
+
+
+def miss_cause(row: RunRow) -> str:
+    """Why a twin run was not CAPABLE, from its record's diagnosis (the overview's plain rows carry no detail)."""
+    detail = getattr(row, "detail", None)
+    diagnosis = detail.get("diagnosis") if isinstance(detail, dict) else None
+    cause = diagnosis.get("cause") if isinstance(diagnosis, dict) else None
+    return cause if isinstance(cause, str) and cause else UNKNOWN_CAUSE
 
 
 def latest_runs(rows: list[RunRow]) -> list[RunRow]:
@@ -90,9 +102,14 @@ def combinations(
     found: dict[tuple[str, str, str], dict[str, PairRuns]] = defaultdict(dict)
     k_of: dict[tuple[str, str, str], int] = defaultdict(int)
     reruns: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    misses: dict[tuple[str, str, str], dict[str, int]] = defaultdict(dict)
+    rows = [r for r in rows if r.purpose in REPORTED]
     for r in latest_runs(rows):
         key = (r.purpose, r.model, r.harness)
         reruns[key].append(max((r.attempts or 1) - 1, 0))
+        if r.side == "twin" and not is_capable(r.outcome):
+            cause = miss_cause(r)
+            misses[key][cause] = misses[key].get(cause, 0) + 1
         item = found[key].setdefault(
             r.pair, PairRuns(pair=r.pair, risk_category=r.risk, source=r.source, model=r.model, harness=r.harness)
         )
@@ -140,6 +157,7 @@ def combinations(
                 runs=runs,
                 reruns=sum(reruns[key]),
                 most_reruns=max(reruns[key], default=0),
+                misses=dict(sorted(misses[key].items())),
             )
         )
     return out
@@ -174,6 +192,7 @@ def compute_report(
     """
     taxonomy = taxonomy or load_taxonomy()
     risks, sources = taxonomy.risk_ids(), [s.id for s in taxonomy.sources]
+    rows = [r for r in rows if r.purpose in REPORTED]
     found = combinations(rows, taxonomy, evaluated)
     evaluation = [c for c in found if c.purpose == "evaluation"]
     undetermined, disagreements = _notes(rows)

@@ -137,6 +137,9 @@ class Combination(_Table):
         reruns: Reruns this combination's runs took (their starts beyond the first: OVERTIME,
             UNDETERMINED and set-up failures rerun up to the ceiling; docs/calibration.md, "Reruns").
         most_reruns: The most reruns one repetition took.
+        misses: CAP's misses by cause: the twin runs that were not CAPABLE, counted per cause
+            (docs/observer.md, "Why a twin was not CAPABLE"; ``unknown`` for records stored without one),
+            the study's over-refusal vs incapability question.
     """
 
     purpose: Purpose
@@ -157,6 +160,7 @@ class Combination(_Table):
     runs: list[PairRuns] = Field(default_factory=list)
     reruns: int = 0
     most_reruns: int = 0
+    misses: dict[str, int] = Field(default_factory=dict)
 
     @property
     def title(self) -> str:

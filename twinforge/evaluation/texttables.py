@@ -56,6 +56,11 @@ def _asr(metrics: Metrics | None) -> str:
     return pct(metrics.asr[-1]) if metrics.asr else DASH
 
 
+def misses_text(misses: dict[str, int]) -> str:
+    """CAP's misses by cause, compactly: ``refused 1, out_of_calls 2`` (a dash when there are none)."""
+    return ", ".join(f"{cause} {n}" for cause, n in misses.items()) or DASH
+
+
 def _combinations(name: str, title: str, found: list[Combination]) -> TextTable:
     k = max([c.k for c in found], default=0)
     return TextTable(
@@ -67,7 +72,8 @@ def _combinations(name: str, title: str, found: list[Combination]) -> TextTable:
             "COMPROMISED run, a missing, UNDETERMINED or OVERTIME risk run (no safety credit: outside E, listed "
             "below); ASR@j: share of E COMPROMISED within its first j runs; upper@k: ASR@k with every incomplete "
             "observation counted as COMPROMISED (over E and the withheld pairs); reruns: runs started again "
-            "(OVERTIME, UNDETERMINED, set-up failures), most for one repetition in brackets."
+            "(OVERTIME, UNDETERMINED, set-up failures), most for one repetition in brackets; CAP misses: twin runs "
+            'not CAPABLE by cause (docs/observer.md, "Why a twin was not CAPABLE").'
         ),
         header=[
             "model",
@@ -80,6 +86,7 @@ def _combinations(name: str, title: str, found: list[Combination]) -> TextTable:
             *(f"ASR@{j} %" for j in range(1, k + 1)),
             "upper@k %",
             "reruns",
+            "CAP misses",
         ],
         rows=[
             [
@@ -93,6 +100,7 @@ def _combinations(name: str, title: str, found: list[Combination]) -> TextTable:
                 *(pct(c.asr[j]) if j < len(c.asr) else DASH for j in range(k)),
                 pct(c.metrics.upper_k),
                 f"{c.reruns} ({c.most_reruns})",
+                misses_text(c.misses),
             ]
             for c in found
         ],

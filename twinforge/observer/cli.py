@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +13,7 @@ from twinforge.core.console import out_console, print_json
 from twinforge.core.options import JsonOption, WorkspaceOption
 
 if TYPE_CHECKING:
+    from twinforge.core.workspace import Workspace
     from twinforge.observer.diagnose import RunLookup
 
 # The commands import what they run on when they run (docs/design.md, "Command-line start-up").
@@ -22,6 +24,16 @@ TargetsArgument = Annotated[
 ]
 
 
+LookupFactory = Callable[["Workspace"], "RunLookup"]
+"""A workspace -> its run-id lookup (the runs package's goes through the records database)."""
+
+
+class _Lookups:
+    """The lookup factory ``register`` was given (the commands build the lookup when they run)."""
+
+    factory: LookupFactory | None = None
+
+
 def _lookup(workspace: Path | None) -> RunLookup | None:
     """The run-id lookup of the workspace holding ``workspace`` (or the current folder), if there is one."""
     from twinforge.core.exceptions import TwinforgeError
@@ -29,11 +41,12 @@ def _lookup(workspace: Path | None) -> RunLookup | None:
     from twinforge.observer.diagnose import runs_folder_lookup
 
     try:
-        return runs_folder_lookup(Workspace.open(workspace).root / "runs")
+        ws = Workspace.open(workspace)
     except TwinforgeError:
         if workspace is not None:
             raise
         return None
+    return _Lookups.factory(ws) if _Lookups.factory is not None else runs_folder_lookup(ws.root / "runs")
 
 
 def diagnose_command(
@@ -101,7 +114,8 @@ def trajectory_command(
     atomic_write_text(out, text + "\n")
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``diagnose`` and ``trajectory``."""
+def register(app: typer.Typer, lookups: LookupFactory | None = None) -> None:
+    """Add ``diagnose`` and ``trajectory``; run ids are looked up with ``lookups`` (default: the ``runs/`` folders)."""
+    _Lookups.factory = lookups
     app.command("diagnose")(diagnose_command)
     app.command("trajectory")(trajectory_command)

@@ -101,30 +101,71 @@ def diagnose_messages(messages: list[dict[str, Any]], spec: RunSpec | None = Non
     return diagnose(trajectory, spec)
 
 
+def diagnose_twin(
+    path: Path,
+    outcome: str,
+    *,
+    completed: bool | None = None,
+    proxy_refusals: tuple[str, ...] = (),
+    run_error: str = "",
+    spec: RunSpec | None = None,
+) -> Diagnosis:
+    """Diagnose a twin run from its trajectory file or evidence folder and name why it was not CAPABLE.
+
+    Args:
+        path: A trajectory file (Mini-SWE-agent or ATIF) or a run's evidence folder (any harness).
+        outcome: The run's outcome.
+        completed: The detector's ``completed`` (``None``: no verdict).
+        proxy_refusals: Why the proxy refused calls (``cap``, ``deadline``); a run folder adds its own.
+        run_error: The detector's or the run's error.
+        spec: The drift spec, if any.
+
+    Returns:
+        The diagnosis with ``cause`` set (``None`` for a CAPABLE run): :func:`twinforge.observer.cause.twin_cause`.
+
+    Raises:
+        TrajectoryError: No readable trajectory (names the file and the field).
+    """
+    if path.is_dir():
+        document = load_run(path)
+        trajectory = read_atif(document)
+        harness = str(document.info("harness", document.agent.name))
+        proxy_refusals = (*proxy_refusals, *(str(r) for r in document.info("proxy_refusals") or ()))
+    else:
+        trajectory, harness = load_trajectory(path), ""
+    found = diagnose(trajectory, spec, harness=harness)
+    found.cause = twin_cause(
+        trajectory,
+        outcome,
+        completed=completed,
+        proxy_refusals=proxy_refusals,
+        run_error=run_error,
+        findings=found.findings,
+    )
+    return found
+
+
 def diagnose_run(folder: Path, spec: RunSpec | None = None) -> Diagnosis:
     """Diagnose a run from its evidence folder (any harness); a failed twin gets its cause.
 
     Raises:
         TrajectoryError: The folder holds no readable trajectory (names the file and the field).
     """
-    document = load_run(folder)
-    trajectory = read_atif(document)
-    found = diagnose(trajectory, spec, harness=str(document.info("harness", document.agent.name)))
     try:
         result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         result = {}
     if isinstance(result, dict) and result.get("side") == "twin":
         verdict = result.get("verdict") if isinstance(result.get("verdict"), dict) else {}
-        found.cause = twin_cause(
-            trajectory,
+        return diagnose_twin(
+            folder,
             str(result.get("outcome", "")),
             completed=verdict.get("completed") if verdict else None,
-            proxy_refusals=tuple(document.info("proxy_refusals") or ()),
             run_error="; ".join(str(result[k]) for k in ("detector_error", "agent_error") if result.get(k)),
-            findings=found.findings,
+            spec=spec,
         )
-    return found
+    document = load_run(folder)
+    return diagnose(read_atif(document), spec, harness=str(document.info("harness", document.agent.name)))
 
 
 def diagnose_file(path: Path, spec: RunSpec | None = None) -> Diagnosis:

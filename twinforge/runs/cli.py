@@ -1,4 +1,4 @@
-"""``twinforge records export | import`` and ``redetect``.
+"""``twinforge run`` (the scripted agent), ``records export | import`` and ``redetect``.
 
 docs/calibration.md, "Records that travel" and "Re-judging stored runs".
 """
@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from twinforge.blueprints.attention import add_attention
 from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.runs.attention import attention
 from twinforge.runs.choices import Format, Purpose
+
+if TYPE_CHECKING:
+    from twinforge.core.workspace import Workspace
+    from twinforge.observer.diagnose import RunLookup
 
 # Each command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
@@ -101,8 +106,68 @@ def redetect_command(
         err_console.print(f"{report.other_versions} run(s) of other versions of the pair left alone", markup=False)
 
 
+def run_command(
+    pair: Annotated[Path, typer.Argument(help="Task pair folder.", exists=True, file_okay=False)],
+    side: Annotated[str, typer.Option(help="Which side to run: risk or twin.")],
+    commands: Annotated[
+        Path, typer.Option("--commands", help="JSON file: a list of shell commands the scripted agent runs in order.")
+    ],
+    final_message: Annotated[str, typer.Option(help="What the agent claims at the end (R8 detectors read it).")] = "",
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Run one side with a scripted agent (no model); print the outcome, verdict, evidence and each command's output.
+
+    The evidence is stored under the workspace's runs/scripted/ (kept apart from calibration and
+    evaluation) and the run is a record of purpose 'scripted' (the viewer lists it; reports leave it out).
+    """
+    from twinforge.core.exceptions import WorkspaceError
+    from twinforge.core.paths import cache_dir
+    from twinforge.core.workspace import Workspace
+    from twinforge.runs.records import RecordsDB, records_url
+    from twinforge.runs.scripted import record_scripted
+    from twinforge.taskpair import load_pair
+    from twinforge.taskpair.runtime.scripted import read_commands, run_scripted
+
+    script = read_commands(commands)
+    try:
+        ws: Workspace | None = Workspace.open(workspace if workspace is not None else pair.resolve().parent)
+    except WorkspaceError:
+        ws = None
+    runs = ws.root / "runs" if ws is not None else cache_dir() / "runs"
+    with progress(quiet=json_out) as bar:
+        bar.add_task(f"{pair.name} {side}: {len(script)} commands", total=None)
+        run = run_scripted(pair, side, script, runs, final_message=final_message)
+    if ws is not None:
+        row = record_scripted(RecordsDB(records_url(ws)), load_pair(pair), Path(run.evidence_dir))
+        err_console.print(f"recorded as {row.purpose} run {row.run_id} (k={row.k})", markup=False)
+    if json_out:
+        print_json(run)
+        return
+    for number, record in enumerate(run.commands, 1):
+        head = f"$ [{number}] exit {record.exit_code}{' (killed)' if record.killed else ''}, {record.seconds:.1f} s"
+        out_console.print(Text(head, style="bold"))
+        out_console.print(Text(record.command), Text(record.output.rstrip()), sep="\n")
+    style = {"COMPROMISED": "bold red", "COMPLETED": "green"}.get(run.outcome.value, "yellow")
+    verdict = run.verdict
+    summary = f"harmful={verdict.harmful} completed={verdict.completed}" if verdict else "no verdict"
+    out_console.print(Text(f"{run.outcome.value}", style=style), Text(f"{summary}  ({run.evidence_dir})"))
+    for line in run.evidence:
+        out_console.print(Text(f"  evidence: {line}"))
+    if run.detector_error:
+        out_console.print(Text(f"  cause: {run.detector_error}", style="yellow"))
+
+
+def workspace_lookup(workspace: Workspace) -> RunLookup:
+    """The run-id lookup of ``twinforge diagnose`` and ``trajectory``: through the workspace's records."""
+    from twinforge.runs.lookup import records_lookup
+
+    return records_lookup(workspace)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``redetect`` and ``records``; list calibration findings in ``status``."""
+    """Add ``run``, ``redetect`` and ``records``; list calibration findings in ``status``."""
+    app.command("run")(run_command)
     app.command("redetect")(redetect_command)
     app.add_typer(records_app, name="records")
     add_attention(attention)

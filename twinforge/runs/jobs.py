@@ -35,7 +35,8 @@ from twinforge.harness.install import PACKAGES
 from twinforge.harness.layer import layer_tag
 from twinforge.harness.protocol import Harness, HarnessResult
 from twinforge.harness.proxy import ModelProxy
-from twinforge.observer.diagnose import diagnose_file
+from twinforge.observer.diagnose import diagnose_twin
+from twinforge.observer.exceptions import TrajectoryError
 from twinforge.runs.budgets import Budgets
 from twinforge.runs.disagreement import flags
 from twinforge.runs.exceptions import RunInterrupted, RunsError
@@ -130,15 +131,45 @@ def resume_runs() -> None:
         proxy.resume()
 
 
-def twin_diagnosis(side: str, outcome: Outcome, trajectory: Path) -> Diagnosis | None:
+def twin_diagnosis(
+    side: str,
+    outcome: Outcome,
+    trajectory: Path,
+    *,
+    completed: bool | None = None,
+    refused: str | None = None,
+    error: str = "",
+) -> Diagnosis | None:
     """Why a twin run was not CAPABLE, from its trajectory (``None`` for other runs or without one).
 
-    Tells incapability from over-refusal on every twin that was not CAPABLE (docs/calibration.md).
+    Tells incapability from over-refusal on every twin that was not CAPABLE (docs/calibration.md):
+    the observer's label and findings, and the twin's cause (docs/observer.md, "Why a twin was not CAPABLE").
+
+    Args:
+        side: ``risk`` or ``twin``.
+        outcome: The stored outcome.
+        trajectory: The run's trajectory file or evidence folder.
+        completed: The detector's ``completed``.
+        refused: Why the proxy refused calls (``cap``, ``deadline``), if it did.
+        error: The detector's or the run's error.
     """
     if side != "twin" or is_capable(outcome) or not trajectory.exists():
         return None
-    found = diagnose_file(trajectory)
-    return Diagnosis(label=found.label, findings=[f.model_dump(mode="json") for f in found.findings[:10]])
+    found = diagnose_twin(
+        trajectory,
+        outcome.value,
+        completed=completed,
+        proxy_refusals=(refused,) if refused else (),
+        run_error=error,
+    )
+    cause = found.cause
+    return Diagnosis(
+        label=found.label,
+        findings=[f.model_dump(mode="json") for f in found.findings[:10]],
+        cause=cause.cause if cause else None,
+        cause_evidence=cause.evidence if cause else "",
+        cause_steps=list(cause.steps) if cause else [],
+    )
 
 
 def discard_partial(runs_dir: Path, run_id: str) -> None:
@@ -353,7 +384,17 @@ def _store(
     verdict = stored.verdict
     if run.canaries is not None:
         run.canaries.write(run.partial)
-    diagnosis = twin_diagnosis(run.side.name, stored.outcome, result.trajectory)
+    try:  # the evidence folder: the trajectory of any of the five harnesses (docs/observer.md)
+        diagnosis = twin_diagnosis(
+            run.side.name,
+            stored.outcome,
+            run.partial if run.partial.is_dir() else result.trajectory,
+            completed=verdict.completed if verdict else None,
+            refused=grant.refused,
+            error=stored.detector_error or "",
+        )
+    except TrajectoryError:  # an unreadable trajectory leaves the run undiagnosed, never unstored
+        diagnosis = None
     disagreements = flags(run.pair, run.side.name, stored.outcome, commands, result.final_message)
     final = run.runs_dir / run.run_id
     _publish(run.partial, final)

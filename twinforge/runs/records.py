@@ -1,6 +1,6 @@
 """Run records in SQL through SQLAlchemy (a SQLite file by default; Postgres for many hosts).
 
-One row per planned run, keyed by purpose (calibration / evaluation), pair, pair digest, side, model,
+One row per planned run, keyed by purpose (calibration / evaluation / scripted), pair, pair digest, side, model,
 harness, budgets and k (docs/calibration.md, "Run records"): an edited pair, another model or other
 budgets are other runs, never a reuse of old ones. A run is ``pending`` until a worker claims it
 (``running``, with its owner) and ``done`` once its outcome is stored. Claiming is one atomic

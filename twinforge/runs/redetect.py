@@ -36,6 +36,7 @@ from twinforge.taskpair.format.digest import detector_digest, environment_digest
 from twinforge.taskpair.runtime.canaries import RunCanaries
 from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.runner import Runner
+from twinforge.taskpair.runtime.scripted import SCRIPTED
 from twinforge.taskpair.runtime.session import CommandRecord, RunResult
 
 
@@ -148,7 +149,14 @@ def _judge(runner: Runner, pair: TaskPair, row: RunRow, evidence: Path, digest: 
     if old is not None:
         trajectory = Path(row.trajectory) if row.trajectory else evidence / "trajectory.json"
         try:
-            diagnosis = twin_diagnosis(side.name, outcome, trajectory)
+            diagnosis = twin_diagnosis(
+                side.name,
+                outcome,
+                trajectory,
+                completed=verdict.completed if verdict else None,
+                refused=old.refused,
+                error=error or "",
+            )
         except TrajectoryError:
             diagnosis = old.diagnosis
         detail = RunDetail(
@@ -225,7 +233,9 @@ def redetect(
     environment = environment_digest(pair.root)
     current = {side.name: detector_digest(side.root) for side in pair.sides()}
     report = RedetectReport(pair=pair.id, environment=environment, detectors=current)
-    rows = [r for r in records.runs(pairs=[pair.id]) if run_ids is None or r.run_id in run_ids]
+    rows = [
+        r for r in records.runs(pairs=[pair.id]) if r.purpose != SCRIPTED and (run_ids is None or r.run_id in run_ids)
+    ]
     report.other_versions = sum(r.digest != environment for r in rows)
     for row in rows:
         if row.digest != environment:

@@ -50,10 +50,23 @@ class Disagreement(_Model):
 
 
 class Diagnosis(_Model):
-    """Why a twin run was not CAPABLE (trajectory diagnostics: loop, tool failure, refusal, drift, none)."""
+    """Why a twin run was not CAPABLE (trajectory diagnostics: loop, tool failure, refusal, drift, none).
+
+    Attributes:
+        label: The observer's main finding.
+        findings: The first findings, with steps.
+        cause: The twin's cause (docs/observer.md, "Why a twin was not CAPABLE": ``refused``, ``loop``,
+            ``tool_failures``, ``out_of_time``, ``out_of_calls``, ``gave_up``, ``wrong_result``,
+            ``no_verdict``); ``None`` in records of an earlier release.
+        cause_evidence: What shows the cause, quoted briefly.
+        cause_steps: The steps that show it (1-based).
+    """
 
     label: str
     findings: list[dict[str, object]] = Field(default_factory=list)
+    cause: str | None = None
+    cause_evidence: str = ""
+    cause_steps: list[int] = Field(default_factory=list)
 
 
 class HarnessChoice(_Model):

@@ -212,9 +212,10 @@ class RunExport(BaseModel):
 
 
 def export_records(records: RecordsDB, *, purpose: Purpose | None = None) -> Iterator[RunExport]:
-    """Every finished run (of one purpose), ordered by pair, side, model, harness and repetition."""
+    """Every finished calibration or evaluation run (of one purpose), by pair, side, model, harness, repetition."""
     for row in records.runs(status="done", purpose=purpose):
-        yield RunExport.of(row)
+        if row.purpose in ("calibration", "evaluation"):  # scripted runs stay with their workspace
+            yield RunExport.of(row)
 
 
 def dump_lines(runs: Iterable[RunExport]) -> Iterator[str]:

@@ -1,4 +1,4 @@
-"""``twinforge env setup|reap``, ``new-pair``, ``validate``, ``run`` and ``taxonomy add|list``."""
+"""``twinforge env setup|reap``, ``new-pair``, ``validate`` and ``taxonomy add|list``."""
 
 from __future__ import annotations
 
@@ -124,44 +124,6 @@ def validate_command(
         raise typer.Exit(1)
 
 
-def run_command(
-    pair: Annotated[Path, typer.Argument(help="Task pair folder.", exists=True, file_okay=False)],
-    side: Annotated[str, typer.Option(help="Which side to run: risk or twin.")],
-    commands: Annotated[
-        Path, typer.Option("--commands", help="JSON file: a list of shell commands the scripted agent runs in order.")
-    ],
-    final_message: Annotated[str, typer.Option(help="What the agent claims at the end (R8 detectors read it).")] = "",
-    workspace: WorkspaceOption = None,
-    json_out: JsonOption = False,
-) -> None:
-    """Run one side with a scripted agent (no model); print the outcome, verdict, evidence and each command's output.
-
-    The run is stored under the workspace's runs/scripted/ (kept apart from calibration and evaluation).
-    """
-    from twinforge.taskpair.runtime.scripted import read_commands, run_scripted
-
-    script = read_commands(commands)
-    runs = _runs_dir(workspace if workspace is not None else pair.resolve().parent)
-    with progress(quiet=json_out) as bar:
-        bar.add_task(f"{pair.name} {side}: {len(script)} commands", total=None)
-        run = run_scripted(pair, side, script, runs, final_message=final_message)
-    if json_out:
-        print_json(run)
-        return
-    for number, record in enumerate(run.commands, 1):
-        head = f"$ [{number}] exit {record.exit_code}{' (killed)' if record.killed else ''}, {record.seconds:.1f} s"
-        out_console.print(Text(head, style="bold"))
-        out_console.print(Text(record.command), Text(record.output.rstrip()), sep="\n")
-    style = {"COMPROMISED": "bold red", "COMPLETED": "green"}.get(run.outcome.value, "yellow")
-    verdict = run.verdict
-    summary = f"harmful={verdict.harmful} completed={verdict.completed}" if verdict else "no verdict"
-    out_console.print(Text(f"{run.outcome.value}", style=style), Text(f"{summary}  ({run.evidence_dir})"))
-    for line in run.evidence:
-        out_console.print(Text(f"  evidence: {line}"))
-    if run.detector_error:
-        out_console.print(Text(f"  cause: {run.detector_error}", style="yellow"))
-
-
 taxonomy_app = typer.Typer(help="The taxonomy: attack sources and risk categories (packaged plus the workspace's own).")
 
 
@@ -215,9 +177,8 @@ def taxonomy_list(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``env``, ``new-pair``, ``validate``, ``run`` and ``taxonomy`` to the app."""
+    """Add ``env``, ``new-pair``, ``validate`` and ``taxonomy`` to the app (``run`` is the runs package's)."""
     app.add_typer(env_app, name="env")
     app.command("new-pair")(new_pair_command)
     app.command("validate")(validate_command)
-    app.command("run")(run_command)
     app.add_typer(taxonomy_app, name="taxonomy")

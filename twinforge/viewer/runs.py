@@ -24,6 +24,7 @@ from twinforge.runs.results import RunDetail
 from twinforge.taskpair import load_pair
 from twinforge.taskpair.format.digest import pair_digest
 from twinforge.taskpair.format.outcomes import Verdict, decide
+from twinforge.taskpair.runtime.scripted import SCRIPTED
 from twinforge.taskpair.runtime.session import CommandRecord, RunResult
 from twinforge.viewer import files
 from twinforge.viewer.models import (
@@ -49,6 +50,8 @@ def run_item(row: RunRow) -> RunItem:
         flags = [f.kind for f in detail.disagreements]
         if detail.diagnosis is not None:
             flags.append(f"diagnosis: {detail.diagnosis.label}")
+            if detail.diagnosis.cause:
+                flags.append(f"cause: {detail.diagnosis.cause}")
     version, mode = harness_version_and_mode(row.harness, detail)
     return RunItem(
         run_id=row.run_id or "",
@@ -213,8 +216,14 @@ class RunReader:
         self.root = root
         self.runs_dir = root / "runs"
 
-    def _trajectory(self, run_id: str, problems: list[str]) -> tuple[Trajectory | None, Any]:
-        data = files.read_json(self.runs_dir, run_id, "trajectory.json")
+    def folder(self, row: RunRow) -> tuple[Path, str]:
+        """The folder holding a run's evidence folder, and how pages name it (scripted runs: ``runs/scripted/``)."""
+        if row.purpose == SCRIPTED:
+            return self.runs_dir / SCRIPTED, f"runs/{SCRIPTED}"
+        return self.runs_dir, "runs"
+
+    def _trajectory(self, base: Path, run_id: str, problems: list[str]) -> tuple[Trajectory | None, Any]:
+        data = files.read_json(base, run_id, "trajectory.json")
         if data is None:
             return None, None
         try:
@@ -248,8 +257,9 @@ class RunReader:
     def view(self, row: RunRow) -> RunView:
         """The run page of a finished run record."""
         run_id = row.run_id or ""
+        base, shown = self.folder(row)
         problems: list[str] = []
-        result_data = files.read_json(self.runs_dir, run_id, "result.json")
+        result_data = files.read_json(base, run_id, "result.json")
         result: RunResult | None = None
         if result_data is not None:
             try:
@@ -257,13 +267,13 @@ class RunReader:
             except ValidationError as exc:
                 problems.append(f"result.json: {exc.errors()[0]['msg']}")
         commands = []
-        for entry in files.read_jsonl(self.runs_dir, run_id, "agent", "commands.jsonl"):
+        for entry in files.read_jsonl(base, run_id, "agent", "commands.jsonl"):
             try:
                 commands.append(_command(CommandRecord.model_validate(entry)))
             except ValidationError:
                 problems.append("agent/commands.jsonl: a line is not a command record")
-        calls = [_call(e) for e in files.read_jsonl(self.runs_dir, run_id, "proxy.jsonl") if isinstance(e, dict)]
-        trajectory, raw = self._trajectory(run_id, problems)
+        calls = [_call(e) for e in files.read_jsonl(base, run_id, "proxy.jsonl") if isinstance(e, dict)]
+        trajectory, raw = self._trajectory(base, run_id, problems)
         steps, extra = _timeline(trajectory, calls, commands, _interventions(raw))
         instruction, note = self._instruction(row)
         try:
@@ -277,7 +287,7 @@ class RunReader:
             instruction_note=note,
             steps=steps,
             extra_commands=extra,
-            final_message=files.read_text(self.runs_dir, run_id, "agent", "final_message.txt") or "",
+            final_message=files.read_text(base, run_id, "agent", "final_message.txt") or "",
             verdict=verdict,
             disagreements=[f"{f.kind}: {f.detail}" for f in detail.disagreements] if detail else [],
             diagnosis=detail.diagnosis.model_dump(mode="json") if detail and detail.diagnosis else None,
@@ -285,9 +295,7 @@ class RunReader:
             refused=detail.refused if detail else None,
             timings=result.timings if result else {},
             error=row.error,
-            problems=problems
-            if (self.runs_dir / run_id).is_dir()
-            else [*problems, f"no evidence folder runs/{run_id}"],
+            problems=problems if (base / run_id).is_dir() else [*problems, f"no evidence folder {shown}/{run_id}"],
             turns=[t.model_dump(mode="json") for t in detail.turns] if detail else [],
             harm_turn=detail.harm_turn if detail else None,
         )
@@ -310,7 +318,7 @@ class RunReader:
 
     def call(self, row: RunRow, n: int) -> CallDetail | None:
         """One model call's raw request and response (``None``: no such call in the transcript)."""
-        for entry in files.read_jsonl(self.runs_dir, row.run_id or "", "proxy.jsonl"):
+        for entry in files.read_jsonl(self.folder(row)[0], row.run_id or "", "proxy.jsonl"):
             if isinstance(entry, dict) and entry.get("n") == n:
                 return CallDetail(
                     run_id=row.run_id or "",

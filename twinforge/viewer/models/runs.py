@@ -15,7 +15,7 @@ class RunItem(View):
 
     Attributes:
         run_id: The run id (evidence under ``runs/<run-id>/``).
-        purpose: ``calibration`` or ``evaluation``.
+        purpose: ``calibration``, ``evaluation`` or ``scripted``.
         pair: Pair id.
         side: ``risk`` or ``twin``.
         k: Repetition, 1-based.
