@@ -44,7 +44,9 @@ def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
         *("failures", "calls"),
         *("prompt_tokens", "cached_tokens", "completion_tokens", "seconds", "wall_seconds", "commit"),
         *("failures_file", "refusal", "notes"),
+        *("mode", "cost_usd", "per_stored"),
     }
+    assert batch["mode"] == "slots" and batch["cost_usd"] is None  # the embedded default: no price
     assert batch["calls"] == 10 and batch["completion_tokens"] > 0
     rev = run("review", "--json", cwd=ws, env=env)
     assert rev.returncode == 0, rev.stderr
