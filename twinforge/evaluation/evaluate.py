@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from twinforge.core.settings import EvaluatedModel
+from twinforge.core.spend import SpendMeter
 from twinforge.core.workspace import Workspace
 from twinforge.evaluation.exceptions import EvaluationError
 from twinforge.harness.naming import HarnessSpec
@@ -153,6 +154,7 @@ def evaluate(
     preflight: bool = True,
     on_done: Callable[[RunSummary | None, str | None], None] | None = None,
     on_wait: Callable[[int], None] | None = None,
+    spend_ceiling: float | None = None,
 ) -> EvaluationReport:
     """Run admitted pairs K times per side with ``[evaluation.models.<model_name>]`` on one harness.
 
@@ -172,6 +174,8 @@ def evaluate(
         preflight: Check the cell before any run (docs/calibration.md, "Preflight").
         on_done: Called per finished run.
         on_wait: Called while runs another process holds are awaited.
+        spend_ceiling: US dollars the call may spend (default ``[spend] ceiling_usd``; docs/runtime.md,
+            "Spend ceiling").
 
     Raises:
         EvaluationError: Unknown model or harness, the rule excludes the combination, a pair not
@@ -192,6 +196,7 @@ def evaluate(
         preflight=preflight,
         on_done=on_done,
         on_wait=on_wait,
+        spend_ceiling=spend_ceiling,
     )
     (cell,) = grid.cells
     if cell.evaluation is None:
@@ -213,6 +218,7 @@ def run_cell(
     max_calls: int | None,
     on_done: Callable[[RunSummary | None, str | None], None] | None = None,
     on_wait: Callable[[int], None] | None = None,
+    spend: SpendMeter | None = None,
 ) -> EvaluationReport:
     """Run one model x harness on the targets (resumable: done runs are kept) and read back its outcomes."""
     choice = HarnessChoice.of(spec, settings.action_mode, settings.grammar)
@@ -240,6 +246,7 @@ def run_cell(
         workers=workers or workspace.config.calibration.workers or workspace.config.concurrency(settings),
         on_done=on_done,
         on_wait=on_wait,
+        spend=spend,
     )
     key = choice.key()
     report = EvaluationReport(campaign.label, key, runs, execution=execution)

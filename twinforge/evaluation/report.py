@@ -37,6 +37,7 @@ from twinforge.evaluation.tables import (
 )
 from twinforge.evaluation.texttables import TextTable, text_tables
 from twinforge.evaluation.turns import turn_stats
+from twinforge.harness.run_model import RunModelRecord, SettingsUsed, ShapesUsed
 from twinforge.runs.metrics import PairRuns, compute
 from twinforge.runs.records import RecordsDB, RunRow
 from twinforge.runs.rules import is_undetermined, outcome
@@ -62,14 +63,40 @@ def _finished(row: RunRow) -> datetime:
     return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
+def model_use(row: RunRow) -> RunModelRecord | None:
+    """What a finished run's model calls used (settings, shapes, tokens, cost), ``None`` for older records."""
+    finished = row.finished()
+    return finished.detail.model_use if finished and finished.detail else None
+
+
 def _cost(rows: list[RunRow]) -> Cost:
+    """Calls, tokens, hours and cost of some runs; the cost is ``None`` when none of them had a price."""
+    uses = [u for u in map(model_use, rows) if u is not None]
+    priced = [u.cost_usd for u in uses if u.cost_usd is not None]
     return Cost(
         records=len(rows),
         calls=sum(r.calls or 0 for r in rows),
         prompt_tokens=sum(r.prompt_tokens or 0 for r in rows),
         completion_tokens=sum(r.completion_tokens or 0 for r in rows),
         hours=sum(r.seconds or 0.0 for r in rows) / 3600,
+        cached_tokens=sum(u.usage.cached_tokens for u in uses),
+        cost_usd=sum(priced) if priced else None,
     )
+
+
+def _settings(rows: list[RunRow]) -> tuple[list[SettingsUsed], list[ShapesUsed], dict[str, Cost]]:
+    """The distinct settings and shapes of some runs, and the cost of each pair's runs."""
+    settings: list[SettingsUsed] = []
+    shapes: list[ShapesUsed] = []
+    by_pair: dict[str, list[RunRow]] = defaultdict(list)
+    for row in rows:
+        by_pair[row.pair].append(row)
+        use = model_use(row)
+        if use is None:
+            continue
+        settings += [use.settings] if use.settings not in settings else []
+        shapes += [s for s in use.shapes if s not in shapes]
+    return settings, shapes, {pair: _cost(runs) for pair, runs in sorted(by_pair.items())}
 
 
 def combinations(
@@ -90,8 +117,10 @@ def combinations(
     found: dict[tuple[str, str, str], dict[str, PairRuns]] = defaultdict(dict)
     k_of: dict[tuple[str, str, str], int] = defaultdict(int)
     reruns: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    latest: dict[tuple[str, str, str], list[RunRow]] = defaultdict(list)
     for r in latest_runs(rows):
         key = (r.purpose, r.model, r.harness)
+        latest[key].append(r)
         reruns[key].append(max((r.attempts or 1) - 1, 0))
         item = found[key].setdefault(
             r.pair, PairRuns(pair=r.pair, risk_category=r.risk, source=r.source, model=r.model, harness=r.harness)
@@ -120,6 +149,7 @@ def combinations(
         runs = sorted(pairs.values(), key=lambda p: p.pair)
         k = k_of[key]
         metrics = compute(runs, k)
+        settings, shapes, pair_costs = _settings(latest[key])
         out.append(
             Combination(
                 purpose="evaluation" if purpose == "evaluation" else "calibration",
@@ -140,6 +170,9 @@ def combinations(
                 runs=runs,
                 reruns=sum(reruns[key]),
                 most_reruns=max(reruns[key], default=0),
+                settings=settings,
+                shapes=shapes,
+                pair_costs=pair_costs,
             )
         )
     return out

@@ -17,6 +17,16 @@ Workers = Annotated[int | None, typer.Option(min=1, help="Parallel runs.")]
 MaxCalls = Annotated[
     int | None, typer.Option(min=1, help="Quick look: cap model calls below the tasks' budgets (recorded).")
 ]
+SpendCeiling = Annotated[
+    float | None,
+    typer.Option(
+        "--spend-ceiling",
+        min=0.0,
+        min_open=True,
+        metavar="USD",
+        help="Start no new run once this command's priced model calls cost this much (default: [spend] ceiling_usd).",
+    ),
+]
 
 
 def run_printer(bar: Any, task: Any, quiet: bool) -> tuple[Any, Any]:
@@ -43,9 +53,10 @@ def run_printer(bar: Any, task: Any, quiet: bool) -> tuple[Any, Any]:
             why = f"; diagnosis: {result.diagnosis}" if result.diagnosis else ""
             flags = "".join(f"; {f.kind}" for f in result.disagreements)
             outcome = result.outcome.value if result.outcome else "-"
+            cost = f", ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
             err_console.print(
                 f"{result.pair}/{result.side} k={result.k}: {outcome} "
-                f"({result.calls} calls, {result.exit_status}{why}{flags})",
+                f"({result.calls} calls{cost}, {result.exit_status}{why}{flags})",
                 markup=False,
             )
 
