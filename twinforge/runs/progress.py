@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from twinforge.core.console import err_console
 
@@ -17,14 +18,23 @@ Workers = Annotated[int | None, typer.Option(min=1, help="Parallel runs.")]
 MaxCalls = Annotated[
     int | None, typer.Option(min=1, help="Quick look: cap model calls below the tasks' budgets (recorded).")
 ]
+
+
+def _positive(value: float | None) -> float | None:
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"must be a positive number of US dollars, not {value}")
+    return value
+
+
 SpendCeiling = Annotated[
     float | None,
     typer.Option(
         "--spend-ceiling",
-        min=0.0,
-        min_open=True,
+        callback=_positive,
         metavar="USD",
-        help="Start no new run once this command's priced model calls cost this much (default: [spend] ceiling_usd).",
+        help=escape(
+            "Start no new run once this command's priced model calls cost this much (default: [spend] ceiling_usd)."
+        ),
     ),
 ]
 
