@@ -30,6 +30,7 @@ from twinforge.runs.records import RecordsDB
 from twinforge.runs.results import FinishedRun, HarnessChoice, RunDetail, RunSummary
 from twinforge.taskpair import Outcome, load_pair
 from twinforge.taskpair.format.digest import detector_digest, pair_digest
+from twinforge.viewer.runs import run_item
 
 KEY = "sk-upstream-test"
 PRICE = ModelPrice(input=2.0, output=8.0)  # USD per million tokens
@@ -125,6 +126,7 @@ def test_the_spend_ceiling_stops_new_runs_and_the_next_call_runs_them(
     assert use is not None and use.model == "priced-model" and use.settings.price == PRICE
     assert [(s.harness, s.upstream) for s in use.shapes] == [("chat", "chat")]
     assert (use.usage.prompt_tokens, use.usage.completion_tokens) == (11, 7)
+    assert run_item(stored[0]).cost_usd == pytest.approx(PER_CALL)  # the viewer's run list
 
     report = compute_report(stored)
     (cell,) = report.combinations

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from pydantic import ValidationError
 
 from twinforge.blueprints import Attention, BuiltPair, Taxonomy, load_taxonomy
 from twinforge.evaluation import plots
@@ -64,9 +65,19 @@ def _finished(row: RunRow) -> datetime:
 
 
 def model_use(row: RunRow) -> RunModelRecord | None:
-    """What a finished run's model calls used (settings, shapes, tokens, cost), ``None`` for older records."""
-    finished = row.finished()
-    return finished.detail.model_use if finished and finished.detail else None
+    """What a finished run's model calls used (settings, shapes, tokens, cost; ``RunDetail.model_use``).
+
+    ``None`` for a record of an earlier release, one whose record no longer validates, or a row read
+    without its ``detail`` column (the viewer's overview reads only the columns it counts).
+    """
+    detail = getattr(row, "detail", None)
+    found = detail.get("model_use") if isinstance(detail, dict) else None
+    if not isinstance(found, dict):
+        return None
+    try:
+        return RunModelRecord.model_validate(found)
+    except ValidationError:
+        return None
 
 
 def _cost(rows: list[RunRow]) -> Cost:
