@@ -227,14 +227,15 @@ def execute(
             pool = make_executor(executor, workers=workers, address=address)
 
         jobs = [_job(campaign, by_id[row.pair], row, records, runs_dir) for row in todo]
+        refused = spend.runs_not_started if spend is not None else 0
         use_spend(spend)
         try:
             pool.run(run_job, jobs, done, interrupt_runs, spend.allows_new_run if spend is not None else None)
         finally:
             use_spend(None)
             resume_runs()  # a process that goes on after Ctrl-C (a notebook, a test) grants runs again
-        if spend is not None and spend.reached:
-            break  # the runs not started stay pending: the next call runs them
+        if spend is not None and spend.runs_not_started > refused:
+            break  # the ceiling kept runs (or reruns) from starting: they stay pending for the next call
     if reclaimed:
         # A dead owner's last Docker calls may have completed after this call's runner reaped at
         # its start; reap again now that this call's own runs are over.
