@@ -27,6 +27,7 @@ from twinforge.calibration.admission import admit
 from twinforge.calibration.calibrate import calibrate
 from twinforge.calibration.exceptions import AdmissionError
 from twinforge.core.llm.stub_server import openai_reply, stub_server
+from twinforge.core.settings import ModelPrice
 from twinforge.core.workspace import Workspace
 from twinforge.runs.records import RecordsDB, records_url
 from twinforge.runs.results import Benchmark, CalibrationRecord
@@ -146,13 +147,22 @@ def test_stall_is_overtime(ws: Workspace, script: Any) -> None:
 def test_the_call_cap_is_not_overtime_and_is_recorded(ws: Workspace, script: Any, r3: Path) -> None:
     model, _, _ = script
     model.commands = ["ls"]  # never submits
+    ws.config.models.calibration.price = ModelPrice(input=2.0, output=8.0)  # USD per million tokens
+    per_call = (11 * 2.0 + 7 * 8.0) / 1e6  # the stub's usage: 11 prompt, 7 completion tokens
     report = calibrate(ws, [r3], runs=1, max_calls=3)
     (verdict,) = report.verdicts
     assert verdict.risk == ["INCOMPLETE"] and verdict.twin == ["INCOMPLETE"]  # not OVERTIME ...
     assert report.ran == 2  # ... and not rerun
+    assert report.spent_usd == pytest.approx(6 * per_call) and report.spend_stop is None
     for run in RecordsDB(records_url(ws)).runs():
         assert run.calls == 3 and run.detail["budgets"]["model_calls"] == 3 and run.exit_status == "LimitsExceeded"
         assert run.attempts == 1 and run.budgets.startswith("calls=3;")
+        use = run.detail["model_use"]  # what the run's model calls used, stored by the job (docs/runtime.md)
+        assert use["model"] == "weak-model" and use["usage"]["prompt_tokens"] == 33 and use["calls"] == 3
+        assert use["cost_usd"] == pytest.approx(3 * per_call) and use["shapes"] == [
+            {"harness": "chat", "upstream": "chat"}
+        ]
+        assert use["settings"]["temperature"] == ws.config.models.calibration.temperature
     record = CalibrationRecord.read(ws, R3_NAME)
     assert record.budgets["risk"].model_calls == 3 and record.budgets["risk"].task_model_calls == 40
     admit(ws, R3_NAME, by="ann", justification="quick look")

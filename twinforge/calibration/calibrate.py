@@ -17,6 +17,7 @@ from pathlib import Path
 from twinforge.blueprints import BlueprintStore, Commit, LifecycleMove, Status, utcnow
 from twinforge.calibration.exceptions import CalibrationError
 from twinforge.core.presets import presets
+from twinforge.core.spend import SpendMeter
 from twinforge.core.workspace import Workspace
 from twinforge.harness.exceptions import HarnessError
 from twinforge.harness.naming import HarnessSpec
@@ -166,6 +167,9 @@ class CalibrationReport:
         notes: Blueprint moves made or refused.
         rejudged: Stored runs judged again because their detector changed since.
         changed: Of those, runs whose outcome changed.
+        spent_usd: US dollars this call's model calls cost at the calibration model's price (0 without one).
+        spend_stop: Why some runs were not started: the spend ceiling was reached (``None``: it was
+            not); those runs stay pending for the next call (docs/runtime.md, "Spend ceiling").
     """
 
     verdicts: list[PairVerdict] = field(default_factory=list)
@@ -177,6 +181,8 @@ class CalibrationReport:
     notes: list[str] = field(default_factory=list)
     rejudged: int = 0
     changed: int = 0
+    spent_usd: float = 0.0
+    spend_stop: str | None = None
 
 
 def calibrate(
@@ -190,6 +196,7 @@ def calibrate(
     max_calls: int | None = None,
     on_done: Callable[[RunSummary | None, str | None], None] | None = None,
     on_wait: Callable[[int], None] | None = None,
+    spend_ceiling: float | None = None,
 ) -> CalibrationReport:
     """Calibrate validated pairs: run what is missing (resumable, shared between processes), decide, record.
 
@@ -204,6 +211,8 @@ def calibrate(
             recorded in the evidence and, on admission, in ``benchmark.yaml``).
         on_done: Called per finished run with its summary, or with an error message.
         on_wait: Called while runs that another process holds are awaited.
+        spend_ceiling: US dollars this call may spend (default ``[spend] ceiling_usd``): once its
+            model calls reach it no new run starts (docs/runtime.md, "Spend ceiling").
 
     Raises:
         PairFormatError: A pair does not load.
@@ -237,6 +246,7 @@ def calibrate(
         rerun_undetermined=config.calibration.rerun_undetermined,
         fresh_canaries=config.calibration.fresh_canaries,
     )
+    meter = SpendMeter(spend_ceiling or config.spend.ceiling_usd)
     done: Execution = execute(
         campaign,
         targets,
@@ -247,6 +257,7 @@ def calibrate(
         workers=workers or config.calibration_workers(),
         on_done=on_done,
         on_wait=on_wait,
+        spend=meter,
     )
     report = CalibrationReport(
         ran=done.ran,
@@ -255,6 +266,8 @@ def calibrate(
         errors=done.errors,
         rejudged=done.rejudged,
         changed=done.changed,
+        spent_usd=meter.spent_usd,
+        spend_stop=meter.stop_message if done.not_started else None,
     )
     _decide(workspace, campaign, targets, records, report)
     return report

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
-from twinforge.runs.progress import Address, Executor, MaxCalls, Workers, run_printer
+from twinforge.runs.progress import Address, Executor, MaxCalls, SpendCeiling, Workers, run_printer
 
 # Each command imports what it runs on when it runs (docs/design.md, "Command-line start-up").
 
@@ -28,6 +28,7 @@ def calibrate_command(
     address: Address = None,
     workers: Workers = None,
     max_calls: MaxCalls = None,
+    spend_ceiling: SpendCeiling = None,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -53,6 +54,7 @@ def calibrate_command(
             max_calls=max_calls,
             on_done=done,
             on_wait=wait,
+            spend_ceiling=spend_ceiling,
         )
     if json_out:
         print_json(report)
@@ -77,6 +79,10 @@ def calibrate_command(
                 f"{report.rejudged} stored run(s) judged again by the changed detector, {report.changed} changed",
                 markup=False,
             )
+        if report.spent_usd:
+            err_console.print(f"spent ${report.spent_usd:.4f} on priced model calls", markup=False)
+    if report.spend_stop:
+        err_console.print(report.spend_stop, markup=False, style="yellow")
     if report.errors:
         raise typer.Exit(1)
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from twinforge.core.settings import EvaluatedModel
+from twinforge.core.spend import SpendMeter
 from twinforge.core.workspace import Workspace
 from twinforge.evaluation.exceptions import EvaluationError
 from twinforge.harness.naming import HarnessSpec
@@ -152,6 +153,7 @@ def run_cell(
     max_calls: int | None,
     on_done: Callable[[RunSummary | None, str | None], None] | None = None,
     on_wait: Callable[[int], None] | None = None,
+    spend: SpendMeter | None = None,
 ) -> EvaluationReport:
     """Run one model x harness on the targets (resumable: done runs are kept) and read back its outcomes."""
     choice = HarnessChoice.of(spec, settings.action_mode, settings.grammar)
@@ -179,6 +181,7 @@ def run_cell(
         workers=workers or workspace.config.calibration.workers or workspace.config.concurrency(settings),
         on_done=on_done,
         on_wait=on_wait,
+        spend=spend,
     )
     key = choice.key()
     report = EvaluationReport(campaign.label, key, runs, execution=execution)

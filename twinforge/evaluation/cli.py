@@ -13,7 +13,7 @@ from rich.text import Text
 from twinforge.core.console import err_console, out_console, print_json, progress
 from twinforge.core.options import JsonOption, WorkspaceOption
 from twinforge.runs.attention import attention
-from twinforge.runs.progress import Address, Executor, MaxCalls, Workers, run_printer
+from twinforge.runs.progress import Address, Executor, MaxCalls, SpendCeiling, Workers, run_printer
 
 if TYPE_CHECKING:
     from twinforge.evaluation.grid import CellReport, GridReport
@@ -50,6 +50,7 @@ def evaluate_command(
     address: Address = None,
     workers: Workers = None,
     max_calls: MaxCalls = None,
+    spend_ceiling: SpendCeiling = None,
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -79,11 +80,14 @@ def evaluate_command(
             on_cell=printer.cell,
             on_done=printer.done,
             on_wait=printer.wait,
+            spend_ceiling=spend_ceiling,
         )
     if json_out:
         print_json(report)
     else:
         render_grid(report)
+    if report.spend_stop:
+        err_console.print(report.spend_stop, markup=False, style="yellow")
     if report.errors:
         raise typer.Exit(1)
 
@@ -142,18 +146,25 @@ def render_grid(report: GridReport) -> None:
             table.add_row(*(Text(cell) for cell in row))
         out_console.print(table)
     cells = Table(title="Cells")
-    for column in ("model", "harness", "status", "runs now", "model calls", "prompt tokens", "completion tokens"):
+    priced = any(c.cost.cost_usd is not None for c in report.cells)  # a cost column only when a price is set
+    columns = ["model", "harness", "status", "runs now", "model calls", "prompt tokens", "completion tokens"]
+    for column in [*columns, *(["cost (USD)"] if priced else [])]:
         cells.add_column(column)
     for c in report.cells:
         done = c.evaluation.execution if c.evaluation else None
         status = f"skipped: {c.skipped}" if c.skipped else f"{c.seconds:.0f} s"
         row = [c.model, c.harness, status, str(done.ran) if done else "-", str(c.cost.calls)]
-        cells.add_row(*(Text(cell) for cell in [*row, str(c.cost.prompt_tokens), str(c.cost.completion_tokens)]))
+        row += [str(c.cost.prompt_tokens), str(c.cost.completion_tokens)]
+        if priced:
+            row.append("-" if c.cost.cost_usd is None else f"{c.cost.cost_usd:.4f}")
+        cells.add_row(*(Text(cell) for cell in row))
     out_console.print(cells)
     total = report.total
+    spent = f"; cost ${total.cost_usd:.4f}" if total.cost_usd is not None else ""
     out_console.print(
         f"{len(report.ran)} cell(s) run, {len(report.skipped)} skipped by rule, in {report.seconds:.0f} s; "
-        f"tokens: {total.prompt_tokens} prompt + {total.completion_tokens} completion over {total.calls} model calls",
+        f"tokens: {total.prompt_tokens} prompt + {total.completion_tokens} completion over {total.calls} model calls"
+        f"{spent}",
         markup=False,
     )
     out_console.print("every table and figure: `twinforge report` (evaluation is shown apart from calibration)")

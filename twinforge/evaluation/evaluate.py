@@ -48,6 +48,7 @@ def evaluate(
     preflight: bool = True,
     on_done: Callable[[RunSummary | None, str | None], None] | None = None,
     on_wait: Callable[[int], None] | None = None,
+    spend_ceiling: float | None = None,
 ) -> EvaluationReport:
     """Run admitted pairs K times per side with ``[evaluation.models.<model_name>]`` on one harness.
 
@@ -67,6 +68,8 @@ def evaluate(
         preflight: Check the cell before any run (docs/calibration.md, "Preflight").
         on_done: Called per finished run.
         on_wait: Called while runs another process holds are awaited.
+        spend_ceiling: US dollars the call may spend (default ``[spend] ceiling_usd``; docs/runtime.md,
+            "Spend ceiling").
 
     Raises:
         EvaluationError: Unknown model or harness, the rule excludes the combination, a pair not
@@ -85,6 +88,7 @@ def evaluate(
         preflight=preflight,
         on_done=on_done,
         on_wait=on_wait,
+        spend_ceiling=spend_ceiling,
     )
     (cell,) = grid.cells
     if cell.evaluation is None:

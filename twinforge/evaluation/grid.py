@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from twinforge.core.spend import SpendMeter
 from twinforge.core.workspace import Workspace
 from twinforge.evaluation.cells import (
     EvaluationReport,
@@ -67,6 +68,9 @@ class GridReport:
         table: Table 3: ASR@k / CAP of the grid's cells that have runs.
         total: The cells' costs summed (the token totals).
         seconds: Wall-clock seconds of the whole call.
+        spent_usd: US dollars this call's priced model calls cost (every cell's; 0 without a price).
+        spend_stop: Why some runs were not started: the spend ceiling was reached (``None``: it was
+            not); those runs stay pending for the next call (docs/runtime.md, "Spend ceiling").
     """
 
     cells: list[CellReport] = field(default_factory=list)
@@ -74,6 +78,8 @@ class GridReport:
     table: Matrix | None = None
     total: Cost = field(default_factory=Cost)
     seconds: float = 0.0
+    spent_usd: float = 0.0
+    spend_stop: str | None = None
 
     @property
     def ran(self) -> list[CellReport]:
@@ -114,6 +120,7 @@ def evaluate_grid(
     on_cell: Callable[[CellEvent, int, int, CellReport], None] | None = None,
     on_done: Callable[[RunSummary | None, str | None], None] | None = None,
     on_wait: Callable[[int], None] | None = None,
+    spend_ceiling: float | None = None,
 ) -> GridReport:
     """Run every model on every harness (minus the excluded pairs of family and harness).
 
@@ -132,6 +139,8 @@ def evaluate_grid(
         on_cell: Called as a cell starts, ends or is skipped: ``(event, index, cells, cell)``.
         on_done: Called per finished run.
         on_wait: Called while runs another process holds are awaited.
+        spend_ceiling: US dollars the whole grid may spend (default ``[spend] ceiling_usd``): once
+            its model calls reach it no new run starts in any cell (docs/runtime.md, "Spend ceiling").
 
     Raises:
         EvaluationError: An unknown model or harness, no cell left to run, a pair not admitted or
@@ -163,6 +172,7 @@ def evaluate_grid(
     if preflight:
         report.preflight = check_cells(planned, targets, on_check=on_check)
     k = runs or workspace.config.evaluation.runs
+    meter = SpendMeter(spend_ceiling or workspace.config.spend.ceiling_usd)
     todo = iter(planned)
     for index, cell in enumerate(report.cells, start=1):
         if cell.skipped:
@@ -186,11 +196,15 @@ def evaluate_grid(
             max_calls=max_calls,
             on_done=on_done,
             on_wait=on_wait,
+            spend=meter,
         )
         cell.seconds = time.monotonic() - began
         if on_cell:
             on_cell("end", index, len(report.cells), cell)
     _summarise(workspace, report)
+    report.spent_usd = meter.spent_usd
+    if meter.runs_not_started:
+        report.spend_stop = meter.stop_message
     report.seconds = time.monotonic() - started
     return report
 

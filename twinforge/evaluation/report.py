@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from pydantic import ValidationError
 
 from twinforge.blueprints import Attention, BuiltPair, Taxonomy, load_taxonomy
 from twinforge.evaluation import plots
@@ -37,6 +38,7 @@ from twinforge.evaluation.tables import (
 )
 from twinforge.evaluation.texttables import TextTable, text_tables
 from twinforge.evaluation.turns import turn_stats
+from twinforge.harness.run_model import RunModelRecord, SettingsUsed, ShapesUsed
 from twinforge.runs.metrics import PairRuns, compute
 from twinforge.runs.records import RecordsDB, RunRow
 from twinforge.runs.rules import is_capable, is_undetermined, outcome
@@ -74,14 +76,50 @@ def _finished(row: RunRow) -> datetime:
     return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
+def model_use(row: RunRow) -> RunModelRecord | None:
+    """What a finished run's model calls used (settings, shapes, tokens, cost; ``RunDetail.model_use``).
+
+    ``None`` for a record of an earlier release, one whose record no longer validates, or a row read
+    without its ``detail`` column (the viewer's overview reads only the columns it counts).
+    """
+    detail = getattr(row, "detail", None)
+    found = detail.get("model_use") if isinstance(detail, dict) else None
+    if not isinstance(found, dict):
+        return None
+    try:
+        return RunModelRecord.model_validate(found)
+    except ValidationError:
+        return None
+
+
 def _cost(rows: list[RunRow]) -> Cost:
+    """Calls, tokens, hours and cost of some runs; the cost is ``None`` when none of them had a price."""
+    uses = [u for u in map(model_use, rows) if u is not None]
+    priced = [u.cost_usd for u in uses if u.cost_usd is not None]
     return Cost(
         records=len(rows),
         calls=sum(r.calls or 0 for r in rows),
         prompt_tokens=sum(r.prompt_tokens or 0 for r in rows),
         completion_tokens=sum(r.completion_tokens or 0 for r in rows),
         hours=sum(r.seconds or 0.0 for r in rows) / 3600,
+        cached_tokens=sum(u.usage.cached_tokens for u in uses),
+        cost_usd=sum(priced) if priced else None,
     )
+
+
+def _settings(rows: list[RunRow]) -> tuple[list[SettingsUsed], list[ShapesUsed], dict[str, Cost]]:
+    """The distinct settings and shapes of some runs, and the cost of each pair's runs."""
+    settings: list[SettingsUsed] = []
+    shapes: list[ShapesUsed] = []
+    by_pair: dict[str, list[RunRow]] = defaultdict(list)
+    for row in rows:
+        by_pair[row.pair].append(row)
+        use = model_use(row)
+        if use is None:
+            continue
+        settings += [use.settings] if use.settings not in settings else []
+        shapes += [s for s in use.shapes if s not in shapes]
+    return settings, shapes, {pair: _cost(runs) for pair, runs in sorted(by_pair.items())}
 
 
 def combinations(
@@ -104,8 +142,10 @@ def combinations(
     reruns: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     misses: dict[tuple[str, str, str], dict[str, int]] = defaultdict(dict)
     rows = [r for r in rows if r.purpose in REPORTED]
+    latest: dict[tuple[str, str, str], list[RunRow]] = defaultdict(list)
     for r in latest_runs(rows):
         key = (r.purpose, r.model, r.harness)
+        latest[key].append(r)
         reruns[key].append(max((r.attempts or 1) - 1, 0))
         if r.side == "twin" and not is_capable(r.outcome):
             cause = miss_cause(r)
@@ -137,6 +177,7 @@ def combinations(
         runs = sorted(pairs.values(), key=lambda p: p.pair)
         k = k_of[key]
         metrics = compute(runs, k)
+        settings, shapes, pair_costs = _settings(latest[key])
         out.append(
             Combination(
                 purpose="evaluation" if purpose == "evaluation" else "calibration",
@@ -158,6 +199,9 @@ def combinations(
                 reruns=sum(reruns[key]),
                 most_reruns=max(reruns[key], default=0),
                 misses=dict(sorted(misses[key].items())),
+                settings=settings,
+                shapes=shapes,
+                pair_costs=pair_costs,
             )
         )
     return out

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from twinforge.harness.run_model import SettingsUsed, ShapesUsed
 from twinforge.runs.choices import Purpose
 from twinforge.runs.metrics import Metrics, PairRuns, compute, per_repetition
 from twinforge.runs.rules import is_observed
@@ -37,6 +38,10 @@ class Cost(_Table):
         prompt_tokens: Prompt tokens.
         completion_tokens: Completion tokens.
         hours: Run hours: the summed wall-clock seconds of the runs (setup to teardown) / 3600.
+        cached_tokens: Of the prompt tokens, those read from the provider's prompt cache (runs that
+            recorded their model use, docs/runtime.md, "Model channel").
+        cost_usd: US dollars at the model's price (``[models.*.price]``), summed over the runs that
+            recorded one; ``None`` when no run had a price.
     """
 
     records: int = 0
@@ -44,6 +49,8 @@ class Cost(_Table):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     hours: float = 0.0
+    cached_tokens: int = 0
+    cost_usd: float | None = None
 
     @property
     def tokens(self) -> int:
@@ -58,6 +65,10 @@ class Cost(_Table):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             hours=self.hours + other.hours,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost_usd=None
+            if self.cost_usd is None and other.cost_usd is None
+            else (self.cost_usd or 0.0) + (other.cost_usd or 0.0),
         )
 
 
@@ -140,6 +151,10 @@ class Combination(_Table):
         misses: CAP's misses by cause: the twin runs that were not CAPABLE, counted per cause
             (docs/observer.md, "Why a twin was not CAPABLE"; ``unknown`` for records stored without one),
             the study's over-refusal vs incapability question.
+        settings: The model settings its runs used (temperature, reply budget, reasoning, price),
+            each distinct one once (docs/runtime.md, "Model channel").
+        shapes: The API shapes its calls went in (harness -> upstream), each pair once.
+        pair_costs: Per pair: tokens and cost of its runs (the latest pair version's).
     """
 
     purpose: Purpose
@@ -161,6 +176,9 @@ class Combination(_Table):
     reruns: int = 0
     most_reruns: int = 0
     misses: dict[str, int] = Field(default_factory=dict)
+    settings: list[SettingsUsed] = Field(default_factory=list)
+    shapes: list[ShapesUsed] = Field(default_factory=list)
+    pair_costs: dict[str, Cost] = Field(default_factory=dict)
 
     @property
     def title(self) -> str:

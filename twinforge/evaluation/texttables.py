@@ -62,7 +62,13 @@ def misses_text(misses: dict[str, int]) -> str:
 
 
 def _combinations(name: str, title: str, found: list[Combination]) -> TextTable:
+    """One row per combination; a cost column only when some run had a price (docs/runtime.md, "Model channel")."""
     k = max([c.k for c in found], default=0)
+    priced = any(c.cost.cost_usd is not None for c in found)
+
+    def cost(c: Combination) -> list[str]:
+        return ([DASH if c.cost.cost_usd is None else f"{c.cost.cost_usd:.4f}"]) if priced else []
+
     return TextTable(
         name=name,
         title=title,
@@ -87,6 +93,7 @@ def _combinations(name: str, title: str, found: list[Combination]) -> TextTable:
             "upper@k %",
             "reruns",
             "CAP misses",
+            *(["cost (USD)"] if priced else []),
         ],
         rows=[
             [
@@ -101,6 +108,7 @@ def _combinations(name: str, title: str, found: list[Combination]) -> TextTable:
                 pct(c.metrics.upper_k),
                 f"{c.reruns} ({c.most_reruns})",
                 misses_text(c.misses),
+                *cost(c),
             ]
             for c in found
         ],
@@ -249,26 +257,34 @@ def _comparison(c: Comparison) -> TextTable:
 
 
 def _cost(report: Report) -> TextTable:
+    """Cost and scale per combination; the cost column only when some run had a price."""
+    found = [*report.combinations, *report.calibration]
+    priced = any(c.cost.cost_usd is not None for c in found)
     rows = []
-    for c in [*report.combinations, *report.calibration]:
+    for c in found:
         cost = c.cost
-        rows.append(
-            [
-                c.purpose,
-                c.model,
-                c.harness,
-                str(cost.records),
-                str(cost.calls),
-                str(cost.prompt_tokens),
-                str(cost.completion_tokens),
-                f"{cost.hours:.2f}",
-            ]
-        )
+        row = [
+            c.purpose,
+            c.model,
+            c.harness,
+            str(cost.records),
+            str(cost.calls),
+            str(cost.prompt_tokens),
+            str(cost.cached_tokens),
+            str(cost.completion_tokens),
+            f"{cost.hours:.2f}",
+        ]
+        if priced:
+            row.append("-" if cost.cost_usd is None else f"{cost.cost_usd:.4f}")
+        rows.append(row)
+    header = ["purpose", "model", "harness", "records", "model calls", "prompt tokens", "cached tokens"]
+    header += ["completion tokens", "hours", *(["cost (USD)"] if priced else [])]
     return TextTable(
         name="cost",
         title="Cost and scale per combination",
-        note="All finished run records of the combination (older pair versions included); hours: summed run time.",
-        header=["purpose", "model", "harness", "records", "model calls", "prompt tokens", "completion tokens", "hours"],
+        note="All finished run records of the combination (older pair versions included); hours: summed run time"
+        + ("; cost at each model's price ([models.*.price])." if priced else "."),
+        header=header,
         rows=rows,
     )
 

@@ -20,10 +20,11 @@ from docker.errors import DockerException
 
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.settings import ModelSettings
+from twinforge.core.spend import SpendMeter
 from twinforge.runs.budgets import Budgets
 from twinforge.runs.choices import Purpose
 from twinforge.runs.executors import make_executor
-from twinforge.runs.jobs import Job, discard_partial, interrupt_runs, resume_runs, run_job
+from twinforge.runs.jobs import Job, discard_partial, interrupt_runs, resume_runs, run_job, use_spend
 from twinforge.runs.records import PlannedRun, RecordsDB, RunRow
 from twinforge.runs.redetect import rejudge_stale
 from twinforge.runs.results import HarnessChoice, RunSummary
@@ -69,6 +70,8 @@ class Execution:
         errors: One line per run that could not be executed.
         rejudged: Stored runs judged again because their detector changed.
         changed: Of those, runs whose outcome changed.
+        not_started: Runs the spend ceiling kept from starting (their rows stay pending: the next
+            call runs them; docs/runtime.md, "Spend ceiling").
     """
 
     ran: int = 0
@@ -77,6 +80,7 @@ class Execution:
     errors: list[str] = field(default_factory=list)
     rejudged: int = 0
     changed: int = 0
+    not_started: int = 0
 
 
 @dataclass
@@ -149,6 +153,7 @@ def execute(
     workers: int | None = None,
     on_done: Callable[[RunSummary | None, str | None], None] | None = None,
     on_wait: Callable[[int], None] | None = None,
+    spend: SpendMeter | None = None,
 ) -> Execution:
     """Run every planned run that is not done yet (resumable; shared with other live processes).
 
@@ -162,6 +167,9 @@ def execute(
         workers: Parallel runs.
         on_done: Called per finished run with its summary, or with an error message.
         on_wait: Called with the number of runs other processes hold, each time this call waits.
+        spend: The command's spend meter: its model calls' cost is counted on it and, once its
+            ceiling is reached, no new run starts; running ones finish, and the runs not started
+            stay pending for the next call (:attr:`Execution.not_started`; docs/runtime.md, "Spend ceiling").
 
     Returns:
         Counts and errors.
@@ -185,12 +193,15 @@ def execute(
         elif result is not None and result.skipped is None:
             last_error.pop(job.row_id, None)
             report.ran += 1
+            if spend is not None and executor == "ray" and result.cost_usd is not None:
+                spend.add(result.cost_usd)  # a Ray worker's proxy counts on its own process's meter
         elif result is not None:
             waited_for.add(job.row_id)
         if on_done:
             on_done(result, None if error is None else str(error))
 
     pool = None
+    refused_before = spend.runs_not_started if spend is not None else 0
     first = True
     reclaimed = False
     while True:
@@ -215,18 +226,23 @@ def execute(
         if pool is None:
             pool = make_executor(executor, workers=workers, address=address)
 
+        jobs = [_job(campaign, by_id[row.pair], row, records, runs_dir) for row in todo]
+        refused = spend.runs_not_started if spend is not None else 0
+        use_spend(spend)
         try:
-            pool.run(
-                run_job, [_job(campaign, by_id[row.pair], row, records, runs_dir) for row in todo], done, interrupt_runs
-            )
+            pool.run(run_job, jobs, done, interrupt_runs, spend.allows_new_run if spend is not None else None)
         finally:
+            use_spend(None)
             resume_runs()  # a process that goes on after Ctrl-C (a notebook, a test) grants runs again
+        if spend is not None and spend.runs_not_started > refused:
+            break  # the ceiling kept runs (or reruns) from starting: they stay pending for the next call
     if reclaimed:
         # A dead owner's last Docker calls may have completed after this call's runner reaped at
         # its start; reap again now that this call's own runs are over.
         with contextlib.suppress(DockerException, TwinforgeError):
             reap(client())
     report.errors = list(last_error.values())
+    report.not_started = spend.runs_not_started - refused_before if spend is not None else 0
     finished = {row.id for row in records.runs(pairs=list(by_id), purpose=campaign.purpose)}
     report.shared = len(waited_for & finished)
     return report

@@ -27,9 +27,19 @@ class Executor(Protocol):
     """Runs jobs and reports each as it finishes: ``on_done(job, result, error)``."""
 
     def run(
-        self, fn: Callable[[Any], Any], jobs: list[Any], on_done: Done, on_interrupt: Callable[[], Any] | None = None
+        self,
+        fn: Callable[[Any], Any],
+        jobs: list[Any],
+        on_done: Done,
+        on_interrupt: Callable[[], Any] | None = None,
+        may_start: Callable[[], bool] | None = None,
     ) -> None:
-        """Run ``fn(job)`` for every job; on Ctrl-C call ``on_interrupt`` and stop starting new ones."""
+        """Run ``fn(job)`` for every job; on Ctrl-C call ``on_interrupt`` and stop starting new ones.
+
+        ``may_start`` is asked just before each job would start (the spend ceiling,
+        :meth:`twinforge.core.spend.SpendMeter.allows_new_run`); a job it refuses is not run and
+        not reported: its row stays pending for the next call.
+        """
         ...
 
 
@@ -44,14 +54,20 @@ class LocalExecutor:
         self.workers = workers or min(4, os.cpu_count() or 1)
 
     def run(
-        self, fn: Callable[[Any], Any], jobs: list[Any], on_done: Done, on_interrupt: Callable[[], Any] | None = None
+        self,
+        fn: Callable[[Any], Any],
+        jobs: list[Any],
+        on_done: Done,
+        on_interrupt: Callable[[], Any] | None = None,
+        may_start: Callable[[], bool] | None = None,
     ) -> None:
         """Run the jobs, at most ``workers`` at once.
 
         On Ctrl-C (``KeyboardInterrupt`` in the calling thread) the jobs not started are cancelled,
         ``on_interrupt`` tells the running ones to stop (calibration: the proxy refuses their next
         model call), each still reports through ``on_done`` as it ends, and the interrupt is raised
-        again. A second Ctrl-C while they end stops waiting.
+        again. A second Ctrl-C while they end stops waiting. A job ``may_start`` refuses when a
+        worker takes it up is cancelled unreported (its row stays pending).
 
         Every job's future exists before the first one is submitted, so an interrupt that lands
         anywhere in the submit loop (even between a submission and its bookkeeping) loses no
@@ -65,9 +81,10 @@ class LocalExecutor:
         reported: set[Future[Any]] = set()
         try:
             for future, job in futures.items():
-                pool.submit(_run_into, future, fn, job)
+                pool.submit(_run_into, future, fn, job, may_start)
             for future in as_completed(futures):
-                self._report(future, futures[future], on_done)
+                if not future.cancelled():  # a job the spend ceiling kept from starting
+                    self._report(future, futures[future], on_done)
                 reported.add(future)
         except KeyboardInterrupt:
             for future in futures:
@@ -88,8 +105,15 @@ class LocalExecutor:
         on_done(job, None if error else future.result(), error)
 
 
-def _run_into(future: Future[Any], fn: Callable[[Any], Any], job: Any) -> None:
-    """Run one job in a worker thread and settle its future (a cancelled future's job never runs)."""
+def _run_into(
+    future: Future[Any], fn: Callable[[Any], Any], job: Any, may_start: Callable[[], bool] | None = None
+) -> None:
+    """Run one job in a worker thread and settle its future (a cancelled future's job never runs).
+
+    A job ``may_start`` refuses is cancelled instead of run.
+    """
+    if may_start is not None and not future.cancelled() and not may_start():
+        future.cancel()  # as_completed sees it once notified below
     if not future.set_running_or_notify_cancel():
         return
     try:
@@ -185,16 +209,37 @@ class RayExecutor:
                 raise RunsError(f"cannot reach the Ray cluster {where}: {_reason(exc)}") from exc
 
     def run(
-        self, fn: Callable[[Any], Any], jobs: list[Any], on_done: Done, on_interrupt: Callable[[], Any] | None = None
+        self,
+        fn: Callable[[Any], Any],
+        jobs: list[Any],
+        on_done: Done,
+        on_interrupt: Callable[[], Any] | None = None,
+        may_start: Callable[[], bool] | None = None,
     ) -> None:
         """Submit every job as a task and collect them as they finish.
 
         ``on_interrupt`` is not used: a Ray task runs in a worker process with its own proxy. On
         Ctrl-C the driver exits, Ray ends the tasks it owns, and their leases lapse, so their rows are
         planned again (docs/calibration.md, "Runs").
+
+        With ``may_start`` (a spend ceiling) at most as many tasks as the cluster has CPUs are in
+        flight, and ``may_start`` is asked before each is submitted; a refused job is not submitted
+        and its row stays pending. The driver's ``on_done`` counts each finished run's cost, since
+        the workers' proxies are in other processes.
         """
         remote = self.ray.remote(num_cpus=1)(fn)
-        pending = {remote.remote(job): job for job in jobs}
+        queue = list(jobs)
+        window = len(queue) if may_start is None else self._cpus()
+        pending: dict[Any, Any] = {}
+
+        def submit() -> None:
+            while queue and len(pending) < window:
+                job = queue.pop(0)
+                if may_start is not None and not may_start():
+                    continue
+                pending[remote.remote(job)] = job
+
+        submit()
         while pending:
             ready, _ = self.ray.wait(list(pending), num_returns=1)
             ref = ready[0]
@@ -203,6 +248,12 @@ class RayExecutor:
                 on_done(job, self.ray.get(ref), None)
             except Exception as exc:
                 on_done(job, None, exc)
+            submit()
+
+    def _cpus(self) -> int:
+        """The cluster's CPUs (at least 1): how many tasks are in flight under a spend ceiling."""
+        resources: dict[str, float] = self.ray.cluster_resources()  # type: ignore[no-untyped-call]
+        return max(int(resources.get("CPU", 1)), 1)
 
     def shutdown(self) -> None:
         """Disconnect from the cluster."""

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.settings import ModelSettings
+from twinforge.core.spend import SpendMeter
 from twinforge.harness import ModelEndpoint, make_harness
 from twinforge.harness.cli_harness import CliHarness
 from twinforge.harness.conversation import proxied_turns
@@ -97,16 +98,30 @@ class _Context:
     records: ClassVar[dict[str, RecordsDB]] = {}
     proxies: ClassVar[dict[str, ModelProxy]] = {}
     runners: ClassVar[dict[str, Runner]] = {}
+    spend: ClassVar[SpendMeter | None] = None
 
     @classmethod
     def get(cls, records_url: str, runs_dir: str) -> tuple[RecordsDB, ModelProxy, Runner]:
         with cls.lock:
             if records_url not in cls.records:
                 cls.records[records_url] = RecordsDB(records_url)
-                cls.proxies[records_url] = ModelProxy(cls.records[records_url]).start()
+                cls.proxies[records_url] = ModelProxy(cls.records[records_url], spend=cls.spend).start()
             if runs_dir not in cls.runners:
                 cls.runners[runs_dir] = Runner(Path(runs_dir) / PARTIAL)
             return cls.records[records_url], cls.proxies[records_url], cls.runners[runs_dir]
+
+
+def use_spend(meter: SpendMeter | None) -> None:
+    """Count the cost of this process's model calls on ``meter`` (one command's; ``None``: stop counting).
+
+    Every proxy of the process, and any started later, adds each priced call's cost to it as the
+    call is recorded, so the executor's :meth:`~twinforge.core.spend.SpendMeter.allows_new_run`
+    sees the spend of runs still going (docs/runtime.md, "Spend ceiling").
+    """
+    with _Context.lock:
+        _Context.spend = meter
+        for proxy in _Context.proxies.values():
+            proxy.spend = meter
 
 
 def interrupt_runs() -> int:
@@ -408,6 +423,7 @@ def _store(
         disagreements=disagreements,
         turns=stored.turns,
         harm_turn=stored.harm_turn,
+        model_use=grant.summary(),
     )
     run.records.finish(
         run.job.row_id,
@@ -431,6 +447,7 @@ def _store(
     summary = run.summary
     summary.run_id, summary.outcome, summary.calls = run.run_id, stored.outcome, grant.calls
     summary.exit_status = result.exit_status
+    summary.cost_usd = detail.model_use.cost_usd if detail.model_use else None
     summary.diagnosis = diagnosis.label if diagnosis else None
     summary.disagreements = disagreements
     return summary

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from twinforge.core.console import err_console
 
@@ -16,6 +17,25 @@ Address = Annotated[str | None, typer.Option(help="Ray cluster address, e.g. hea
 Workers = Annotated[int | None, typer.Option(min=1, help="Parallel runs.")]
 MaxCalls = Annotated[
     int | None, typer.Option(min=1, help="Quick look: cap model calls below the tasks' budgets (recorded).")
+]
+
+
+def _positive(value: float | None) -> float | None:
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"must be a positive number of US dollars, not {value}")
+    return value
+
+
+SpendCeiling = Annotated[
+    float | None,
+    typer.Option(
+        "--spend-ceiling",
+        callback=_positive,
+        metavar="USD",
+        help=escape(
+            "Start no new run once this command's priced model calls cost this much (default: [spend] ceiling_usd)."
+        ),
+    ),
 ]
 
 
@@ -43,9 +63,10 @@ def run_printer(bar: Any, task: Any, quiet: bool) -> tuple[Any, Any]:
             why = f"; diagnosis: {result.diagnosis}" if result.diagnosis else ""
             flags = "".join(f"; {f.kind}" for f in result.disagreements)
             outcome = result.outcome.value if result.outcome else "-"
+            cost = f", ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
             err_console.print(
                 f"{result.pair}/{result.side} k={result.k}: {outcome} "
-                f"({result.calls} calls, {result.exit_status}{why}{flags})",
+                f"({result.calls} calls{cost}, {result.exit_status}{why}{flags})",
                 markup=False,
             )
 

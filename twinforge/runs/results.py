@@ -21,6 +21,7 @@ from twinforge.core.llm import describe_validation_error
 from twinforge.core.workspace import Workspace
 from twinforge.harness.naming import HarnessSpec
 from twinforge.harness.registry import adapter_of, make_harness
+from twinforge.harness.run_model import RunModelRecord
 from twinforge.runs.budgets import Budgets
 from twinforge.runs.exceptions import RunsError
 from twinforge.taskpair import Outcome
@@ -147,6 +148,10 @@ class RunDetail(_Model):
         turns: The run's user turns (start, end, model calls, commands, the detector at each
             boundary, why a turn was not sent; docs/runtime.md, "User turns").
         harm_turn: The turn in which harm first showed (``None`` unless the verdict is harmful).
+        model_use: What the run's model calls used: the model block's settings, the API shapes
+            (harness -> upstream), prompt, cached and completion tokens and the cost in US dollars
+            (``None`` without a price); the run's ``model.json`` (docs/runtime.md, "Model channel").
+            ``None`` in records of an earlier release.
     """
 
     refused: str | None = None
@@ -158,6 +163,7 @@ class RunDetail(_Model):
     disagreements: list[Disagreement] = Field(default_factory=list)
     turns: list[TurnRecord] = Field(default_factory=list)
     harm_turn: int | None = None
+    model_use: RunModelRecord | None = None
 
 
 class FinishedRun(_Model):
@@ -213,6 +219,8 @@ class RunSummary(_Model):
         diagnosis: Diagnosis label of a twin that was not CAPABLE.
         disagreements: Disagreement flags.
         skipped: Why the run was not executed here (claimed by another live process).
+        cost_usd: US dollars its model calls cost (``None`` without a price): what a Ray driver
+            adds to the command's spend meter (docs/runtime.md, "Spend ceiling").
     """
 
     run_id: str = ""
@@ -225,6 +233,7 @@ class RunSummary(_Model):
     diagnosis: str | None = None
     disagreements: list[Disagreement] = Field(default_factory=list)
     skipped: str | None = None
+    cost_usd: float | None = None
 
 
 class CalibrationModel(_Model):

@@ -73,6 +73,7 @@ def run_item(row: RunRow) -> RunItem:
         exit_status=row.exit_status,
         finished_at=row.finished_at,
         flags=flags,
+        cost_usd=detail.model_use.cost_usd if detail is not None and detail.model_use is not None else None,
     )
 
 
@@ -139,6 +140,11 @@ def _call(entry: dict[str, Any]) -> CallView:
         error=str(entry["error"]) if entry.get("error") else None,
         reply=reply_text(entry.get("response")),
         messages=len(messages),
+        shape=str(entry.get("shape") or ""),
+        upstream_shape=str(entry.get("upstream_shape") or entry.get("shape") or ""),
+        cost_usd=cost
+        if isinstance(cost := entry.get("cost_usd"), int | float) and not isinstance(cost, bool)
+        else None,
     )
 
 

@@ -33,6 +33,8 @@ class RunItem(View):
         exit_status: The harness's exit status.
         finished_at: When its outcome was stored.
         flags: Disagreement flags and the diagnosis label, if any.
+        cost_usd: US dollars its model calls cost at the model's price (``None``: no price, or a
+            record of an earlier release; docs/runtime.md, "Model channel").
     """
 
     run_id: str
@@ -54,6 +56,7 @@ class RunItem(View):
     exit_status: str | None = None
     finished_at: datetime | None = None
     flags: list[str] = Field(default_factory=list)
+    cost_usd: float | None = None
 
 
 class RunList(View):
@@ -89,6 +92,9 @@ class CallView(View):
         error: What went wrong upstream.
         reply: The reply's text (assistant content), as the model wrote it.
         messages: Messages in the request.
+        shape: The API shape the harness spoke; ``upstream_shape``: the one the upstream answered
+            in (another where the proxy translated).
+        cost_usd: US dollars the call cost at the model's price (``None`` without one).
     """
 
     n: int
@@ -100,6 +106,9 @@ class CallView(View):
     error: str | None = None
     reply: str = ""
     messages: int = 0
+    shape: str = ""
+    upstream_shape: str = ""
+    cost_usd: float | None = None
 
 
 class CommandView(View):
