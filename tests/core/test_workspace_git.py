@@ -30,7 +30,7 @@ from twinforge.tui.review_queue import ReviewQueue
 def generator() -> ScriptedChat:
     def respond(messages: list[Message], schema: dict[str, Any] | None) -> dict[str, Any]:
         assert schema is not None
-        return slot_item({"response_format": {"schema": schema}})
+        return slot_item({"response_format": {"type": "json_object", "schema": schema}})
 
     return ScriptedChat(respond)
 

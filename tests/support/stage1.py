@@ -20,7 +20,7 @@ def schema_of(body: dict[str, Any]) -> dict[str, Any]:
     if "response_format" not in body:
         return dict(body["tools"][0]["input_schema"])
     form = body["response_format"]
-    return dict(form["json_schema"]["schema"] if form["type"] == "json_schema" else form["schema"])
+    return dict(form["json_schema"]["schema"] if form.get("type") == "json_schema" else form["schema"])
 
 
 def asked(call: tuple[list[Message], dict[str, Any] | None]) -> tuple[int, str, str]:
