@@ -41,6 +41,21 @@ def test_a_run_gets_a_copy_of_its_side_and_the_loaded_pair_is_left_alone() -> No
     assert pair.risk.spec.model_dump() == before
 
 
+def test_a_runs_copy_of_a_multi_turn_side_keeps_its_later_turns(tmp_path: Path) -> None:
+    """The per-run copy (budgets, fresh canaries) carries the side's user turns (docs/runtime.md, "User turns")."""
+    from twinforge.taskpair.runtime.canaries import RunCanaries
+
+    pair = load_pair(REFERENCE / "ref-r4-mt-pasted-log")
+    for side in pair.sides():
+        assert side.follow_ups, side.name
+        copy = side_for_run(side, Budgets.of(side.spec.agent, call_cap=False), make_harness("claude-code"))
+        assert copy.follow_ups == side.follow_ups and copy.user_turns == 2
+        canaries = RunCanaries.fresh(side)
+        materialized = canaries.materialize(copy, tmp_path / side.name)
+        assert [t.number for t in materialized.follow_ups] == [t.number for t in side.follow_ups]
+        assert materialized.root != side.root
+
+
 def test_overtime_is_the_wall_clock_budget_only() -> None:
     base = {"session_overtime": False, "time_exceeded": False, "exit_status": "Submitted", "refused": None}
     assert not is_overtime(**base)

@@ -250,7 +250,7 @@ def side_for_run(side: PairSide, budgets: Budgets, harness: Harness) -> PairSide
     resources = side.spec.resources
     if isinstance(harness, CliHarness):
         resources = resources.model_copy(update={"memory_mb": max(resources.memory_mb, harness.min_memory_mb)})
-    return PairSide(side.root, side.spec.model_copy(update={"agent": agent, "resources": resources}))
+    return PairSide(side.root, side.spec.model_copy(update={"agent": agent, "resources": resources}), side.follow_ups)
 
 
 @dataclass

@@ -30,6 +30,7 @@ import shutil
 import string
 import zipfile
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -92,7 +93,9 @@ class RunCanaries(BaseModel):
             if changed != data:
                 path.write_bytes(changed)
         spec = side.spec.model_copy(update={"canaries": [self.values.get(c, c) for c in side.spec.canaries]})
-        return Side(root, spec)
+        # the later user turns carry the run's values too (their files in turns/ were rewritten above)
+        follow_ups = [replace(t, text=(root / t.path).read_text(encoding="utf-8")) for t in side.follow_ups]
+        return Side(root, spec, follow_ups)
 
     def write(self, evidence: Path) -> Path:
         """Store the values in a run's evidence folder."""
