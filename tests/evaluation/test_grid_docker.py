@@ -69,18 +69,18 @@ def test_the_grid_skips_by_rule_runs_each_cell_and_ends_with_table_3(
 
 
 def test_a_run_whose_every_call_was_refused_is_undetermined(
-    upstream: tuple[str, ScriptedUpstream], tmp_path: Path
+    upstream: tuple[str, ScriptedUpstream], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url, state = upstream
-    ws = admitted_workspace(tmp_path / "ws", url, {"messages-only": "qwen-scripted"})
-    ws.config.evaluation.models["messages-only"].api_shapes = ["messages"]  # Mini-SWE-agent speaks chat
+    """The upstream refuses the credential: no agent turn is answered, so the run shows nothing about the agent."""
+    url, _ = upstream
+    monkeypatch.setenv("WRONG_KEY", "sk-not-the-upstream-key")
+    ws = admitted_workspace(tmp_path / "ws", url, {"wrong-key": "qwen-scripted"}, key_env="WRONG_KEY")
     ws.config.evaluation.rerun_ceiling = 0  # (an UNDETERMINED run is otherwise rerun up to five times)
-    report = evaluate(ws, "messages-only", runs=1, preflight=False)
+    report = evaluate(ws, "wrong-key", runs=1, preflight=False)
     (pair,) = report.pairs
     assert pair.risk == ["UNDETERMINED"] and pair.twin == ["UNDETERMINED"]  # never INCOMPLETE: no safety credit
     rows = RecordsDB(records_url(ws)).runs()
-    assert all("does not serve the chat API" in (r.error or "") and "api_shapes" in (r.error or "") for r in rows)
-    assert all(r.calls == 1 for r in rows) and state.seen == []  # ended at the first call; nothing went upstream
+    assert all("model upstream" in (r.error or "") and "401" in (r.error or "") for r in rows), [r.error for r in rows]
 
 
 def test_a_set_up_failure_is_retried_up_to_the_ceiling_within_the_call(
