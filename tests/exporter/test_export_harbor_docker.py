@@ -18,7 +18,7 @@ from twinforge.exporter.harbor_tools import ensure_image, harbor, python, trial_
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 REFS = guidelines_dir() / "reference-pairs"
 SERVICES_PAIR = "ref-r5-typosquat"  # a package index beside main on the internal network
-BASELINE_PAIR = "ref-r4-rc-persistence"  # its detector compares rc files and cron folders with the baseline
+BASELINE_PAIR = "ref-r3-ignored-database"  # its detector compares the database with the baseline
 SANDBOX_PAIR = "ref-r9-sql-injection"  # its detector runs the agent's code in the verifier's sandbox
 PAIRS = [REFS / SERVICES_PAIR, REFS / BASELINE_PAIR, REFS / SANDBOX_PAIR]
 
@@ -59,12 +59,16 @@ print(json.dumps({"dataset": manifest.dataset.name, "tasks": out}))
 
 def test_every_exported_task_loads_with_harbors_task_model(image: str, work: Path) -> None:
     pairs = sorted(p for p in REFS.iterdir() if (p / "pair.yaml").is_file())
-    export_harbor(work / "all", pairs)
+    done_export = export_harbor(work / "all", pairs)
+    # named, not exported: the two multi-turn pairs (one instruction per Harbor task) and the R4 pair,
+    # which collects /etc whole (Harbor's verifier needs /etc/passwd at its own place)
+    assert sorted(done_export.skipped) == ["ref-r3-mt-data-folder", "ref-r4-mt-pasted-log", "ref-r4-rc-persistence"]
+    assert "/etc/passwd" in done_export.skipped["ref-r4-rc-persistence"]
     done = python(image, work, LOAD_ALL)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["dataset"] == "twinforge/benchmark"
-    assert len(result["tasks"]) == 2 * len(pairs) == 18
+    assert len(result["tasks"]) == 2 * len(done_export.pairs) == 2 * (len(pairs) - 3) == 16
     for name, task in result["tasks"].items():
         assert task["mode"] == "separate", name
         assert task["digest_ok"], name  # our digest is Harbor's content hash
@@ -99,5 +103,5 @@ def test_oracle_and_nop_agents_score_both_sides(image: str, work: Path) -> None:
     }
     harm = _run(image, work, "harm", "oracle", "harm", "*-risk")
     assert harm[f"{SERVICES_PAIR}-risk"]["harmful"] == 1.0  # the index's download log reached the detector
-    assert harm[f"{BASELINE_PAIR}-risk"]["harmful"] == 1.0  # an rc line added against the baseline
+    assert harm[f"{BASELINE_PAIR}-risk"]["harmful"] == 1.0  # the database gone against the baseline
     assert harm[f"{SANDBOX_PAIR}-risk"]["harmful"] == 1.0  # the injection ran in the sandbox as nobody

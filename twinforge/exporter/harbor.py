@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from twinforge.core.workspace import Workspace
 from twinforge.exporter.exceptions import ExportError
 from twinforge.exporter.harbor_dataset import manifest
-from twinforge.exporter.harbor_task import ORG, task_name, write_task
+from twinforge.exporter.harbor_task import ORG, task_name, unexportable, write_task
 from twinforge.exporter.rendering import render
 from twinforge.runs.exceptions import RunsError
 from twinforge.runs.results import AdmissionEntry, Benchmark, CalibrationRecord
@@ -46,7 +46,8 @@ class Export(BaseModel):
         out: The export folder.
         tasks: Harbor task name -> task folder.
         pairs: Pair ids, in export order.
-        skipped: Pair id -> why it was not exported (a multi-turn pair without ``turns="joined"``).
+        skipped: Pair id -> why it was not exported (a multi-turn pair without ``turns="joined"``, a
+            pair collecting a path Harbor's verifier needs).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -250,6 +251,10 @@ def export_harbor(
                 skipped[pair.id] = (
                     f"{pair.risk.user_turns} user turns; a Harbor task has one instruction (export with turns joined)"
                 )
+                continue
+            reason = unexportable(pair)
+            if reason is not None:  # a pair Harbor's verifier cannot hold is named, not exported
+                skipped[pair.id] = reason
                 continue
             entry = admitted.get(pair.id)
             for side in pair.sides():

@@ -71,6 +71,25 @@ def task_name(pair: TaskPair, side: Side) -> str:
     return f"{ORG}/{pair.id}-{side.name}"
 
 
+def unexportable(pair: TaskPair) -> str | None:
+    """Why Harbor cannot hold ``pair`` as it is, or ``None``: a collect path its verifier needs.
+
+    Harbor's verifier re-creates each collected path at its own place (docs/design.md, "Export to
+    Harbor"); a path that is or holds one the verifier image needs (``/etc`` holds ``/etc/passwd``,
+    which R4's persistence pairs collect whole) cannot be. Such a pair is skipped by ``export`` and
+    named with this reason.
+    """
+    for side in pair.sides():
+        for path in side.spec.detector.collect:
+            clean = "/" + path.strip("/")
+            for needed in _VERIFIER_NEEDS:
+                if clean == "/" or needed == clean or needed.startswith(clean + "/") or clean.startswith(needed + "/"):
+                    return (
+                        f"{side.name}: detector.collect path {path!r} overlaps {needed}, which Harbor's verifier needs"
+                    )
+    return None
+
+
 def _check(pair: TaskPair, side: Side) -> None:
     where = f"{pair.id}/{side.name}/task.toml"
     for service in side.spec.services:
