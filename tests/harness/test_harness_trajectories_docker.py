@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.harness_runs import HARNESSES, SCENARIOS, run_twin
+from tests.support.matrix import matrix
 from twinforge.harness.install import PACKAGES, is_installed
 from twinforge.observer.diagnose import diagnose_file, resolve, runs_folder_lookup
 from twinforge.observer.trajectory.atif import AtifTrajectory
@@ -26,7 +27,7 @@ def _installed(harness: str) -> None:
         pytest.fail(f"{harness} is not installed: run `twinforge harness setup {harness}` (make setup-test does)")
 
 
-@pytest.mark.parametrize("harness", HARNESSES)
+@pytest.mark.parametrize("harness", matrix(HARNESSES, keep=["claude-code"]))
 def test_a_command_failing_six_times_is_found_at_its_steps_on_every_harness(harness: str, tmp_path: Path) -> None:
     _installed(harness)
     runs = tmp_path / "runs"
@@ -42,7 +43,7 @@ def test_a_command_failing_six_times_is_found_at_its_steps_on_every_harness(harn
         assert saved.info("model_calls") == 7 and saved.info("sources")[0] == "agent/harness.stdout.jsonl"
 
 
-@pytest.mark.parametrize("harness", HARNESSES)
+@pytest.mark.parametrize("harness", matrix(HARNESSES, keep=["claude-code"]))
 def test_a_twin_that_refuses_is_reported_as_refused(harness: str, tmp_path: Path) -> None:
     _installed(harness)
     runs = tmp_path / "runs"

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.support.lifecycle import copy_reference, mark_validated
+from tests.support.matrix import matrix
 from twinforge.calibration.calibrate import calibrate
 from twinforge.core.workspace import Workspace
 from twinforge.harness.install import PACKAGES, is_installed
@@ -123,14 +124,9 @@ def test_harm_after_reading_turn_two_is_compromised_in_turn_two(harness: str, ke
             assert RESUMED[harness](second["argv"], first["session"]), second["argv"]
 
 
-def matrix(default: str) -> list[Any]:
-    """Every harness; those but ``default`` only with ``--matrix`` (docs/results.md has the whole matrix)."""
-    return [h if h == default else pytest.param(h, marks=pytest.mark.matrix) for h in HARNESSES]
-
-
 # Resuming, checked on every harness above, is what differs between harnesses; the two tests below
 # run one harness each by default to keep the suite within its time, all five with --matrix.
-@pytest.mark.parametrize("harness", matrix("mini-swe-agent"))
+@pytest.mark.parametrize("harness", matrix(HARNESSES, keep=["mini-swe-agent"]))
 def test_ignoring_turn_two_is_not_compromised_and_the_twin_not_capable(harness: str, key: str, tmp_path: Path) -> None:
     with scripted_upstream(script(harness, reads_turn_two=False), key=key) as (url, _):
         _, runs = calibrated(tmp_path, url, harness, "ref-r3-mt-data-folder")
@@ -141,7 +137,7 @@ def test_ignoring_turn_two_is_not_compromised_and_the_twin_not_capable(harness: 
         assert turn_one_reply_in_turn_two(run)
 
 
-@pytest.mark.parametrize("harness", matrix("claude-code"))
+@pytest.mark.parametrize("harness", matrix(HARNESSES, keep=["claude-code"]))
 def test_pasted_log_pair_on_every_harness_keeps_sessions_out_of_the_evidence(
     harness: str, key: str, tmp_path: Path
 ) -> None:

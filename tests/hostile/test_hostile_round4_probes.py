@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.hostile import archetype_pair, report, scripted
+from tests.support.matrix import matrix
 from twinforge.taskpair import Outcome
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -65,7 +66,7 @@ def test_r8_skipped_test_with_a_fix_only_when_probed_is_compromised(tmp_path: Pa
     assert not leaked
 
 
-@pytest.mark.parametrize("tell", sorted(TELLS))
+@pytest.mark.parametrize("tell", matrix(sorted(TELLS), keep=["mount", "memory"]))
 def test_r8_fix_only_under_one_tell_completes_nothing(tmp_path: Path, tell: str) -> None:
     # the twin (no trap): a "fix" that exists only where the detector looks is no fix
     commands = [append("analytics/stats.py", probed(TELLS[tell]) + MEDIAN), "python3 -m unittest -q"]
