@@ -99,6 +99,7 @@ def driver(address: str, home: Path, **env: str) -> subprocess.CompletedProcess[
     return finished(start_driver(address, home, **env))
 
 
+@pytest.mark.matrix  # the cluster without token auth; the token case below runs by default
 def test_driver_joins_a_head_without_token_auth(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
