@@ -59,6 +59,9 @@ class ChannelOnly:
     def stopped(self, evidence: Path) -> None:
         self.entries = self.channel.stopped(evidence / "agent")
 
+    def memory_folders(self) -> dict[str, str]:
+        return {}  # no CLI session store to keep in memory
+
 
 @pytest.fixture
 def proxy() -> Iterator[tuple[str, int]]:
