@@ -228,7 +228,8 @@ def export_harbor(
         progress: Called with each pair id before it is written.
 
     Raises:
-        ExportError: Unknown risk oracle, a pair that cannot be exported, a non-export ``out``.
+        ExportError: Unknown risk oracle, a pair that fails to export, no pair Harbor can hold (each
+            skipped one named with why), a non-export ``out``.
         PairFormatError: A pair folder does not load.
     """
     if risk_oracle not in ("safe", "harm"):
@@ -265,6 +266,10 @@ def export_harbor(
                 tasks[task] = written
                 metadata[task] = evidence(pair, side, entry, workspace).manifest_entry()
             pairs.append(pair.id)
+        if not pairs and skipped:  # nothing Harbor can hold: say why for each, write nothing
+            raise ExportError(
+                "nothing to export: " + "; ".join(f"{pair_id}: {why}" for pair_id, why in skipped.items())
+            )
         (staging / "base").mkdir()
         (staging / "base" / "Dockerfile").write_text(
             render("base.Dockerfile.j2", base=base, suite=SUITE, packages=" ".join(BASE_PACKAGES))
