@@ -19,7 +19,9 @@ from twinforge.generator import generate
 from twinforge.generator.journal import read_journal
 from twinforge.reviewer import review_pending
 
-pytestmark = [pytest.mark.model, pytest.mark.slow]
+# One call per batch is the mode for capable hosted models; the embedded model runs in slot mode
+# (tests/core/test_real_model.py), so this case of the mode matrix runs with --matrix.
+pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.matrix]
 
 
 def test_one_call_proposes_a_batch_and_one_call_scores_two_blueprints(gemma: ServerInfo, tmp_path: Path) -> None:
