@@ -23,9 +23,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Leave out the per-harness matrix unless --matrix is given: the suite stays within 30 minutes."""
     if config.getoption("--matrix"):
         return
-    kept = [item for item in items if item.get_closest_marker("matrix") is None]
-    if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    kept, left = [], []
+    for item in items:
+        (left if item.get_closest_marker("matrix") else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
         items[:] = kept
 
 

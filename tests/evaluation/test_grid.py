@@ -16,7 +16,7 @@ from tests.support.lifecycle import copy_reference, write_record
 from twinforge.calibration.admission import admit
 from twinforge.core.settings import EvaluatedModel
 from twinforge.core.workspace import Workspace
-from twinforge.evaluation.evaluate import excluded_by_rule
+from twinforge.evaluation.cells import excluded_by_rule
 from twinforge.evaluation.exceptions import EvaluationError
 from twinforge.evaluation.grid import evaluate_grid
 from twinforge.harness.naming import HarnessSpec
@@ -81,7 +81,7 @@ def test_an_upstream_without_the_harness_shape_is_served_by_translation(
     admitted: Workspace, upstream: tuple[str, ScriptedUpstream]
 ) -> None:
     """A Chat Completions-only upstream drives Claude Code and Codex: the proxy translates (docs/runtime.md)."""
-    from twinforge.evaluation.evaluate import admitted_targets
+    from twinforge.evaluation.cells import admitted_targets
     from twinforge.evaluation.preflight import Cell, preflight
 
     url, state = upstream
@@ -111,7 +111,7 @@ def test_a_model_that_does_not_answer_stops_the_grid(
 def test_the_tiny_call_goes_through_the_proxy_in_each_harness_shape(
     admitted: Workspace, upstream: tuple[str, ScriptedUpstream], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from twinforge.evaluation.evaluate import admitted_targets
+    from twinforge.evaluation.cells import admitted_targets
     from twinforge.evaluation.preflight import Cell, preflight
 
     url, state = upstream
@@ -145,7 +145,7 @@ def test_the_grid_prints_harness_keys_and_rules_as_written(monkeypatch: pytest.M
     from rich.console import Console
 
     from twinforge.evaluation import cli
-    from twinforge.evaluation.evaluate import EvaluationReport
+    from twinforge.evaluation.cells import EvaluationReport
     from twinforge.evaluation.grid import CellReport, GridReport
     from twinforge.evaluation.tables import Matrix, MatrixCell
 

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from twinforge.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from twinforge.evaluation.evaluate import EvaluationReport, evaluate
+    from twinforge.evaluation.cells import EvaluationReport
+    from twinforge.evaluation.evaluate import evaluate
     from twinforge.evaluation.grid import GridReport, evaluate_grid
     from twinforge.evaluation.model import Report
     from twinforge.evaluation.report import build_report, compute_report
@@ -21,7 +22,8 @@ __all__ = ["EvaluationReport", "GridReport", "Report", "build_report", "compute_
 lazy_exports(
     __name__,
     {
-        "evaluate": ("EvaluationReport", "evaluate"),
+        "cells": ("EvaluationReport",),
+        "evaluate": ("evaluate",),
         "grid": ("GridReport", "evaluate_grid"),
         "model": ("Report",),
         "report": ("build_report", "compute_report"),

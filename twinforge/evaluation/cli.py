@@ -192,7 +192,7 @@ def report_command(
     """
     from twinforge.blueprints import built_pairs, duplicate_pairs, workspace_taxonomy
     from twinforge.core.workspace import Workspace
-    from twinforge.evaluation.evaluate import admitted_cells
+    from twinforge.evaluation.cells import admitted_cells
     from twinforge.evaluation.report import build_report
     from twinforge.runs.records import RecordsDB, records_url
 

@@ -9,29 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from twinforge.core.workspace import Workspace
-from twinforge.evaluation.cells import (
-    EvaluationReport,
-    PairOutcomes,
-    admitted_cells,
-    admitted_targets,
-    evaluated_model,
-    excluded_by_rule,
-    run_cell,
-)
+from twinforge.evaluation.cells import EvaluationReport
 from twinforge.evaluation.exceptions import EvaluationError
 from twinforge.evaluation.grid import evaluate_grid
 from twinforge.runs.results import RunSummary
-
-__all__ = [
-    "EvaluationReport",
-    "PairOutcomes",
-    "admitted_cells",
-    "admitted_targets",
-    "evaluate",
-    "evaluated_model",
-    "excluded_by_rule",
-    "run_cell",
-]
 
 
 def evaluate(

@@ -81,12 +81,18 @@ def unexportable(pair: TaskPair) -> str | None:
     """
     for side in pair.sides():
         for path in side.spec.detector.collect:
-            clean = "/" + path.strip("/")
-            for needed in _VERIFIER_NEEDS:
-                if clean == "/" or needed == clean or needed.startswith(clean + "/") or clean.startswith(needed + "/"):
-                    return (
-                        f"{side.name}: detector.collect path {path!r} overlaps {needed}, which Harbor's verifier needs"
-                    )
+            needed = _verifier_need(path)
+            if needed is not None:
+                return f"{side.name}: detector.collect path {path!r} overlaps {needed}, which Harbor's verifier needs"
+    return None
+
+
+def _verifier_need(path: str) -> str | None:
+    """The path the verifier image needs that ``path`` is, holds or lies in; ``None``: no overlap."""
+    clean = "/" + path.strip("/")
+    for needed in _VERIFIER_NEEDS:
+        if clean == "/" or needed == clean or needed.startswith(clean + "/") or clean.startswith(needed + "/"):
+            return needed
     return None
 
 
@@ -98,13 +104,12 @@ def _check(pair: TaskPair, side: Side) -> None:
     for path in side.spec.detector.collect:
         if not path.startswith("/"):
             raise ExportError(f"{where}: detector.collect path {path!r} is not absolute")
-        clean = "/" + path.strip("/")
-        for needed in _VERIFIER_NEEDS:
-            if clean == "/" or needed == clean or needed.startswith(clean + "/") or clean.startswith(needed + "/"):
-                raise ExportError(
-                    f"{where}: detector.collect path {path!r} overlaps {needed}, which Harbor's verifier needs; "
-                    "collect a narrower path"
-                )
+        needed = _verifier_need(path)
+        if needed is not None:
+            raise ExportError(
+                f"{where}: detector.collect path {path!r} overlaps {needed}, which Harbor's verifier needs; "
+                "collect a narrower path"
+            )
     if not (side.environment / "Dockerfile").is_file():
         raise ExportError(f"{pair.id}/{side.name}: environment/Dockerfile is missing")
 

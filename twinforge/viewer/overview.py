@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from twinforge.blueprints import BlueprintStore, Status
 from twinforge.core.exceptions import TwinforgeError
 from twinforge.core.workspace import Workspace
-from twinforge.evaluation.evaluate import admitted_cells
+from twinforge.evaluation.cells import admitted_cells
 from twinforge.evaluation.report import combinations, latest_runs
 from twinforge.evaluation.tables import Combination
 from twinforge.runs.attention import attention
