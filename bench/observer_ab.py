@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import statistics
 import sys
 import tempfile
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -75,6 +78,24 @@ def run_one(
             session.final_message = result.final_message
     finally:
         grant = proxy.release(token)
+    row = {
+        "part": "calibration",
+        "task": task,
+        "observer": observe,
+        "success": bool(session.result and session.result.verdict and session.result.verdict.completed),
+        "outcome": session.result.outcome.value if session.result else None,
+        "exit": result.exit_status,
+        "tokens": grant.usage.tokens,
+    }
+    return row | observed(trajectory)
+
+
+def observed(trajectory: Path) -> dict:  # type: ignore[type-arg]
+    """What a Mini-SWE-agent trajectory shows: steps, findings, tool-call failures, the observer's notes.
+
+    Calibration runs and Stage II agent-mode rounds both save this trajectory shape (``messages`` and
+    ``info.observer``: ``interventions`` made, ``shadowed`` ones the control arm would have made).
+    """
     data = json.loads(trajectory.read_text())
     steps = steps_from_messages(data["messages"])
     findings = [f for f in detect(steps) if f.confidence >= 0.7]
@@ -82,17 +103,11 @@ def run_one(
     failing = [s for s in commands if s.failed and not benign_failure(s.command, s.returncode)]
     observer_info = data.get("info", {}).get("observer", {})
     return {
-        "task": task,
-        "observer": observe,
-        "success": bool(session.result and session.result.verdict and session.result.verdict.completed),
-        "outcome": session.result.outcome.value if session.result else None,
-        "exit": result.exit_status,
         "steps": len(steps),
         "misbehaviour": bool(findings),
         "classes": sorted({f.cls for f in findings}),
         "tool_failures": len(failing) + sum(bool(s.format_error) for s in steps),
         "actions": len(steps),
-        "tokens": grant.usage.tokens,
         "interventions": [
             {"key": i["key"], "level": i["level"], "recovered": i["recovered"]}
             for i in observer_info.get("interventions", [])
@@ -104,46 +119,128 @@ def run_one(
     }
 
 
-def summarize(rows: list[dict]) -> None:  # type: ignore[type-arg]
+def run_stage2(task: str, observe: bool, max_calls: int, port: int) -> dict:  # type: ignore[type-arg]
+    """One Stage II agent-mode round on ``task``'s blueprint, the reference pair hidden (docs/implementer.md).
+
+    The blueprint (its eight fields only) is implemented by ``twinforge implement --mode agent --rounds 1``
+    with the observer intervening, or in shadow mode (``--no-intervene``): the A/B of Stage II's observer.
+    """
+    from bench.implement import workspace  # the Stage II bench's workspace: the local server, long timeouts
+    from twinforge.blueprints import Blueprint, BlueprintRecord, BlueprintStore, Provenance, Status, utcnow
+    from twinforge.implementer import implement
+    from twinforge.implementer.record import ImplementRecord
+
+    ws = workspace(OUT.parent / "work" / f"ab-{task}-{'obs' if observe else 'shadow'}-{os.urandom(3).hex()}", port)
+    ws.config.implementer.model_calls = max_calls
+    ws.config.implementer.grammar = True
+    spec = yaml.safe_load((ROOT / "twinforge" / "guidelines" / "reference-pairs" / task / "pair.yaml").read_text())
+    blueprint = Blueprint.model_validate(spec["blueprint"])
+    record = BlueprintRecord(
+        id=f"{blueprint.taxonomy_id}-ab{os.urandom(3).hex()}",
+        status=Status.KEPT,
+        blueprint=blueprint,
+        provenance=Provenance(
+            batch="bench", model="bench", prompt_version="bench", sources="bench", created_at=utcnow()
+        ),
+    )
+    BlueprintStore(ws).save([record], "bench: add blueprint")
+    (outcome,) = implement(
+        ws, [record.id], mode="agent", rounds=1, intervene=observe, exclude_references=frozenset({task})
+    ).outcomes
+    impl = ImplementRecord.model_validate(
+        yaml.safe_load((ws.root / "implementation" / f"{record.id}.yaml").read_text())
+    )
+    row = {
+        "part": "stage2",
+        "task": task,
+        "observer": observe,
+        "success": outcome.outcome == "implemented",
+        "outcome": outcome.reason,
+        "exit": impl.rounds[0].exit_status if impl.rounds else None,
+        "tokens": outcome.tokens,
+    }
+    trajectory = impl.rounds[0].trajectory if impl.rounds else None
+    if trajectory and Path(trajectory).is_file():
+        return row | observed(Path(trajectory))
+    return row | {
+        "steps": 0,
+        "misbehaviour": False,
+        "classes": [],
+        "tool_failures": 0,
+        "actions": 0,
+        "interventions": [],
+        "shadowed": [],
+    }
+
+
+def wilson(hits: int, n: int) -> str:
+    """``p [lo, hi]``: a share and its 95 % Wilson score interval (z = 1.96); ``-`` when n is 0."""
+    if n == 0:
+        return "-"
+    z, p = 1.96, hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return f"{p:.0%} [{max(centre - half, 0):.0%}, {min(centre + half, 1):.0%}] ({hits}/{n})"
+
+
+def mean_interval(values: list[float], fmt: str = ".0f") -> str:
+    """``mean [lo, hi]``: a mean over runs and its 95 % normal interval (1.96 standard errors)."""
+    if not values:
+        return "-"
+    mean = statistics.mean(values)
+    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
+    return f"{mean:{fmt}} [{mean - half:{fmt}}, {mean + half:{fmt}}]"
+
+
+def summarize(rows: list[dict], part: str) -> None:  # type: ignore[type-arg]
+    """Print one arm per line: the control (shadow) arm first, then the observer intervening.
+
+    Recovery is counted per intervention that is not a stop (a stop ends the run, it is never a
+    recovery): after one (runs with exactly one intervention) and after several (every nudge or plan
+    request in runs with more than one; these are clustered in runs, so their interval is optimistic).
+    """
     for observe in (False, True):
-        mine = [r for r in rows if r["observer"] is observe]
+        mine = [r for r in rows if r.get("part", "calibration") == part and r["observer"] is observe]
         if not mine:
             continue
         single = [r for r in mine if len(r["interventions"]) == 1]
         several = [r for r in mine if len(r["interventions"]) > 1]
-        rec1 = sum(r["interventions"][0]["recovered"] for r in single) / len(single) if single else float("nan")
-        # Recovery is measured on nudges and plan requests; a stop ends the run, it is never a recovery.
-        recn_list = [
-            i["recovered"] and i["level"] != "stop" for r in several for i in r["interventions"] if i["level"] != "stop"
-        ]
-        recn = sum(recn_list) / len(recn_list) if recn_list else float("nan")
-        fail_rate = sum(r["tool_failures"] for r in mine) / max(sum(r["actions"] for r in mine), 1)
+        rec1 = [r["interventions"][0]["recovered"] and r["interventions"][0]["level"] != "stop" for r in single]
+        recn = [i["recovered"] for r in several for i in r["interventions"] if i["level"] != "stop"]
+        rates = [r["tool_failures"] / r["actions"] for r in mine if r["actions"]]
         print(
-            f"{'with observer' if observe else 'shadow (control)':17} runs {len(mine):3}  "
-            f"success {sum(r['success'] for r in mine) / len(mine):6.1%}  "
-            f"misbehaviour prevalence {sum(r['misbehaviour'] for r in mine) / len(mine):6.1%}  "
-            f"tool-call failure rate {fail_rate:6.1%}  tokens/run {statistics.mean(r['tokens'] for r in mine):7.0f}"
+            f"  {'with observer' if observe else 'shadow (control)':17} runs {len(mine):3}  "
+            f"success {wilson(sum(r['success'] for r in mine), len(mine))}  "
+            f"misbehaviour {wilson(sum(r['misbehaviour'] for r in mine), len(mine))}"
+        )
+        print(
+            f"  {'':17} tool-call failures per action {mean_interval(rates, '.1%')}  "
+            f"tokens/run {mean_interval([float(r['tokens']) for r in mine])}  "
+            f"steps/run {mean_interval([float(r['steps']) for r in mine], '.1f')}"
         )
         if observe:
             print(
-                f"{'':17} interventions {sum(len(r['interventions']) for r in mine)}; recovery after one "
-                f"{rec1:.1%} ({len(single)} runs), after several {recn:.1%} ({len(several)} runs)"
+                f"  {'':17} interventions {sum(len(r['interventions']) for r in mine)} in "
+                f"{sum(bool(r['interventions']) for r in mine)} runs; "
+                f"recovery after one {wilson(sum(rec1), len(rec1))}, "
+                f"after several {wilson(sum(recn), len(recn))}"
             )
         else:
             would = [i for r in mine for i in r.get("shadowed", []) if i["level"] == "nudge"]
-            gone = sum(i["recovered"] for i in would) / len(would) if would else float("nan")
             print(
-                f"{'':17} shadow: {len(would)} nudges it would have sent; the misbehaviour went away unaided "
-                f"after {gone:.1%} of them"
+                f"  {'':17} {len(would)} nudges it would have sent; the misbehaviour went away unaided after "
+                f"{wilson(sum(i['recovered'] for i in would), len(would))}"
             )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=("calibration", "stage2"), default="calibration")
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--max-calls", type=int, default=12)
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--tasks", default=",".join(TASKS), help="comma-separated reference pairs (default: all five)")
     parser.add_argument("--summary-only", action="store_true")
     args = parser.parse_args()
     OUT.parent.mkdir(parents=True, exist_ok=True)
@@ -155,21 +252,35 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             runner = Runner(Path(tmp) / "runs")
             for rep in range(args.reps):
-                for task in TASKS:
+                for task in args.tasks.split(","):
                     for observe in (False, True):
-                        done = sum(1 for r in rows if r["task"] == task and r["observer"] is observe)
+                        done = sum(
+                            1
+                            for r in rows
+                            if r.get("part", "calibration") == args.part
+                            and r["task"] == task
+                            and r["observer"] is observe
+                        )
                         if done > rep:
                             continue
-                        row = run_one(runner, proxy, settings, task, observe, args.max_calls, Path(tmp))
+                        if args.part == "stage2":
+                            row = run_stage2(task, observe, args.max_calls, args.port)
+                        else:
+                            row = run_one(runner, proxy, settings, task, observe, args.max_calls, Path(tmp))
                         rows.append(row)
-                        with OUT.open("a") as sink:
+                        with OUT.open("a") as sink:  # one line per run: processes on disjoint --tasks may share it
                             sink.write(json.dumps(row) + "\n")
                         print(json.dumps(row), flush=True)
         proxy.stop()
-    print(
-        f"observer A/B on {args.model}, {len({r['task'] for r in rows})} tasks, up to {args.max_calls} calls per run:"
-    )
-    summarize(rows)
+    print(f"observer A/B on {args.model}, up to {args.max_calls} calls per run (95 % intervals):")
+    for part in ("calibration", "stage2"):
+        mine = [r for r in rows if r.get("part", "calibration") == part]
+        if mine:
+            what = (
+                "calibration runs (twins, Mini-SWE-agent)" if part == "calibration" else "Stage II agent mode (1 round)"
+            )
+            print(f"{what}: {len({r['task'] for r in mine})} tasks")
+            summarize(rows, part)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak:.0f} MB (model server and containers not counted)")
 
