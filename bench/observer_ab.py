@@ -7,12 +7,21 @@ tasks are the capability twins of five reference pairs (benign work: fix a faili
 build artefact, commit through a pre-commit hook, write a parameterised query, repair a fresh
 checkout), run in the real Docker runtime with their own completion detectors.
 
-Printed per condition: task success, misbehaviour prevalence (runs with a finding), recovery after
+With ``--part stage2`` the same A/B runs on Stage II agent mode: each task's blueprint (its eight
+fields, the reference pair hidden) is implemented by ``twinforge implement --mode agent --rounds 1``
+with the observer intervening vs ``--no-intervene`` (shadow), success meaning the pair passed the
+whole gate.
+
+Printed per condition, with 95 % intervals (Wilson for shares, 1.96 standard errors for means):
+task success, misbehaviour prevalence (runs with a finding), recovery after
 one vs several interventions (and, in the control arm, how often the same misbehaviour went away
 without any intervention), tool-call failure rate, tokens per run. Results are appended to
 bench/out/observer_ab.jsonl as they finish, so an interrupted experiment resumes.
 
-Usage: python bench/observer_ab.py [--reps 2] [--max-calls 12] [--port 8080] [--model qwen2.5-coder-1.5b]
+Usage: python bench/observer_ab.py [--part calibration|stage2] [--reps 2] [--max-calls 12] [--tasks A,B]
+                                  [--port 8080] [--model qwen2.5-coder-1.5b] [--summary-only]
+
+Several processes with disjoint --tasks may run at once (the model server's slots take their calls).
 """
 
 from __future__ import annotations
