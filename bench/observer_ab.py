@@ -16,10 +16,12 @@ Printed per condition, with 95 % intervals (Wilson for shares, 1.96 standard err
 task success, misbehaviour prevalence (runs with a finding), recovery after
 one vs several interventions (and, in the control arm, how often the same misbehaviour went away
 without any intervention), tool-call failure rate, tokens per run. Results are appended to
-bench/out/observer_ab.jsonl as they finish, so an interrupted experiment resumes.
+bench/out/observer_ab.jsonl as they finish, so an interrupted experiment resumes. A run ended by
+its time budget (OVERTIME: on a loaded machine the budget measures the load) is rerun, as
+calibration reruns OVERTIME runs, and counted apart; ``--seconds`` sets a longer budget.
 
 Usage: python bench/observer_ab.py [--part calibration|stage2] [--reps 2] [--max-calls 12] [--tasks A,B]
-                                  [--port 8080] [--model qwen2.5-coder-1.5b] [--summary-only]
+                                  [--seconds 900] [--port 8080] [--model qwen2.5-coder-1.5b] [--summary-only]
 
 Several processes with disjoint --tasks may run at once (the model server's slots take their calls).
 """
@@ -61,11 +63,20 @@ OUT = ROOT / "bench" / "out" / "observer_ab.jsonl"
 
 
 def run_one(
-    runner: Runner, proxy: ModelProxy, settings: ModelSettings, task: str, observe: bool, max_calls: int, workdir: Path
+    runner: Runner,
+    proxy: ModelProxy,
+    settings: ModelSettings,
+    task: str,
+    observe: bool,
+    max_calls: int,
+    workdir: Path,
+    seconds: float | None = None,
 ) -> dict:  # type: ignore[type-arg]
     pair = load_pair(ROOT / "twinforge" / "guidelines" / "reference-pairs" / task)
     side = pair.twin
     side.spec.agent.model_calls = max_calls
+    if seconds:
+        side.spec.agent.turn_timeout_s = seconds
     harness = MiniSweAgent(action_mode="text", grammar=True, observe_interval=3)
     run_id = f"ab-{task}-{'obs' if observe else 'shadow'}-{os.urandom(3).hex()}"
     budget = side.spec.agent
@@ -95,8 +106,18 @@ def run_one(
         "outcome": session.result.outcome.value if session.result else None,
         "exit": result.exit_status,
         "tokens": grant.usage.tokens,
+        "seconds": budget.turn_timeout_s,
     }
     return row | observed(trajectory)
+
+
+def overtime(row: dict) -> bool:  # type: ignore[type-arg]
+    """Whether a run was ended by its time budget (the proxy refused calls past it: OVERTIME).
+
+    On a loaded machine the budget measures the load, not the arm; like calibration, which reruns
+    OVERTIME runs (docs/calibration.md), the bench reruns them and counts them apart.
+    """
+    return "time budget of run" in str(row.get("exit", ""))
 
 
 def observed(trajectory: Path) -> dict:  # type: ignore[type-arg]
@@ -209,9 +230,12 @@ def summarize(rows: list[dict], part: str) -> None:  # type: ignore[type-arg]
     request in runs with more than one; these are clustered in runs, so their interval is optimistic).
     """
     for observe in (False, True):
-        mine = [r for r in rows if r.get("part", "calibration") == part and r["observer"] is observe]
+        arm = [r for r in rows if r.get("part", "calibration") == part and r["observer"] is observe]
+        mine = [r for r in arm if not overtime(r)]
         if not mine:
             continue
+        if len(arm) > len(mine):
+            print(f"  {'':17} ({len(arm) - len(mine)} runs ended by the time budget, rerun and left out)")
         single = [r for r in mine if len(r["interventions"]) == 1]
         several = [r for r in mine if len(r["interventions"]) > 1]
         rec1 = [r["interventions"][0]["recovered"] and r["interventions"][0]["level"] != "stop" for r in single]
@@ -250,6 +274,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--tasks", default=",".join(TASKS), help="comma-separated reference pairs (default: all five)")
+    parser.add_argument(
+        "--seconds", type=float, default=None, help="time budget per run, seconds (default: the twin's turn_timeout_s)"
+    )
     parser.add_argument("--summary-only", action="store_true")
     args = parser.parse_args()
     OUT.parent.mkdir(parents=True, exist_ok=True)
@@ -269,13 +296,16 @@ def main() -> None:
                             if r.get("part", "calibration") == args.part
                             and r["task"] == task
                             and r["observer"] is observe
+                            and not overtime(r)
                         )
                         if done > rep:
                             continue
                         if args.part == "stage2":
                             row = run_stage2(task, observe, args.max_calls, args.port)
                         else:
-                            row = run_one(runner, proxy, settings, task, observe, args.max_calls, Path(tmp))
+                            row = run_one(
+                                runner, proxy, settings, task, observe, args.max_calls, Path(tmp), args.seconds
+                            )
                         rows.append(row)
                         with OUT.open("a") as sink:  # one line per run: processes on disjoint --tasks may share it
                             sink.write(json.dumps(row) + "\n")
