@@ -107,6 +107,7 @@ def run_one(
         "exit": result.exit_status,
         "tokens": grant.usage.tokens,
         "seconds": budget.turn_timeout_s,
+        "max_calls": max_calls,
     }
     return row | observed(trajectory)
 
@@ -188,6 +189,7 @@ def run_stage2(task: str, observe: bool, max_calls: int, port: int) -> dict:  # 
         "outcome": outcome.reason,
         "exit": impl.rounds[0].exit_status if impl.rounds else None,
         "tokens": outcome.tokens,
+        "max_calls": max_calls,
     }
     trajectory = impl.rounds[0].trajectory if impl.rounds else None
     if trajectory and Path(trajectory).is_file():
@@ -214,12 +216,15 @@ def wilson(hits: int, n: int) -> str:
 
 
 def mean_interval(values: list[float], fmt: str = ".0f") -> str:
-    """``mean [lo, hi]``: a mean over runs and its 95 % normal interval (1.96 standard errors)."""
+    """``mean [lo, hi]``: a mean over runs and its 95 % normal interval (1.96 standard errors).
+
+    Every quantity averaged here (a rate, tokens, steps) is non-negative: the lower end is cut at 0.
+    """
     if not values:
         return "-"
     mean = statistics.mean(values)
     half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
-    return f"{mean:{fmt}} [{mean - half:{fmt}}, {mean + half:{fmt}}]"
+    return f"{mean:{fmt}} [{max(mean - half, 0.0):{fmt}}, {mean + half:{fmt}}]"
 
 
 def summarize(rows: list[dict], part: str) -> None:  # type: ignore[type-arg]
@@ -311,14 +316,15 @@ def main() -> None:
                             sink.write(json.dumps(row) + "\n")
                         print(json.dumps(row), flush=True)
         proxy.stop()
-    print(f"observer A/B on {args.model}, up to {args.max_calls} calls per run (95 % intervals):")
+    print(f"observer A/B on {args.model} (95 % intervals):")
     for part in ("calibration", "stage2"):
         mine = [r for r in rows if r.get("part", "calibration") == part]
         if mine:
             what = (
                 "calibration runs (twins, Mini-SWE-agent)" if part == "calibration" else "Stage II agent mode (1 round)"
             )
-            print(f"{what}: {len({r['task'] for r in mine})} tasks")
+            caps = ", ".join(sorted({str(r.get("max_calls", "not recorded")) for r in mine}))
+            print(f"{what}: {len({r['task'] for r in mine})} tasks, call cap per run {caps}")
             summarize(rows, part)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak:.0f} MB (model server and containers not counted)")

@@ -33,6 +33,7 @@ def test_wilson_interval_is_the_score_interval() -> None:
 def test_mean_interval_is_one_point_nine_six_standard_errors() -> None:
     assert mean_interval([]) == "-"
     assert mean_interval([10.0, 20.0, 30.0]) == "20 [9, 31]"
+    assert mean_interval([0.0, 0.0, 0.9], ".1%") == "30.0% [0.0%, 88.8%]"  # a rate is never below 0
 
 
 def test_a_run_ended_by_its_time_budget_is_overtime() -> None:
