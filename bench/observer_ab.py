@@ -21,7 +21,8 @@ its time budget (OVERTIME: on a loaded machine the budget measures the load) is 
 calibration reruns OVERTIME runs, and counted apart; ``--seconds`` sets a longer budget.
 
 Usage: python bench/observer_ab.py [--part calibration|stage2] [--reps 2] [--max-calls 12] [--tasks A,B]
-                                  [--seconds 900] [--port 8080] [--model qwen2.5-coder-1.5b] [--summary-only]
+                                  [--seconds 900] [--port 8080] [--model qwen2.5-coder-1.5b]
+                                  [--rows FILE] [--summary-only]
 
 Several processes with disjoint --tasks may run at once (the model server's slots take their calls).
 """
@@ -283,9 +284,17 @@ def main() -> None:
         "--seconds", type=float, default=None, help="time budget per run, seconds (default: the twin's turn_timeout_s)"
     )
     parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument(
+        "--rows",
+        type=Path,
+        default=OUT,
+        help="the rows file (default bench/out/observer_ab.jsonl; a recorded one "
+        "is bench/data/observer_ab-2026-12-06.jsonl)",
+    )
     args = parser.parse_args()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    rows = [json.loads(line) for line in OUT.read_text().splitlines()] if OUT.exists() else []
+    out: Path = args.rows
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     if not args.summary_only:
         info = serve(get_spec(args.model), port=args.port)
         settings = ModelSettings(base_url=info.base_url, model="local", timeout_s=900, max_tokens=400)
@@ -312,7 +321,7 @@ def main() -> None:
                                 runner, proxy, settings, task, observe, args.max_calls, Path(tmp), args.seconds
                             )
                         rows.append(row)
-                        with OUT.open("a") as sink:  # one line per run: processes on disjoint --tasks may share it
+                        with out.open("a") as sink:  # one line per run: processes on disjoint --tasks may share it
                             sink.write(json.dumps(row) + "\n")
                         print(json.dumps(row), flush=True)
         proxy.stop()
