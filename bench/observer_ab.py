@@ -49,6 +49,7 @@ from twinforge.core.settings import ModelSettings  # noqa: E402
 from twinforge.harness import Limits, MiniSweAgent, ModelEndpoint, ShellEnvironment, ShellEnvironmentConfig  # noqa: E402
 from twinforge.harness.proxy import ModelProxy  # noqa: E402
 from twinforge.observer import detect, steps_from_messages  # noqa: E402
+from twinforge.observer.cause import TIME_EXITS  # noqa: E402
 from twinforge.observer.rules.commands import benign_failure  # noqa: E402
 from twinforge.taskpair import load_pair  # noqa: E402
 from twinforge.taskpair.runtime.runner import Runner  # noqa: E402
@@ -107,6 +108,7 @@ def run_one(
         "outcome": session.result.outcome.value if session.result else None,
         "exit": result.exit_status,
         "tokens": grant.usage.tokens,
+        "refused": grant.refused,  # why the proxy refused calls: cap, deadline, ... (harness/grant.py)
         "seconds": budget.turn_timeout_s,
         "max_calls": max_calls,
     }
@@ -114,12 +116,13 @@ def run_one(
 
 
 def overtime(row: dict) -> bool:  # type: ignore[type-arg]
-    """Whether a run was ended by its time budget (the proxy refused calls past it: OVERTIME).
+    """Whether the run's time budget ended it, by the rule of the twin cause ``out_of_time``.
 
+    OVERTIME, the harness's own time-out exit, or the proxy's deadline refusal (observer/cause.py).
     On a loaded machine the budget measures the load, not the arm; like calibration, which reruns
     OVERTIME runs (docs/calibration.md), the bench reruns them and counts them apart.
     """
-    return "time budget of run" in str(row.get("exit", ""))
+    return row.get("outcome") == "OVERTIME" or row.get("exit") in TIME_EXITS or row.get("refused") == "deadline"
 
 
 def observed(trajectory: Path) -> dict:  # type: ignore[type-arg]

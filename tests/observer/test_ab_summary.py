@@ -7,13 +7,22 @@ import pytest
 from bench.observer_ab import mean_interval, overtime, summarize, wilson
 
 
-def row(observe: bool, *, success: bool = True, exit: str = "Submitted", interventions: tuple = ()) -> dict:  # type: ignore[type-arg]
+def row(
+    observe: bool,
+    *,
+    success: bool = True,
+    exit: str = "Submitted",
+    refused: str | None = None,
+    interventions: tuple = (),  # type: ignore[type-arg]
+) -> dict:  # type: ignore[type-arg]
     return {
         "part": "calibration",
         "task": "t",
         "observer": observe,
         "success": success,
         "exit": exit,
+        "refused": refused,
+        "outcome": "COMPLETED" if success else "INCOMPLETE",
         "tokens": 1000,
         "steps": 4,
         "misbehaviour": bool(interventions),
@@ -37,7 +46,10 @@ def test_mean_interval_is_one_point_nine_six_standard_errors() -> None:
 
 
 def test_a_run_ended_by_its_time_budget_is_overtime() -> None:
-    assert overtime(row(False, exit="HarnessError: ... time budget of run ab-x is used up ..."))
+    assert overtime(row(False, success=False, exit="HarnessError: AuthenticationError", refused="deadline"))
+    assert overtime(row(False, success=False, exit="TimeExceeded"))
+    assert overtime(row(False, success=False) | {"outcome": "OVERTIME"})
+    assert not overtime(row(False, success=False, exit="LimitsExceeded", refused="cap"))
     assert not overtime(row(False))
     assert not overtime({"exit": None})
 
@@ -45,7 +57,7 @@ def test_a_run_ended_by_its_time_budget_is_overtime() -> None:
 def test_summary_leaves_overtime_runs_out_and_counts_recovery(capsys: pytest.CaptureFixture[str]) -> None:
     rows = [
         row(False, success=False),
-        row(False, success=False, exit="time budget of run ab-y is used up"),
+        row(False, success=False, exit="HarnessError: AuthenticationError", refused="deadline"),
         row(True, interventions=(("nudge", True),)),
         row(True, interventions=(("nudge", False),)),
         row(True, success=False, interventions=(("nudge", True), ("plan", False), ("stop", False))),
