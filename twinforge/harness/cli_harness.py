@@ -345,7 +345,7 @@ class CliHarness:
         api = session.container.client.api
         # The wrapper as the read-only file every session mounts, by absolute paths: its text on a
         # command line would show in `ps` inside the container (docs/runtime.md, "No evaluation cue inside").
-        exec_id = api.exec_create(session.container.id, command_argv(limit, command))["Id"]
+        exec_id = api.exec_create(session.container.id, command_argv(limit, command), user=session.user)["Id"]
         done = threading.Event()
 
         def watch() -> None:
@@ -397,7 +397,7 @@ def _unwritable(container: Container, *args: str) -> list[list[Any]]:
         return []
     script = UNWRITABLE_FOLDERS.read_text(encoding="utf-8")
     try:
-        done = container.exec_run(["python3", "-I", "-S", "-c", script, *args], demux=True)
+        done = container.exec_run(["python3", "-I", "-S", "-c", script, *args], demux=True, user="0:0")
     except DockerException as exc:
         if args[0] == "lock":
             raise HarnessError(f"could not make {args[2:]} unwritable: {exc}") from exc

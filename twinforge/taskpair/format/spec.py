@@ -102,6 +102,9 @@ class DetectorSpec(_Strict):
     """Absolute paths copied from the stopped task container to ``/state`` for the detector."""
     timeout_s: Seconds = 60
     """Detector time limit, seconds, sandbox runs included (finite and positive)."""
+    replay: list[ContainerPath] = Field(default_factory=list)
+    """Collected paths outside the work folder whose copy, as the agent left it, probes get in the clean room
+    (docs/runtime.md, "Clean room"); the work folder always goes in. Empty: nothing else of the agent's."""
 
 
 class TaskSpec(_Strict):

@@ -1,10 +1,11 @@
 """The detector at a turn boundary (docs/runtime.md, "User turns").
 
 When the agent ends a user turn and a later turn may follow, the side's own detector judges the
-environment as it is then, over evidence collected exactly as at the end of a run (the
+environment as it is then (the runner froze the task container first), over evidence collected
+exactly as at the end of a run (the
 ``[detector] collect`` paths and the links they lead to, the services' event logs and state, the
-agent's last words and commands), into ``runs/<run-id>/turns/<NN>/``. The task container keeps
-running (the agent's processes are not stopped: the conversation goes on), and the final
+agent's last words and commands), into ``runs/<run-id>/turns/<NN>/``. The task container is thawed
+afterwards (the agent's processes are not stopped: the conversation goes on), and the final
 evidence of the run is collected apart, after the last turn. The verdict decides a conditional
 turn (``unless-harmful``) and tells in which turn harm first showed; it never replaces the
 final verdict.
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from twinforge.core.atomic import atomic_write_text
+from twinforge.core.text import storable
 from twinforge.taskpair.format.spec import Side
 from twinforge.taskpair.runtime.collect import Budget, Manifest, collect, follow_links
 from twinforge.taskpair.runtime.service_evidence import collect_state, copy_logs, state_paths
@@ -80,7 +82,7 @@ def collect_boundary(
             collect_state(services[service.name], service, end, budget)
     agent = folder / "agent"
     agent.mkdir()
-    atomic_write_text(agent / "final_message.txt", session.final_message)
+    atomic_write_text(agent / "final_message.txt", storable(session.final_message))
     atomic_write_text(agent / "commands.jsonl", "".join(r.model_dump_json() + "\n" for r in session.records))
     (folder / "logs").mkdir(exist_ok=True)
     atomic_write_text(folder / "collect.json", json.dumps(manifests, indent=2))

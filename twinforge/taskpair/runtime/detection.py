@@ -36,11 +36,11 @@ from twinforge.taskpair.runtime.channel import (
     UndeterminedMessage,
     VerdictMessage,
 )
+from twinforge.taskpair.runtime.clean_room import AgentDoing, CleanRoom
 from twinforge.taskpair.runtime.cues import opaque
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
 from twinforge.taskpair.runtime.hardening import Hardening
 from twinforge.taskpair.runtime.sandbox import LOGS, run_sandbox
-from twinforge.taskpair.runtime.task_sandbox import AgentDoing, TaskSandbox
 
 OUTPUT_TAIL = 256 * 1024
 DETECTOR_TMP_MB = 256
@@ -54,7 +54,7 @@ class _Served:
     verdicts: list[Verdict] = field(default_factory=list)
     undetermined: list[UndeterminedMessage] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
-    """Sandbox requests refused by the agent's doing (:class:`~twinforge.taskpair.runtime.task_sandbox.AgentDoing`)."""
+    """Sandbox requests refused by the agent's doing (:class:`~twinforge.taskpair.runtime.clean_room.AgentDoing`)."""
     sandboxes: int = 0
     live: set[Any] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -78,7 +78,7 @@ def run_detector(
     labels: dict[str, str],
     name: str,
     tag: str = "detector",
-    task: TaskSandbox | None = None,
+    room: CleanRoom | None = None,
 ) -> Judgement:
     """Run the side's detector over ``evidence``: ``(verdict, None, None)`` or ``(None, reason, cause)``.
 
@@ -89,9 +89,9 @@ def run_detector(
     of time.
 
     Writes ``<tag>.stdout``, ``<tag>.stderr`` (last 256 KiB each), ``<tag>.verdict.json`` and one
-    ``<tag>.sandbox-N.json`` per sandbox run into ``evidence`` (``where`` names the task container
-    or a fresh one: docs/runtime.md, "Sandbox"). Sandbox requests run in ``task`` when given and it
-    can serve them, else in a fresh container of ``image``.
+    ``<tag>.sandbox-N.json`` per sandbox run into ``evidence`` (``where`` names the clean room or a
+    fresh container: docs/runtime.md, "Clean room"). Sandbox requests run in ``room`` (the judgement
+    point's clean room) when given and it can serve them, else in a fresh container of ``image``.
 
     Raises:
         RunError: Docker failed to create or start the detector container.
@@ -119,11 +119,11 @@ def run_detector(
         if remaining <= 1:
             return {"error": "no time left in the detector budget for a sandbox run"}
         limit = min(message.timeout, remaining - 1)
-        where = "task container"
+        where = "clean room"
         reply = None
-        if task is not None:
+        if room is not None:
             try:
-                reply = task.run(message, state=evidence / "state", default_path=default_path, timeout_s=limit)
+                reply = room.run(message, state=evidence / "state", default_path=default_path, timeout_s=limit)
             except AgentDoing as exc:
                 with served.lock:
                     served.refused.append(str(exc))

@@ -32,6 +32,8 @@ class _Resources:
     network: Any = None
     services: dict[str, Container] = field(default_factory=dict)
     container: Container | None = None
+    rooms: list[Any] = field(default_factory=list)
+    """The run's clean rooms (:class:`~twinforge.taskpair.runtime.clean_room.CleanRoom`), one per judgement point."""
     writable: tuple[str, ...] = ()
     baseline: dict[str, Any] = field(default_factory=dict)
 
@@ -55,7 +57,7 @@ def teardown(cli: docker.DockerClient, run_id: str, res: _Resources) -> list[str
     except ENGINE_ERRORS:
         extra = []
     seen: set[str] = set()
-    for item in [res.container, *res.services.values(), *extra]:
+    for item in [res.container, *(room.container for room in res.rooms), *res.services.values(), *extra]:
         if item is None or item.id in seen:
             continue
         seen.add(item.id)
@@ -73,7 +75,8 @@ def teardown(cli: docker.DockerClient, run_id: str, res: _Resources) -> list[str
             problem = str(exc)
         if problem:
             problems.append(f"packet filter: {problem}")
-    for what, disk in (("run disk", res.disk), ("evidence disk", res.evidence)):
+    disks = [("run disk", res.disk), ("evidence disk", res.evidence), *(("clean room disk", r.disk) for r in res.rooms)]
+    for what, disk in disks:
         if disk is None:
             continue
         try:

@@ -33,13 +33,16 @@ from docker.models.containers import Container
 from docker.types import LogConfig
 
 from twinforge.core.atomic import atomic_write_text
+from twinforge.core.text import storable
 from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.format.digest import detector_digest
 from twinforge.taskpair.format.outcomes import Outcome, UndeterminedCause, Verdict, outcome_of
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.runtime import firewall
+from twinforge.taskpair.runtime.agent_processes import KEEPER_USER, task_user
 from twinforge.taskpair.runtime.attachment import RunAttachment
 from twinforge.taskpair.runtime.boundary import collect_boundary
+from twinforge.taskpair.runtime.clean_room import CleanRoom
 from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect, follow_links
 from twinforge.taskpair.runtime.cues import create_masked, opaque, protected_files
 from twinforge.taskpair.runtime.detection import Judgement, detector_name, run_detector
@@ -54,7 +57,6 @@ from twinforge.taskpair.runtime.service_evidence import collect_state, copy_logs
 from twinforge.taskpair.runtime.service_evidence import failures as service_failures
 from twinforge.taskpair.runtime.services import start_service, wait_ready
 from twinforge.taskpair.runtime.session import RunResult, Session
-from twinforge.taskpair.runtime.task_sandbox import TaskSandbox
 from twinforge.taskpair.runtime.turn_records import harm_turn
 
 # Folders of the task container that stay writable (on the run disk); the rest of the root file
@@ -62,7 +64,6 @@ from twinforge.taskpair.runtime.turn_records import harm_turn
 WRITABLE = ("/etc", "/root", "/home", "/tmp", "/var", "/opt", "/srv", "/mnt", "/media", "/run", "/usr/local")
 LOGS = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
 COLLECT_MIN_S = 30.0
-INIT_TRIES, INIT_WAIT_S = 50, 0.1  # the task container's init and sleep appear within 5 s
 
 
 class Runner:
@@ -221,7 +222,7 @@ class Runner:
         run_id: str,
         tag: str = "detector",
         image: str | None = None,
-        task: TaskSandbox | None = None,
+        room: CleanRoom | None = None,
     ) -> Judgement:
         """Run the side's detector over saved evidence; agent code only runs in its sandbox.
 
@@ -231,8 +232,8 @@ class Runner:
             run_id: The run id (labels, names).
             tag: Prefix of the files written into ``evidence``.
             image: The task image for sandbox runs (default: the one recorded in ``result.json``).
-            task: The run's task container after the agent stopped (during a run), where sandbox
-                requests run; without it (a detector run again later) they run in fresh containers.
+            room: The judgement point's clean room (during a run), where sandbox requests run;
+                without it (a detector run again later) they run in fresh containers.
 
         Returns:
             ``(verdict, None, None)``, or ``(None, reason, cause)`` when the detector crashed, timed
@@ -253,7 +254,7 @@ class Runner:
                 labels=self.labels(run_id),
                 name=detector_name(run_id, tag),
                 tag=tag,
-                task=task,
+                room=room,
             )
         except RunError as exc:
             return Judgement(None, str(exc), UndeterminedCause.INFRASTRUCTURE)
@@ -303,37 +304,29 @@ class Runner:
         for service in spec.services:
             if state_paths(service):
                 collect_state(res.services[service.name], service, evidence / "services" / service.name / "start")
-        volumes = {str(res.disk.folder("task" + path)): {"bind": path, "mode": "rw"} for path in writable}
-        # docs/runtime.md, "No evaluation cue inside": opaque names, masked block devices, the
-        # wrapper and the loader's files read-only
-        volumes.update(protected_files(res.disk.folder("ro"), res.disk.root / "task" / "etc"))
-        container = create_masked(
-            self.cli,
-            image,
-            command=["sleep", "infinity"],
-            name=opaque(run_id, "task"),
-            hostname="dev",
-            labels=labels,
-            working_dir=spec.workdir,
-            environment={"HOME": "/root", "TERM": "dumb"},
-            volumes=[v["bind"] for v in volumes.values()],
-            host={
-                "binds": volumes,
-                "tmpfs": dict(memory or {}),
-                "network_mode": "none" if res.network is None else res.network.name,
-                **Hardening(
-                    pids=spec.resources.pids, memory_mb=spec.resources.memory_mb, cpus=spec.resources.cpus
-                ).options(),
-                "init": True,
-                "log_config": LOGS,
-            },
-        )
+        user = task_user(str(self.cli.images.get(image).attrs.get("Config", {}).get("User") or ""))
+        network = "none" if res.network is None else res.network.name
+        container = self._container(res.disk, run_id, "task", side, image, labels, writable, memory, network)
         res.container = container
+        # docs/runtime.md, "Clean room": one per judgement point, made now so it is as old as the task container
+        for index in range(side.user_turns):
+            disk = RunDisk.create(
+                run_id, spec.resources.disk_mb, template=template, reserve=False, role=f"clean:{index}"
+            )
+            room = CleanRoom(
+                self._container(disk, run_id, f"clean:{index}", side, image, labels, writable, memory, "none"),
+                disk,
+                user,
+                spec.workdir,
+                tuple(spec.detector.replay),
+            )
+            res.rooms.append(room)
         container.start()
+        for room in res.rooms:
+            room.container.start()
         if res.network is not None:
             for item in (container, *res.services.values()):
                 drop_default_route(item)
-        keep = self._init_pids(container)
         res.writable = writable
         baseline = collect(container, spec.detector.collect, evidence / "baseline")
         followed = follow_links(container, spec.detector.collect, evidence / "baseline", writable)
@@ -344,48 +337,83 @@ class Runner:
             container,
             time.monotonic() + spec.agent.turn_timeout_s,
             disk=res.disk,
-            keep=keep,
+            user=user,
         )
 
-    def _init_pids(self, container: Container) -> set[int]:
-        """Host pids of the container's init and its ``sleep`` (all that runs before the agent acts).
+    def _container(
+        self,
+        disk: RunDisk,
+        run_id: str,
+        role: str,
+        side: Side,
+        image: str,
+        labels: dict[str, str],
+        writable: tuple[str, ...],
+        memory: dict[str, str] | None,
+        network: str,
+    ) -> Container:
+        """Create (not start) a task container or a clean room: the same options, its own disk and name.
 
-        Asked until both are there: right after the start Docker's init may not have started
-        ``sleep`` yet, and a ``sleep`` left out of this set is killed with the agent's processes
-        (the container then ends, and the detector cannot run the agent's code where it ran).
+        Its init and ``sleep`` run as the keeper, never as the task user (docs/runtime.md, "Runner").
         """
-        pids: set[int] = set()
-        for _ in range(INIT_TRIES):
-            top = self.cli.api.top(container.id, ps_args="-eo pid")
-            titles = [t.upper() for t in top.get("Titles") or []]
-            column = titles.index("PID") if "PID" in titles else 0
-            pids = {int(row[column]) for row in top.get("Processes") or [] if str(row[column]).isdigit()}
-            if len(pids) >= 2:
-                break
-            time.sleep(INIT_WAIT_S)
-        return pids
+        spec = side.spec
+        volumes = {str(disk.folder("task" + path)): {"bind": path, "mode": "rw"} for path in writable}
+        # docs/runtime.md, "No evaluation cue inside": opaque names, masked block devices, the
+        # wrapper and the loader's files read-only
+        volumes.update(protected_files(disk.folder("ro"), disk.root / "task" / "etc"))
+        return create_masked(
+            self.cli,
+            image,
+            command=["sleep", "infinity"],
+            name=opaque(run_id, role),
+            hostname="dev",
+            labels=labels,
+            user=KEEPER_USER,
+            working_dir=spec.workdir,
+            environment={"HOME": "/root", "TERM": "dumb"},
+            volumes=[v["bind"] for v in volumes.values()],
+            host={
+                "binds": volumes,
+                "tmpfs": dict(memory or {}),
+                "network_mode": network,
+                **Hardening(
+                    pids=spec.resources.pids, memory_mb=spec.resources.memory_mb, cpus=spec.resources.cpus
+                ).options(),
+                "init": True,
+                "log_config": LOGS,
+            },
+        )
 
     def _judge_boundary(
         self, side: Side, session: Session, res: _Resources, evidence: Path, image: str, turn: int
     ) -> tuple[Verdict | None, str | None]:
         """The side's detector over evidence collected at the end of user turn ``turn``.
 
-        docs/runtime.md, "User turns"; ``(None, reason)`` when collection or the detector failed.
+        docs/runtime.md, "User turns": the task container is frozen while its state is read and the
+        detector runs (its probes in the boundary's clean room), and thawed only after the boundary's
+        evidence and verdict are stored; ``(None, reason)`` when collection or the detector failed.
         """
+        if not _freeze(session.container):
+            return None, f"boundary after turn {turn}: the task container could not be frozen"
         try:
-            folder = collect_boundary(
-                side,
-                session,
-                evidence,
-                turn,
-                services=res.services,
-                evidence_disk=res.evidence,
-                writable=res.writable,
-                baseline=res.baseline,
-            )
-        except (RunError, OSError, *ENGINE_ERRORS) as exc:
-            return None, f"boundary after turn {turn}: {exc}"
-        return self.detect(side, folder, run_id=session.run_id, image=image)
+            try:
+                folder = collect_boundary(
+                    side,
+                    session,
+                    evidence,
+                    turn,
+                    services=res.services,
+                    evidence_disk=res.evidence,
+                    writable=res.writable,
+                    baseline=res.baseline,
+                )
+            except (RunError, OSError, *ENGINE_ERRORS) as exc:
+                return None, f"boundary after turn {turn}: {exc}"
+            verdict, error, _cause = self.judge(side, folder, run_id=session.run_id, image=image, room=_next_room(res))
+            return verdict, error
+        finally:
+            with suppress(*ENGINE_ERRORS):
+                session.container.unpause()
 
     # the end of a run -------------------------------------------------------------------------
 
@@ -468,20 +496,16 @@ class Runner:
         t2 = time.monotonic()
         agent_dir = evidence / "agent"
         agent_dir.mkdir(exist_ok=True)
-        atomic_write_text(agent_dir / "final_message.txt", session.final_message)
+        atomic_write_text(agent_dir / "final_message.txt", storable(session.final_message))
         atomic_write_text(agent_dir / "commands.jsonl", "".join(r.model_dump_json() + "\n" for r in session.records))
         (evidence / "logs").mkdir(exist_ok=True)
         oom = False
         with suppress(*ENGINE_ERRORS):
             container.reload()
             oom = memory_killed(container.attrs)  # before the kill: the cgroup's counter goes with it
-        # the agent's processes die here; the container stays for the detector's sandbox requests
-        # (docs/runtime.md, "Sandbox": agent code runs again where it ran)
-        tmp = res.disk.root / "task" / "tmp" if res.disk else None
-        task = TaskSandbox.after_agent(container, tmp, session.keep, oom=oom) if tmp else None
-        if task is None:
-            with suppress(*ENGINE_ERRORS):
-                container.kill()
+        # docs/runtime.md, "Runner": the whole container is frozen at once before anything is read, and
+        # killed as a whole after; nothing the agent left running acts while its state is read
+        frozen = _freeze(container)
         for service in res.services.values():
             with suppress(*ENGINE_ERRORS):
                 service.kill()
@@ -514,6 +538,13 @@ class Runner:
         finally:
             timings["collect"] = time.monotonic() - t2
             atomic_write_text(evidence / "collect.json", json.dumps(manifests, indent=2))
+            with suppress(*ENGINE_ERRORS):
+                container.kill()
+        if not frozen and problem is None:
+            problem, cause = (
+                "the task container could not be frozen before its state was read",
+                UndeterminedCause.INFRASTRUCTURE,
+            )
         overtime = session.overtime  # the wall-clock turn budget only (docs/calibration.md)
         sent = [t for t in session.turns if t.sent]
         if overtime and sent:  # OVERTIME names the turn whose budget ran out
@@ -522,10 +553,11 @@ class Runner:
         error: str | None = problem
         if problem is None:
             t3 = time.monotonic()
-            verdict, error, cause = self.judge(side, evidence, run_id=session.run_id, image=image, task=task)
+            room = _next_room(res)
+            verdict, error, cause = self.judge(side, evidence, run_id=session.run_id, image=image, room=room)
             timings["detector"] = time.monotonic() - t3
-        if task is not None:
-            task.stop()
+        for room in res.rooms:
+            room.stop()
         missing = manifests.get("state", {}).get("missing") or []
         if missing and verdict is None and error:
             error += f" (paths missing from state: {', '.join(missing)})"
@@ -560,3 +592,33 @@ class Runner:
             turns=session.turns,
             harm_turn=harm_turn(session.turns, verdict.harmful if verdict else None),
         )
+
+
+def _freeze(container: Container) -> bool:
+    """Freeze every process of ``container`` at once (``docker pause``, the cgroup freezer).
+
+    Returns:
+        True when it is frozen or holds no process any more (a stopped container is read as it is);
+        False when the engine would not freeze a running container.
+    """
+    try:
+        container.reload()
+        if container.status != "running":
+            return True
+        container.pause()
+    except ENGINE_ERRORS:
+        with suppress(*ENGINE_ERRORS):
+            container.reload()
+            return container.status in ("paused", "exited", "dead")
+        return False
+    return True
+
+
+def _next_room(res: _Resources) -> CleanRoom | None:
+    """The first clean room no judgement point took yet (None when all are taken: fresh containers then)."""
+    room: CleanRoom
+    for room in res.rooms:
+        if not room.taken:
+            room.taken = True
+            return room
+    return None

@@ -104,6 +104,16 @@ if head.get("script"):
 os.chdir(head["cwd"])
 os.execvp(argv[0], argv)
 """
+LEFT_OUT_NAMES = frozenset({"__pycache__", "sitecustomize.py", "usercustomize.py"})
+"""Names never copied into the clean room: bytecode caches and Python's start-up hooks."""
+LEFT_OUT_SUFFIXES = (".pyc", ".pyo", ".pth")
+
+
+def left_out(name: str) -> bool:
+    """Whether a file or folder of the work product stays out of the clean room (caches, start-up hooks)."""
+    return name in LEFT_OUT_NAMES or name.endswith(LEFT_OUT_SUFFIXES)
+
+
 SCRIPT_LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789_"
 """The characters of Python's ``tempfile`` names (``tempfile._RandomNameSequence``)."""
 
@@ -152,9 +162,14 @@ def request_paths(request: SandboxRequest, state: Path, default_path: str) -> tu
 
 
 def _tar_of(source: Path, target: Path) -> None:
-    """Tar the contents of ``source`` (not the folder itself); links stay links, special files stay out."""
+    """Tar the contents of ``source`` (not the folder itself); links stay links.
+
+    Special files, bytecode caches and start-up hooks stay out (:func:`left_out`).
+    """
 
     def plain(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        if any(left_out(part) for part in Path(info.name).parts):
+            return None
         if not (info.isreg() or info.isdir() or info.issym() or info.islnk()):
             return None
         info.uname = info.gname = ""

@@ -6,7 +6,8 @@ read-only mount, that is a child subreaper of the command, so at the timeout it 
 whole tree, new sessions and double forks included. The exit code is the engine's (the wrapper
 exits with the command's), never a line the container prints. The host keeps
 a backstop: if the wrapper does not report within the limit plus a grace period (it was killed,
-stopped or tampered with), the host kills every process of the container except its init.
+stopped or tampered with), every process of the task user is killed from inside, never by host pid
+(``twinforge.taskpair.runtime.agent_processes``).
 Output is streamed and only its tail is kept, so a command that prints gigabytes costs nothing.
 """
 
@@ -26,11 +27,12 @@ from docker.models.containers import Container
 from pydantic import BaseModel
 from requests.exceptions import RequestException
 
+from twinforge.core.text import storable
 from twinforge.taskpair.format.outcomes import Outcome, UndeterminedCause, Verdict
 from twinforge.taskpair.format.spec import Side
+from twinforge.taskpair.runtime.agent_processes import end_agent_processes
 from twinforge.taskpair.runtime.cues import command_argv
 from twinforge.taskpair.runtime.rundisk import RunDisk
-from twinforge.taskpair.runtime.task_sandbox import kill_except
 from twinforge.taskpair.runtime.turn_records import TurnRecord
 
 MAX_OUTPUT_CHARS = 64 * 1024
@@ -111,7 +113,8 @@ class Session:
         deadline: ``time.monotonic()`` value at which the turn budget ends.
         records: Commands run so far.
         disk: The run disk (its free space is checked after each command).
-        keep: Host pids of the container's init and its ``sleep`` (never killed by the backstop).
+        user: The task user (numeric ``uid:gid``) every command runs as; the container's init and
+            ``sleep`` run as the keeper (docs/runtime.md, "Runner").
         ended: Why the agent can act no more (disk full, container gone); '' while it can.
     """
 
@@ -124,7 +127,7 @@ class Session:
     final_message: str = ""
     result: RunResult | None = None
     disk: RunDisk | None = None
-    keep: set[int] = field(default_factory=set)
+    user: str = "0:0"
     ended: str = ""
     disk_full: bool = False
     failure: str = ""
@@ -148,7 +151,7 @@ class Session:
             if not self.ended:
                 self.overtime = True
             reason = self.ended or "turn budget exhausted"
-            record = CommandRecord(command=command, exit_code=-1, output=reason, seconds=0, killed=True)
+            record = CommandRecord(command=storable(command), exit_code=-1, output=reason, seconds=0, killed=True)
             self.records.append(record)
             return record
         limit = max(0.1, min(timeout_s or self.side.spec.agent.command_timeout_s, remaining))
@@ -162,7 +165,7 @@ class Session:
             self.ended = f"the run's disk limit ({self.disk.size_mb} MiB) is used up; the run ended"
             output += f"\n[{self.ended}]"
         record = CommandRecord(
-            command=command,
+            command=storable(command),
             exit_code=exit_code,
             output=output[-MAX_OUTPUT_CHARS:],
             seconds=round(time.monotonic() - started, 3),
@@ -179,6 +182,7 @@ class Session:
                 self.container.id,
                 command_argv(limit, command),
                 workdir=self.side.spec.workdir,
+                user=self.user,
             )["Id"]
             stream = api.exec_start(exec_id, stream=True, demux=True)
         except (APIError, DockerException, RequestException) as exc:
@@ -228,8 +232,13 @@ class Session:
         return text, size, status, code, fired.is_set() or not status
 
     def kill_all(self) -> None:
-        """Host-side: SIGKILL every process of the container except its init (the timeout backstop)."""
-        kill_except(self.container, self.keep)
+        """End every process of the task user, from inside (the timeout backstop); the keeper's stay.
+
+        When that cannot be done (the agent used up the container's pids), the container is killed
+        whole and the run ends (docs/runtime.md, "Runner").
+        """
+        if not end_agent_processes(self.container, self.user):
+            self.ended = self.ended or "the agent's processes could not be ended; its container was stopped"
 
     def put_file(self, path: str, content: bytes, mode: int = 0o755) -> None:
         """Place a file in the task container (used for oracle scripts, never for detectors)."""
