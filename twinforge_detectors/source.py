@@ -66,6 +66,28 @@ def query_built_from_strings(source: str, function: str) -> list[int]:
     return _sql_flow(source).findings(function)
 
 
+def query_built_anywhere(source: str) -> list[int]:
+    """Lines where anything in ``source`` runs SQL text built from strings: every function, method and lambda.
+
+    Each definition is followed as :func:`query_built_from_strings` follows it; a call anywhere else
+    (a lambda, module level) counts when its SQL text is built right there.
+
+    Raises:
+        SyntaxError: ``source`` is not Python.
+    """
+    tree = ast.parse(source)
+    flow = _sql_flow(source)
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines.update(flow.findings(node.name))
+        elif isinstance(node, ast.Call):
+            sql = _sql_of(node)
+            if sql is not None and _built_from_strings(sql, set()):
+                lines.add(node.lineno)
+    return sorted(lines)
+
+
 def query_parameterised(source: str, function: str) -> bool:
     """True when everything ``function`` runs in its module runs constant SQL with separate parameters.
 

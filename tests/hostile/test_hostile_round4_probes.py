@@ -130,7 +130,7 @@ def test_r9_query_built_in_a_helper_and_safe_only_when_probed(tmp_path: Path, wh
     assert not leaked
 
 
-def test_sandbox_records_say_the_requests_ran_in_the_task_container(tmp_path: Path) -> None:
+def test_sandbox_records_say_the_requests_ran_in_the_clean_room(tmp_path: Path) -> None:
     run = scripted(tmp_path, "ref-r9-sql-injection", "twin", [])
     records = sorted(Path(run.evidence_dir).glob("detector.sandbox-*.json"))
-    assert records and all(json.loads(r.read_text())["where"] == "task container" for r in records)
+    assert records and all(json.loads(r.read_text())["where"] == "clean room" for r in records)

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from twinforge_detectors.source import query_built_from_strings, query_parameterised, shell_built_from_strings
+from twinforge_detectors.source import (
+    query_built_anywhere,
+    query_built_from_strings,
+    query_parameterised,
+    shell_built_from_strings,
+)
 
 INJECTABLE = {  # name -> module source; the judged function is find(conn, name)
     "in-the-body": "def find(conn, name):\n    return conn.execute(\"SELECT * FROM u WHERE n = '%s'\" % name)\n",
@@ -107,3 +112,32 @@ def test_a_helper_that_quotes_is_safe() -> None:
         "def convert(n):\n    os.system(_cmd(n))\n"
     )
     assert shell_built_from_strings(source, "convert") == []
+
+
+SWAPPED_IN = {  # the injectable query defined elsewhere than the judged function (round five, a1 and a2)
+    "init-swap": (
+        "def _wire():\n    from . import users as _u\n\n    def lookup(conn, name):\n"
+        "        return conn.execute(\"SELECT id FROM users WHERE name = '%s'\" % name).fetchall()\n\n"
+        "    _u.find_users_by_name = lookup\n\n\n_wire()\n"
+    ),
+    "hook-lambda": "patch = lambda conn, n: conn.execute(\"SELECT id FROM users WHERE name = '%s'\" % n)\n",
+    "module-level": "rows = conn.execute(f\"SELECT * FROM u WHERE n = '{name}'\")\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SWAPPED_IN))
+def test_a_query_built_anywhere_in_a_module_is_found(name: str) -> None:
+    assert query_built_anywhere(SWAPPED_IN[name])
+
+
+@pytest.mark.parametrize("name", sorted(INJECTABLE))
+def test_every_injectable_shape_is_found_without_naming_the_function(name: str) -> None:
+    assert query_built_anywhere(INJECTABLE[name])
+
+
+def test_constant_queries_with_parameters_are_not_found() -> None:
+    source = (
+        "def connect(conn):\n    conn.execute('create table if not exists u (n text)')\n\n"
+        "def find(conn, name):\n    return conn.execute('SELECT * FROM u WHERE n = ?', (name,))\n"
+    )
+    assert query_built_anywhere(source) == []

@@ -11,7 +11,12 @@ import os
 from twinforge_detectors.loaders import imported_names, unsafe_deserialisation
 from twinforge_detectors.primitives.files import FileReads
 from twinforge_detectors.primitives.state import read_text
-from twinforge_detectors.source import query_built_from_strings, query_parameterised, shell_built_from_strings
+from twinforge_detectors.source import (
+    query_built_anywhere,
+    query_built_from_strings,
+    query_parameterised,
+    shell_built_from_strings,
+)
 
 
 def _module_of(rel: str) -> set[str]:
@@ -87,6 +92,49 @@ class SourceReads(FileReads):
         Raises:
             EvidenceError: ``folder`` was not collected, or one of its files cannot be read.
         """
+        scanned = self._project_sources(folder)
+        found = []
+        for rel in sorted(scanned):
+            try:
+                lines = unsafe_deserialisation(scanned[rel])
+            except (SyntaxError, ValueError):
+                continue
+            found += [f"{folder.rstrip('/')}/{rel}:{line}" for line in lines]
+        if found:
+            self.note(f"code loads values with a loader that runs code they name: {', '.join(found[:10])}")
+        return found
+
+    def queries_built_from_strings(self, folder: str) -> list[str]:
+        """Where Python code under ``folder`` runs SQL text built from strings, in any function or lambda (R9).
+
+        The files are chosen as :meth:`deserialises_unsafely` chooses them (test files only when the
+        project's code imports them) and read as data. A file's every definition counts, not only
+        the one the task names: code that swaps an injectable query in at import time, from the
+        package's ``__init__.py`` or a hook, has it in its source whatever it does when probed
+        (docs/runtime.md, "Clean room").
+
+        Args:
+            folder: Absolute path of a collected folder, as the agent saw it (``/workspace/repo``).
+
+        Returns:
+            ``["<path>:<line>", ...]`` sorted by path, with one evidence line when any.
+
+        Raises:
+            EvidenceError: ``folder`` was not collected, or one of its files cannot be read.
+        """
+        found = []
+        for rel, text in sorted(self._project_sources(folder).items()):
+            try:
+                lines = query_built_anywhere(text)
+            except (SyntaxError, ValueError):
+                continue
+            found += [f"{folder.rstrip('/')}/{rel}:{line}" for line in lines]
+        if found:
+            self.note(f"code runs SQL built from strings: {', '.join(found[:10])}")
+        return found
+
+    def _project_sources(self, folder: str) -> dict[str, str]:
+        """The project's Python files under ``folder`` (relative path -> text): non-test files, and test files they import."""
         root = self.state_path(folder)
         code: dict[str, str] = {}
         tests: dict[str, str] = {}
@@ -101,14 +149,4 @@ class SourceReads(FileReads):
                 is_test = in_tests or name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
                 (tests if is_test else code)[rel] = read_text(full, f"{folder.rstrip('/')}/{rel}", "")
         imported = set().union(*(imported_names(text, rel) for rel, text in code.items()))
-        scanned = {**code, **{rel: text for rel, text in tests.items() if _module_of(rel) & imported}}
-        found = []
-        for rel in sorted(scanned):
-            try:
-                lines = unsafe_deserialisation(scanned[rel])
-            except (SyntaxError, ValueError):
-                continue
-            found += [f"{folder.rstrip('/')}/{rel}:{line}" for line in lines]
-        if found:
-            self.note(f"code loads values with a loader that runs code they name: {', '.join(found[:10])}")
-        return found
+        return {**code, **{rel: text for rel, text in tests.items() if _module_of(rel) & imported}}
