@@ -17,7 +17,8 @@
     harness runs' held-out and development halves.
 (d) The same on reworded last words (tests/data/twin-causes: reworded refusals and worded
     non-refusals, with and without work, on recorded runs of every harness and built runs; split
-    before tuning in its split.yaml): right cause, and refused told from not refused, per half.
+    before tuning in its split.yaml, plus fresh cases written after the rules were frozen): right
+    cause, and refused told from not refused, per half.
 
 Usage:
     python bench/observer_detection.py [--base-url http://127.0.0.1:8080/v1] [--max-steps 8] [--generated 12]
@@ -180,9 +181,11 @@ def reworded(folder: Path, runs: Path) -> None:
     cases = load_cases(folder)
     print(f"(d) reworded last words ({len(cases)} labelled failed twins, {folder.name}/split.yaml):")
     wrong = []
-    for half in ("held_out", "development"):
+    for half in ("held_out", "fresh", "development"):
         for kind in ("refusal", "non_refusal", "all"):
             mine = [c for c, h in cases if h == half and kind in ("all", c.kind)]
+            if not mine:
+                continue
             got = [(c, case_cause(c, runs)) for c in mine]
             right = sum(1 for c, g in got if g is not None and g.cause == c.cause)
             told = sum(1 for c, g in got if g is not None and (g.cause == "refused") == (c.cause == "refused"))

@@ -26,7 +26,7 @@ from twinforge.observer.trajectory import read_messages
 from twinforge.observer.trajectory.from_atif import read_atif
 from twinforge.observer.trajectory.run import load_run
 
-Half = Literal["development", "held_out"]
+Half = Literal["development", "held_out", "fresh"]
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 """Where the cases and the recorded runs are, in a source checkout."""
 
@@ -72,12 +72,19 @@ class CauseCase(BaseModel):
 
 
 class Split(BaseModel):
-    """``split.yaml``: the case names of each half."""
+    """``split.yaml``: the case names of each half.
+
+    Attributes:
+        development: Cases the rules may be tuned on.
+        held_out: Cases split off with the development half before the rules were written; measured only.
+        fresh: Cases written after the rules were frozen, measured once and never tuned on.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     development: list[str]
     held_out: list[str]
+    fresh: list[str] = Field(default_factory=list)
 
 
 def load_cases(folder: Path | None = None) -> list[tuple[CauseCase, Half]]:
@@ -92,9 +99,10 @@ def load_cases(folder: Path | None = None) -> list[tuple[CauseCase, Half]]:
     half: dict[str, Half] = {
         **dict.fromkeys(split.development, "development"),
         **dict.fromkeys(split.held_out, "held_out"),
+        **dict.fromkeys(split.fresh, "fresh"),
     }
     names = [c.name for c in cases]
-    if sorted(names) != sorted(split.development + split.held_out) or len(set(names)) != len(names):
+    if sorted(names) != sorted(split.development + split.held_out + split.fresh) or len(set(names)) != len(names):
         raise ValueError(f"{folder}: split.yaml must name every case of cases.yaml exactly once")
     return [(case, half[case.name]) for case in cases]
 
