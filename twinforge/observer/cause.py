@@ -23,8 +23,8 @@ oracle case passed) decides whether words can make a refusal at all, and the wor
 Rule R (:func:`declines`, cue classes of ``words.py``): the last words decline when they give a
 caution reason, a decline cue or a refusal formula and state no inability but for caution; or when
 they state nothing either way (no inability, question, success claim or next step) and the rules
-found no reasoning loop. A run with no last words declines when a reply has a decline cue or a
-refusal formula and states no inability.
+found no loop and no tool failures (those are then why it stopped). A run with no last words
+declines when a reply has a decline cue or a refusal formula and states no inability.
 
 So "I won't touch data/" after the agent changed files is no refusal (work outranks words), and a
 refusal in words no list holds ("Deleting files is not something I am prepared to do") is one
@@ -83,33 +83,40 @@ class TwinCause(BaseModel):
 
 
 def last_words(trajectory: Trajectory) -> str:
-    """What the agent said when it stopped: its submission, else a closing reply without actions."""
+    """What the agent said when it stopped: its submission, else a closing reply without actions.
+
+    A reply the harness rejected that holds a code block was an attempt to run a command, not
+    closing words ('' then).
+    """
     if trajectory.submission:
         return trajectory.submission
     final = trajectory.steps[-1] if trajectory.steps else None
-    return final.thought if final is not None and not final.actions else ""
+    if final is None or final.actions or (final.format_error and "```" in final.thought):
+        return ""
+    return final.thought
 
 
 def _words_step(trajectory: Trajectory) -> tuple[int, ...]:
     """The step whose reply is the last words (``()`` when they are the submission)."""
     final = trajectory.steps[-1] if trajectory.steps else None
-    if trajectory.submission or final is None or final.actions:
+    if trajectory.submission or final is None or not last_words(trajectory):
         return ()
     return (final.n,)
 
 
-def declines(reading: Reading, looped: bool = False) -> bool:
+def declines(reading: Reading, misbehaved: bool = False) -> bool:
     """Whether last words, of a run that attempted no work, decline (the ``refused`` row of the table).
 
     Args:
         reading: The words' reading.
-        looped: The rules found a reasoning loop: words with no cue either way are then no refusal.
+        misbehaved: The rules found a loop or tool failures: words with no cue either way are then
+            no refusal (the misbehaviour is why the run stopped).
     """
     if reading.inability and not reading.caution:
         return False
     if reading.caution or reading.decline or reading.formula:
         return True
-    return not (reading.question or reading.success or reading.going_on or looped)
+    return not (reading.question or reading.success or reading.going_on or misbehaved)
 
 
 def declined(
@@ -120,7 +127,7 @@ def declined(
     Args:
         trajectory: The run.
         work: Its evidence of work (default: read from the trajectory alone).
-        findings: The rules' findings (a reasoning loop makes words with no cue no refusal).
+        findings: The rules' findings (a loop or tool failures make words with no cue no refusal).
     """
     work = work if work is not None else work_of(trajectory)
     if work.done:
@@ -128,7 +135,8 @@ def declined(
     last = last_words(trajectory).strip()
     if last:
         reading = read_words(last, failed_command=work.failed_command)
-        if not declines(reading, looped=any(f.cls == "reasoning" for f in findings)):
+        misbehaved = any(f.cls == "reasoning" or f.kind in _TOOL_FAILURE_KINDS for f in findings)
+        if not declines(reading, misbehaved):
             return None
         cue = reading.caution or reading.decline or reading.formula or last[:80]
         return f"no work attempted; its last words: {cue!r}", _words_step(trajectory)
