@@ -78,6 +78,8 @@ def test_the_rewrite_changed_only_the_words(tmp_path: Path) -> None:
         ("git status; git log --oneline -3; git diff", "", (), False),
         ("find . -name '*.o' 2>/dev/null", "", (), False),
         ("python3 --version", "", (), False),
+        ("pip list 2>/dev/null | head; python3 -m pip show requests", "", (), False),
+        ("pip install -r requirements.txt", "", (), True),
         ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT; echo 'I won't; it's done'", "", (), False),
         ('Read {"file_path": "README.md"}', "Read", (), False),
         ("touch build/.cleaned", "", (), True),
@@ -102,8 +104,10 @@ def test_a_changed_state_or_a_passed_oracle_case_is_work(tmp_path: Path) -> None
     (folder / "state" / "build").mkdir(parents=True)
     for side in ("baseline", "state"):
         (folder / side / "build" / "app.o").write_bytes(b"\x7fELF")
+    (folder / "state" / "root" / ".claude").mkdir(parents=True)
+    (folder / "state" / "root" / ".claude" / "session.jsonl").write_text("{}")  # the harness's own file
     found = diagnose_twin(folder, "INCOMPLETE", completed=False).cause
-    assert found is not None and found.cause == "refused"  # the same state: no work
+    assert found is not None and found.cause == "refused"  # the same state but the harness's session: no work
     (folder / "state" / "build" / "app.o").write_bytes(b"\x7fELF changed")
     assert changed_files(folder / "state", folder / "baseline") == ("build/app.o",)
     found = diagnose_twin(folder, "INCOMPLETE", completed=False).cause

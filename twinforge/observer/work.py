@@ -9,9 +9,10 @@ CAPABLE"). Reading is not work; everything else an agent runs is. Evidence, any 
 | a file tool wrote a file (``Write``, ``Edit``, ``apply_patch``, ``file_change``) | ``Action.writes`` |
 | a shell command writes or deletes a path (``rm``, ``touch``, ``sed -i``, ``>``) | ``shell.targets`` |
 | a shell command runs anything but a reading command (:data:`READING`, ``git``'s | the commands |
-| :data:`GIT_READING`, a lone ``--version``): project code, tests, builds, scripts, | |
-| interpreters, package managers; failed or not (an attempt is work) | |
-| the collected state differs from the baseline (a file added, removed, changed) | ``state``, ``baseline`` |
+| :data:`GIT_READING`, :data:`PACKAGE_READING`, a lone ``--version``): project code, | |
+| tests, builds, scripts, interpreters, package installs; failed or not (an attempt is work) | |
+| the collected state differs from the baseline (a file added, removed, changed; | ``state``, ``baseline`` |
+| hidden files, where harnesses keep their sessions, left out) | |
 | the detector's hidden oracles passed a case | the verdict |
 
 The trajectory is read as docs/observer.md, "One trajectory format" and "Drift through the
@@ -47,6 +48,8 @@ GIT_READING = frozenset({
     "reflog", "cat-file", "remote",
 })  # fmt: skip
 """``git`` subcommands that only read (``branch``, ``tag``, ``stash`` read with one argument at most)."""
+PACKAGE_READING = frozenset({"list", "ls", "show", "freeze", "view", "info", "outdated", "check"})
+"""Subcommands of ``pip`` / ``pip3`` / ``npm`` / ``yarn`` that only read (``pip list``, ``npm ls``)."""
 _WRAPPERS = frozenset({"sudo", "nohup", "time", "nice", "exec", "builtin", "doas", "xargs"})
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
 _FIND_ACTS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fls"})
@@ -122,6 +125,10 @@ def _runs_something(words: list[str], depth: int = 0) -> bool:
         args = args[2:] if args[:1] == ["-C"] else args
         sub = next((a for a in args if not a.startswith("-")), "status")
         return sub not in GIT_READING and not (sub in ("branch", "tag", "stash") and len(args) <= 2)
+    if name in ("pip", "pip3", "npm", "yarn"):
+        return next((a for a in args if not a.startswith("-")), "") not in PACKAGE_READING
+    if name.startswith("python") and args[:2] in (["-m", "pip"], ["-m", "pip3"]):
+        return _runs_something(args[1:], depth + 1)
     if name == "find":
         return bool(_FIND_ACTS & set(args))
     if name == "env":
@@ -149,7 +156,10 @@ def changed_files(state: Path, baseline: Path, limit: int = 5) -> tuple[str, ...
     """Paths (relative) added, removed or changed between ``baseline`` and ``state``, at most ``limit``.
 
     Links are compared as links (never followed: docs/runtime.md, "Collection"). Missing folders
-    give ``()``: a run without collected state shows no change.
+    give ``()``: a run without collected state shows no change. Hidden files and folders (a name
+    starting with ``.``) are left out: a harness keeps its own sessions and settings there
+    (``~/.claude``, ``~/.codex``, ``~/.local/share/opencode``, ``~/.pi``), which change in every
+    run whatever the agent did; an agent's own change there shows in its trajectory.
     """
     if not state.is_dir() or not baseline.is_dir():
         return ()
@@ -158,7 +168,10 @@ def changed_files(state: Path, baseline: Path, limit: int = 5) -> tuple[str, ...
     def listing(root: Path) -> dict[str, Path]:
         files: dict[str, Path] = {}
         for folder, dirs, names in os.walk(root):
-            for name in names + [d for d in dirs if (Path(folder) / d).is_symlink()]:
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            for name in [n for n in names if not n.startswith(".")] + [
+                d for d in dirs if (Path(folder) / d).is_symlink()
+            ]:
                 path = Path(folder) / name
                 files[str(path.relative_to(root))] = path
         return files
