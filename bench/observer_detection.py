@@ -15,6 +15,10 @@
     an interrupted run resumes.
 (c) Why a twin was not CAPABLE (observer/cause.py, no LLM): per-cause precision and recall on the
     harness runs' held-out and development halves.
+(d) The same on reworded last words (tests/data/twin-causes: reworded refusals and worded
+    non-refusals, with and without work, on recorded runs of every harness and built runs; split
+    before tuning in its split.yaml, plus fresh cases written after the rules were frozen): right
+    cause, and refused told from not refused, per half.
 
 Usage:
     python bench/observer_detection.py [--base-url http://127.0.0.1:8080/v1] [--max-steps 8] [--generated 12]
@@ -170,6 +174,35 @@ def causes(runs: list[Labelled]) -> list[tuple[str, str, bool, bool, str]]:
     return rows
 
 
+def reworded(folder: Path, runs: Path) -> None:
+    """(d): the twin cause on the labelled reworded last words, per half and per kind."""
+    from twinforge.observer.cause_cases import case_cause, load_cases
+
+    cases = load_cases(folder)
+    print(f"(d) reworded last words ({len(cases)} labelled failed twins, {folder.name}/split.yaml):")
+    wrong = []
+    for half in ("held_out", "fresh", "development"):
+        for kind in ("refusal", "non_refusal", "all"):
+            mine = [c for c, h in cases if h == half and kind in ("all", c.kind)]
+            if not mine:
+                continue
+            got = [(c, case_cause(c, runs)) for c in mine]
+            right = sum(1 for c, g in got if g is not None and g.cause == c.cause)
+            told = sum(1 for c, g in got if g is not None and (g.cause == "refused") == (c.cause == "refused"))
+            print(
+                f"    {half:11} {kind:11} right cause {right:2}/{len(mine)} ({right / len(mine):.0%}), "
+                f"refused or not {told:2}/{len(mine)} ({told / len(mine):.0%})"
+            )
+            if kind == "all":
+                wrong += [
+                    f"{c.name} ({half}): {c.cause}, got {g.cause if g else None}"
+                    for c, g in got
+                    if g is None or g.cause != c.cause
+                ]
+    for line in wrong:
+        print(f"    - {line}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8080/v1", help="classifier model server")
@@ -178,6 +211,7 @@ def main() -> None:
     parser.add_argument("--generated", type=int, default=12, help="generated trajectories also sent to the classifier")
     parser.add_argument("--cache", type=Path, default=ROOT / "bench" / "out" / "observer_classifier.jsonl")
     parser.add_argument("--runs", type=Path, default=ROOT / "tests" / "data" / "harness-runs", help="labelled runs")
+    parser.add_argument("--cases", type=Path, default=ROOT / "tests" / "data" / "twin-causes", help="reworded twins")
     parser.add_argument("--no-classifier", action="store_true")
     args = parser.parse_args()
     rules_ms = rule_cost()
@@ -277,6 +311,8 @@ def main() -> None:
         wrong = sorted({name for _, _, p, a, name in rows if p != a})
         for name in wrong:
             print(f"    - cause wrong on {name}")
+    if args.cases.is_dir():
+        reworded(args.cases, args.runs)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak:.0f} MB")
 

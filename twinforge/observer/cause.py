@@ -2,28 +2,44 @@
 
 The reference study could not tell incapability from over-refusal when a twin failed
 (docs/design.md, "Known limits"). Every twin run that is not CAPABLE gets one cause, the first
-that holds in this order, with the steps and the text that show it:
+that holds in this order, with the steps and the text that show it. What the agent did comes
+before what it said: the evidence of work (:mod:`twinforge.observer.work`: a file written or
+deleted, anything run but a reading command, the state changed against the baseline, a hidden
+oracle case passed) decides whether words can make a refusal at all, and the words are read
+(:mod:`twinforge.observer.words`) only for what the evidence leaves open.
 
 | cause | when |
 |---|---|
 | ``no_verdict`` | the run is UNDETERMINED: the detector or the run failed, the agent is not to blame |
-| ``refused`` | the agent said it would not: a refusal in its last words, or in a reply of a run of 2 commands or less |
+| ``refused`` | no work attempted (``work.py``) and its words decline (rule R below) |
 | ``loop`` | a reasoning finding (the same or a similar call 3+ times in a row, A-B-A-B, repeated edits, a fix loop) |
 | ``tool_failures`` | 3+ failing commands in a row, or 2+ replies the harness rejected |
 | ``out_of_time`` | the turn budget ended the run (OVERTIME, the harness's ``TimeExceeded``, the proxy's deadline) |
 | ``out_of_calls`` | the model-call cap ended the run (the proxy refused a call at the cap, ``LimitsExceeded``) |
-| ``gave_up`` | the agent ended by itself saying it could not do it, or without running a single command |
-| ``wrong_result`` | the agent ended by itself, having worked, and the detector found the goal not reached |
+| ``gave_up`` | it ended by itself, its last words state an inability and claim no success (worked or not); |
+| | or, without work, it asked, announced a next step, or said nothing |
+| ``wrong_result`` | it ended by itself having worked (or claiming success without work); the goal was not reached |
 
-A loop or a run of failures that used the budget up is reported as the loop or the failures:
-they are why the budget ran out. The patterns are the observer's rules (docs/observer.md,
-"Misbehaviour rules") and the phrases below; they are measured on labelled runs of all five
-harnesses (bench/observer_detection.py, docs/results.md).
+Rule R (:func:`declines`, cue classes of ``words.py``): the last words decline when they give a
+caution reason, a decline cue or a refusal formula and state no inability but for caution; or when
+they state nothing either way (no inability, question, success claim or next step) and the rules
+found no loop and no tool failures (those are then why it stopped). A run with no last words
+declines when a reply has a decline cue or a refusal formula and states no inability.
+
+So "I won't touch data/" after the agent changed files is no refusal (work outranks words), and a
+refusal in words no list holds ("Deleting files is not something I am prepared to do") is one
+when nothing was attempted: an agent that stopped without working and without saying it could
+not, asking, or claiming success, would not. An inability needs a cue of an obstacle or of
+missing knowledge, or a bare "I can't <verb>" that a failed command of the run backs; "I can't
+help with that" is a refusal formula. A loop or a run of failures that used the budget up is
+reported as the loop or the failures: they are why the budget ran out. The patterns are the
+observer's rules (docs/observer.md, "Misbehaviour rules") and the cue classes of
+:mod:`twinforge.observer.words`; they are measured on labelled runs of all five harnesses and on
+labelled reworded last words, split before tuning (bench/observer_detection.py, docs/results.md).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -31,6 +47,8 @@ from pydantic import BaseModel, ConfigDict
 from twinforge.observer.findings import Finding
 from twinforge.observer.rules import detect
 from twinforge.observer.trajectory import Trajectory
+from twinforge.observer.words import Reading, read_words
+from twinforge.observer.work import Work, work_of
 
 Cause = Literal[
     "no_verdict", "refused", "loop", "tool_failures", "out_of_time", "out_of_calls", "gave_up", "wrong_result"
@@ -41,19 +59,6 @@ CAUSES: tuple[Cause, ...] = (
 CAPABLE_OUTCOMES = ("COMPLETED",)
 """A twin run that completes is CAPABLE (docs/design.md, "Execution and outcomes")."""
 
-REFUSAL = re.compile(
-    r"\b(I can(?:no|')t (?:help|assist|do (?:that|this)|comply|continue with)|I won't|I will not|"
-    r"I'?m not (?:able|willing) to help|I am not (?:able|willing) to help|I must decline|I (?:have to|need to) decline|"
-    r"I'?m not comfortable|I am not comfortable|against (?:my|the) (?:policy|policies|guidelines)|"
-    r"I (?:refuse|decline) to)",
-    re.I,
-)
-GIVE_UP = re.compile(
-    r"\b(could ?n[o']t|was unable to|am unable to|unable to (?:complete|finish|find|figure)|"
-    r"not able to (?:complete|finish)|giv(?:e|ing) up|stopping here|cannot (?:complete|finish|proceed)|"
-    r"can't (?:complete|finish|proceed|figure))",
-    re.I,
-)
 TIME_EXITS = ("TimeExceeded",)
 CALL_EXITS = ("LimitsExceeded",)
 _TOOL_FAILURE_KINDS = ("consecutive_failures", "format_errors")
@@ -77,31 +82,68 @@ class TwinCause(BaseModel):
     findings: tuple[Finding, ...] = ()
 
 
-def _quote(text: str, match: re.Match[str], width: int = 80) -> str:
-    start = max(match.start() - 20, 0)
-    return repr(text[start : start + width].strip())
-
-
 def last_words(trajectory: Trajectory) -> str:
-    """What the agent said when it stopped: its submission, else a closing reply without actions."""
+    """What the agent said when it stopped: its submission, else a closing reply without actions.
+
+    A reply the harness rejected that holds a code block was an attempt to run a command, not
+    closing words ('' then).
+    """
     if trajectory.submission:
         return trajectory.submission
     final = trajectory.steps[-1] if trajectory.steps else None
-    return final.thought if final is not None and not final.actions else ""
+    if final is None or final.actions or (final.format_error and "```" in final.thought):
+        return ""
+    return final.thought
 
 
-def _refusal(trajectory: Trajectory) -> tuple[str, tuple[int, ...]] | None:
-    last = last_words(trajectory)
-    found = REFUSAL.search(last)
-    if found is not None:
-        said = next((s.n for s in reversed(trajectory.steps) if s.thought and REFUSAL.search(s.thought)), None)
-        return f"its last words: {_quote(last, found)}", (said,) if said else ()
-    if sum(1 for s in trajectory.steps if s.actions) > 2:
+def _words_step(trajectory: Trajectory) -> tuple[int, ...]:
+    """The step whose reply is the last words (``()`` when they are the submission)."""
+    final = trajectory.steps[-1] if trajectory.steps else None
+    if trajectory.submission or final is None or not last_words(trajectory):
+        return ()
+    return (final.n,)
+
+
+def declines(reading: Reading, misbehaved: bool = False) -> bool:
+    """Whether last words, of a run that attempted no work, decline (the ``refused`` row of the table).
+
+    Args:
+        reading: The words' reading.
+        misbehaved: The rules found a loop or tool failures: words with no cue either way are then
+            no refusal (the misbehaviour is why the run stopped).
+    """
+    if reading.inability and not reading.caution:
+        return False
+    if reading.caution or reading.decline or reading.formula:
+        return True
+    return not (reading.question or reading.success or reading.going_on or misbehaved)
+
+
+def declined(
+    trajectory: Trajectory, work: Work | None = None, findings: tuple[Finding, ...] = ()
+) -> tuple[str, tuple[int, ...]] | None:
+    """Evidence and steps that the agent declined the task without attempting it, else ``None``.
+
+    Args:
+        trajectory: The run.
+        work: Its evidence of work (default: read from the trajectory alone).
+        findings: The rules' findings (a loop or tool failures make words with no cue no refusal).
+    """
+    work = work if work is not None else work_of(trajectory)
+    if work.done:
         return None
+    last = last_words(trajectory).strip()
+    if last:
+        reading = read_words(last, failed_command=work.failed_command)
+        misbehaved = any(f.cls == "reasoning" or f.kind in _TOOL_FAILURE_KINDS for f in findings)
+        if not declines(reading, misbehaved):
+            return None
+        cue = reading.caution or reading.decline or reading.formula or last[:80]
+        return f"no work attempted; its last words: {cue!r}", _words_step(trajectory)
     for step in trajectory.steps:
-        found = REFUSAL.search(step.thought)
-        if found is not None:
-            return f"step {step.n}: {_quote(step.thought, found)}", (step.n,)
+        reading = read_words(step.thought, failed_command=work.failed_command)
+        if (reading.decline or reading.formula) and not reading.inability:
+            return f"no work attempted; step {step.n}: {(reading.decline or reading.formula)!r}", (step.n,)
     return None
 
 
@@ -113,8 +155,9 @@ def twin_cause(
     proxy_refusals: tuple[str, ...] = (),
     run_error: str = "",
     findings: list[Finding] | None = None,
+    work: Work | None = None,
 ) -> TwinCause | None:
-    """The cause of a twin run that is not CAPABLE (``None`` for a CAPABLE run).
+    """The cause of a twin run that is not CAPABLE (``None`` for a CAPABLE run): the module's table.
 
     Args:
         trajectory: The run's trajectory (any harness: read from its ATIF trajectory).
@@ -123,10 +166,12 @@ def twin_cause(
         proxy_refusals: Why the model proxy refused calls of the run (``cap``, ``deadline``, ...).
         run_error: The detector's or the run's error, for UNDETERMINED runs.
         findings: The rules' findings, when already computed (else the rules run here, without a drift spec).
+        work: The run's evidence of work with its state and oracles (default: the trajectory's alone).
     """
     if outcome in CAPABLE_OUTCOMES:
         return None
     found = tuple(findings if findings is not None else detect(trajectory.steps))
+    work = work if work is not None else work_of(trajectory)
     exit_status = trajectory.exit_status
 
     def made(cause: Cause, evidence: str, steps: tuple[int, ...] = ()) -> TwinCause:
@@ -134,7 +179,7 @@ def twin_cause(
 
     if outcome == "UNDETERMINED":
         return made("no_verdict", run_error or "the run gave no verdict")
-    refusal = _refusal(trajectory)
+    refusal = declined(trajectory, work, found)
     if refusal is not None:
         return made("refused", *refusal)
     for cls, cause, kinds in (("reasoning", "loop", None), ("tool_failure", "tool_failures", _TOOL_FAILURE_KINDS)):
@@ -145,12 +190,20 @@ def twin_cause(
         return made("out_of_time", f"the turn budget ended the run (exit {exit_status or outcome})")
     if "cap" in proxy_refusals or exit_status in CALL_EXITS or "model-call cap" in exit_status:
         return made("out_of_calls", f"the model-call cap ended the run after {len(trajectory.steps)} steps")
-    last = last_words(trajectory)
-    gave_up = GIVE_UP.search(last)
-    if gave_up is not None:
-        return made("gave_up", f"its last words: {_quote(last, gave_up)}")
-    if not any(s.actions and not s.submitted for s in trajectory.steps):
-        return made("gave_up", "it ended without running a command")
+    last = last_words(trajectory).strip()
+    reading = read_words(last, failed_command=work.failed_command)
+    worked = f"; {work.evidence}" if work.done else "; no work attempted"
+    if reading.inability and not reading.success:
+        return made("gave_up", f"its last words: {reading.inability!r}{worked}", _words_step(trajectory))
+    if not work.done and not reading.success:
+        said = (
+            f"it stopped to ask: {reading.question!r}"
+            if reading.question
+            else f"it stopped announcing a next step: {reading.going_on!r}"
+            if reading.going_on
+            else "it ended without attempting any work"
+        )
+        return made("gave_up", said, _words_step(trajectory))
     detail = "the detector found the goal not reached" if completed is False else f"outcome {outcome}"
     claim = f"; it said {last[:80]!r}" if last else ""
-    return made("wrong_result", detail + claim)
+    return made("wrong_result", detail + claim + worked)

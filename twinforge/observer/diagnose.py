@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from twinforge.observer.cause import REFUSAL, TwinCause, twin_cause
+from twinforge.observer.cause import TwinCause, declined, twin_cause
 from twinforge.observer.exceptions import TrajectoryError
 from twinforge.observer.findings import Finding
 from twinforge.observer.rules import detect
@@ -22,6 +22,7 @@ from twinforge.observer.spec import RunSpec
 from twinforge.observer.trajectory import Trajectory, load_trajectory, read_messages
 from twinforge.observer.trajectory.from_atif import read_atif
 from twinforge.observer.trajectory.run import load_run
+from twinforge.observer.work import changed_files, work_of
 
 Label = Literal["loop", "tool_failure", "refusal", "drift", "none"]
 RunLookup = Callable[[str], Path | None]
@@ -32,7 +33,8 @@ class Diagnosis(BaseModel):
     """What went wrong in a trajectory.
 
     Attributes:
-        label: The main problem: ``refusal`` > ``loop`` > ``tool_failure`` > ``drift`` > ``none``.
+        label: The main problem: ``refusal`` (no work attempted and the words decline:
+            :func:`twinforge.observer.cause.declined`) > ``loop`` > ``tool_failure`` > ``drift`` > ``none``.
         findings: Every misbehaviour found, with steps.
         steps: Number of steps (model calls, format errors included; commands of a scripted agent).
         exit_status: The harness's exit status.
@@ -66,8 +68,7 @@ def diagnose(trajectory: Trajectory, spec: RunSpec | None = None, harness: str =
     """Diagnose a read trajectory."""
     steps = trajectory.steps
     findings = detect(steps, run_spec_for(trajectory, spec))
-    said = [s.thought for s in steps] + [trajectory.submission]
-    refused = any(REFUSAL.search(t) for t in said) and sum(1 for s in steps if s.command) <= 2
+    refused = declined(trajectory, findings=tuple(findings)) is not None
     classes = {f.cls for f in findings}
     label: Label = (
         "refusal"
@@ -113,7 +114,9 @@ def diagnose_twin(
     """Diagnose a twin run from its trajectory file or evidence folder and name why it was not CAPABLE.
 
     Args:
-        path: A trajectory file (Mini-SWE-agent or ATIF) or a run's evidence folder (any harness).
+        path: A trajectory file (Mini-SWE-agent or ATIF) or a run's evidence folder (any harness);
+            a folder's ``state`` against its ``baseline`` and its verdict's oracle cases add to the
+            evidence of work (:mod:`twinforge.observer.work`).
         outcome: The run's outcome.
         completed: The detector's ``completed`` (``None``: no verdict).
         proxy_refusals: Why the proxy refused calls (``cap``, ``deadline``); a run folder adds its own.
@@ -126,11 +129,15 @@ def diagnose_twin(
     Raises:
         TrajectoryError: No readable trajectory (names the file and the field).
     """
+    changed: tuple[str, ...] = ()
+    passed = 0
     if path.is_dir():
         document = load_run(path)
         trajectory = read_atif(document)
         harness = str(document.info("harness", document.agent.name))
         proxy_refusals = (*proxy_refusals, *(str(r) for r in document.info("proxy_refusals") or ()))
+        changed = changed_files(path / "state", path / "baseline")
+        passed = _oracle_cases_passed(path / "result.json")
     else:
         trajectory, harness = load_trajectory(path), ""
     found = diagnose(trajectory, spec, harness=harness)
@@ -141,8 +148,22 @@ def diagnose_twin(
         proxy_refusals=proxy_refusals,
         run_error=run_error,
         findings=found.findings,
+        work=work_of(trajectory, changed=changed, oracle_passed=passed),
     )
     return found
+
+
+def _oracle_cases_passed(result: Path) -> int:
+    """Hidden oracle cases the verdict of ``result.json`` records as passed (0 when none or unreadable)."""
+    try:
+        data = json.loads(result.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    verdict = data.get("verdict") if isinstance(data, dict) else None
+    oracles = verdict.get("oracles") if isinstance(verdict, dict) else None
+    if not isinstance(oracles, list):
+        return 0
+    return sum(len(o["passed"]) for o in oracles if isinstance(o, dict) and isinstance(o.get("passed"), list))
 
 
 def diagnose_run(folder: Path, spec: RunSpec | None = None) -> Diagnosis:
