@@ -9,8 +9,6 @@ against the scripted upstream or the replay upstream (tests/support/replay_upstr
 from __future__ import annotations
 
 import copy
-import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import pytest
 
 from tests.harness.test_proxy_shapes import golden, send
 from tests.support.paths import DATA
+from tests.support.transcript import lines
 from twinforge.core.settings import ModelSettings
 from twinforge.harness.allowlist import RULES, screen
 from twinforge.harness.proxy import ModelProxy
@@ -55,20 +54,6 @@ def settings(url: str, **more: Any) -> ModelSettings:
     return ModelSettings(
         base_url=url, model="upstream-model", api_key_env="TF_ALLOW_KEY", api_shapes=["chat", "responses", "messages"]
     ).model_copy(update=more)
-
-
-def lines(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
-
-
-def wait_for_record(log: Path, count: int = 1) -> list[dict[str, Any]]:
-    """The transcript once it holds ``count`` lines (a closed stream is recorded when the proxy notices)."""
-    waited = threading.Event()
-    for _ in range(400):
-        if len(lines(log)) >= count:
-            break
-        waited.wait(0.025)
-    return lines(log)
 
 
 def recorded_requests() -> list[tuple[str, Shape, dict[str, Any], dict[str, str] | None]]:

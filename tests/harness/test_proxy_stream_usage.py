@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness.test_proxy_allowlist import lines, wait_for_record
 from tests.support.replay_upstream import Answer, recorded, replay_upstream
+from tests.support.transcript import lines, wait_for_record
 from twinforge.core.price import ModelPrice
 from twinforge.core.settings import ModelSettings
 from twinforge.core.spend import SpendMeter
