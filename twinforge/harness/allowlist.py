@@ -98,6 +98,9 @@ RULES: dict[Shape, ShapeRules] = {
             "user",
             "service_tier",
             "truncation",
+            # stored state, not a fetch: forwarded as it is, refused by name where it cannot be translated
+            "previous_response_id",
+            "conversation",
         },
         tool_types=frozenset({"function", "custom", "namespace", "local_shell"}),
         refused_tool_types={

@@ -5,6 +5,9 @@ reached its end, or a stream cut by the upstream (status 502, ``cut: "upstream"`
 (status 499, ``cut: "client"``) with the bytes received and the error, never as a complete 200. A
 translated call keeps both shapes: the harness's request and reply (``shape``, ``request``,
 ``reply``) and the upstream's (``upstream_shape``, ``upstream_request``, ``upstream_reply``).
+Usage the proxy counted itself (a cut stream; :mod:`twinforge.harness.stream_tokens`) is marked
+``usage_source: "counted"``; prompt-cache writes (``cache_write_tokens``) are priced at their own
+rate (:class:`~twinforge.core.price.ModelPrice`).
 """
 
 from __future__ import annotations

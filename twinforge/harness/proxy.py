@@ -8,7 +8,10 @@ It serves OpenAI Chat Completions (``/v1/chat/completions``), OpenAI Responses (
 and Anthropic Messages (``/v1/messages`` and ``/v1/messages/count_tokens``), whole or streamed
 (SSE), and forwards each call to the upstream in the same shape where the upstream serves it
 (``[models.*] api_shapes``), else translated (``twinforge.harness.translation``; Chat Completions
-first where served), recording both shapes. The model block's reasoning settings go with every call
+first where served), recording both shapes. Only what the harnesses send is forwarded
+(``twinforge.harness.allowlist``): a provider-side fetch is refused with a 400 in the request's
+shape and recorded, other extras are dropped; a streamed Chat call is asked for its usage
+(:func:`~twinforge.harness.shapes.with_stream_usage`). The model block's reasoning settings go with every call
 (``twinforge.harness.model_settings``). While a streamed call waits for a slow upstream, SSE comment
 lines (``: keep-alive``) keep the client's idle timers from firing; an upstream that fails after
 that is reported as an error event in the shape (``twinforge.harness.proxy_stream``).
