@@ -8,8 +8,10 @@ also answers llama.cpp's ``/tokenize`` with one token a word.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from twinforge.core.price import ModelPrice
 from twinforge.core.settings import ModelSettings
 from twinforge.core.spend import SpendMeter
 from twinforge.harness.proxy import ModelProxy
+from twinforge.harness.stream_tokens import Counted, count, tokenize_url
 from twinforge.runs.records import RecordsDB
 
 PRICE = ModelPrice(input=3.0, cached_input=0.3, output=15.0)
@@ -61,14 +64,13 @@ def long_messages_stream(deltas: int = 400, output_tokens: int = 4000) -> bytes:
     return b"".join(parts)
 
 
-def long_chat_stream(deltas: int = 200) -> bytes:
-    """A Chat stream that reports its usage in its last chunk (include_usage)."""
+def long_chat_stream(deltas: int = 200, usage: bool = True) -> bytes:
+    """A Chat stream that reports its usage in its last chunk (include_usage), unless ``usage`` is false."""
     base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
     chunks = [{**base, "choices": [{"index": 0, "delta": {"content": WORDS}, "finish_reason": None}]}] * deltas
-    chunks += [
-        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-        {**base, "choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 2000}},
-    ]
+    chunks += [{**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    if usage:
+        chunks += [{**base, "choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 2000}}]
     return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
 
 
@@ -140,6 +142,25 @@ def test_a_stream_the_upstream_cuts_records_the_tokens_it_carried(
     assert records.calls("up-cut")[0].completion_tokens == words
 
 
+def test_a_chat_stream_without_usage_is_counted(
+    proxy: tuple[ModelProxy, RecordsDB, SpendMeter], tmp_path: Path
+) -> None:
+    """An upstream that ignores ``include_usage``: the complete stream is counted, never recorded as 0 tokens."""
+    server, _, spend = proxy
+    log = tmp_path / "proxy.jsonl"
+    silent = long_chat_stream(deltas=30, usage=False)
+    with replay_upstream(Answer(silent, headers=SSE)) as (url, replay):
+        token = server.grant("silent", priced(url, "chat"), cap=5, seconds=60, log=log)
+        body = {"model": "x", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+        response = httpx.post(server.url + "/chat/completions", json=body, headers={"authorization": f"Bearer {token}"})
+        server.release(token)
+    assert response.status_code == 200 and replay.seen[0][1]["stream_options"] == {"include_usage": True}
+    (line,) = lines(log)
+    assert (line["status"], line["usage_source"], line["counted_by"]) == (200, "counted", "tokenizer")
+    assert line["usage"]["completion_tokens"] == 300 and line["usage"]["prompt_tokens"] > 0
+    assert spend.spent_usd == pytest.approx(line["cost_usd"]) and line["cost_usd"] > 0
+
+
 def test_a_complete_stream_keeps_the_upstreams_own_usage(
     proxy: tuple[ModelProxy, RecordsDB, SpendMeter], tmp_path: Path
 ) -> None:
@@ -192,3 +213,20 @@ def test_cache_writes_are_priced_at_their_rate_in_the_records_and_the_spend(
     expected = PRICE.cost(59, 7, 8, cache_write_tokens=12)
     assert line["cost_usd"] == pytest.approx(expected) and expected > PRICE.cost(59, 7, 8)
     assert spend.spent_usd == pytest.approx(expected) and grant.cost_usd == pytest.approx(expected)
+
+
+def test_without_the_upstreams_tokenizer_the_count_is_the_documented_estimate() -> None:
+    with socket.socket() as sock:  # a loopback port nothing listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    text = "a" * 41
+
+    async def counted(settings: ModelSettings) -> Counted:
+        async with httpx.AsyncClient() as client:
+            return await count(text, settings, client)
+
+    closed = ModelSettings(base_url=f"http://127.0.0.1:{port}/v1", model="m")
+    hosted = ModelSettings(base_url=f"http://127.0.0.1:{port}/v1", model="m", provider="anthropic")
+    assert tokenize_url(closed) == f"http://127.0.0.1:{port}/tokenize" and tokenize_url(hosted) is None
+    for settings in (closed, hosted):
+        assert asyncio.run(counted(settings)) == Counted(tokens=11, by="estimate")  # 41 characters / 4, rounded up
