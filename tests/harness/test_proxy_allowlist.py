@@ -169,6 +169,18 @@ REFUSED: dict[str, tuple[tuple[str, dict[str, Any]], str]] = {
 }
 
 
+def test_a_url_in_a_tool_calls_arguments_is_not_content() -> None:
+    """The model's own tool input may hold anything; only content blocks are checked for URLs."""
+    request = copy.deepcopy(golden("claude")[-1])
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"source": {"type": "url", "url": "https://x"}}}
+    request["body"]["messages"].append({"role": "assistant", "content": [call]})
+    assert screen("messages", request["body"], {}).refused is None
+    request["body"]["messages"].append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                                      "content": [URL_IMAGE]}]})  # fmt: skip
+    where = f"messages[{len(request['body']['messages']) - 1}].content[0].content[0]"
+    assert str(screen("messages", request["body"], {}).refused).startswith(f"{where}: a 'image' block with a URL")
+
+
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_a_provider_side_fetch_is_refused_in_the_requests_shape_and_recorded(
     case: str, upstream: tuple[str, ScriptedUpstream], proxy: tuple[ModelProxy, RecordsDB], tmp_path: Path

@@ -1,7 +1,7 @@
 """What the model proxy forwards of a request: one allow-list per API shape (docs/runtime.md, "Model channel").
 
-The five harnesses send a small, known set of request fields, tool types and headers (their
-recorded requests: ``tests/data/harness-kit/*/requests.jsonl`` and ``tests/data/harness-runs/``).
+The five harnesses send a small, known set of request fields, tool types and headers (read from
+their recorded requests; docs/runtime.md, "Model channel", "What the proxy forwards").
 The agent holds the run token, so anything else the upstream would honour is an agent's choice, not
 the harness's. Two kinds of extra are told apart:
 
@@ -129,8 +129,8 @@ RULES: dict[Shape, ShapeRules] = {
         },
         headers={
             "anthropic-version": frozenset({"2023-06-01"}),
-            # What Claude Code 2.1.220 sends (tests/data/harness-kit/claude/requests.jsonl), and the
-            # betas of its other modes that only change the reply's form.
+            # What Claude Code 2.1.220 sends, and betas that only change the reply's form
+            # (docs/runtime.md, "Model channel", "What the proxy forwards").
             "anthropic-beta": frozenset(
                 {
                     "claude-code-20250219",
@@ -205,6 +205,11 @@ def _is_remote(url: Any) -> bool:
     return isinstance(url, str) and not url.strip().lower().startswith("data:")
 
 
+NESTED = ("content", "output")
+"""Where content parts hold more parts: a message's ``content``, a tool result's ``content`` (Messages,
+Chat) or ``output`` (Responses)."""
+
+
 def _remote_content(value: Any, where: str) -> str | None:
     """The first content part the provider would download from a URL, as ``path: what``."""
     if isinstance(value, list):
@@ -228,9 +233,9 @@ def _remote_content(value: Any, where: str) -> str | None:
         return f"{where}: an input_image URL that is not a data: URL (the provider downloads it)"
     if kind == "input_file" and value.get("file_url"):
         return f"{where}: an input_file with a file_url (the provider downloads it)"
-    for key, item in value.items():
-        if isinstance(item, list | dict):
-            found = _remote_content(item, f"{where}.{key}")
+    for key in NESTED:  # a message's blocks, a tool result's blocks; never a tool call's arguments
+        if isinstance(value.get(key), list):
+            found = _remote_content(value[key], f"{where}.{key}")
             if found:
                 return found
     return None
