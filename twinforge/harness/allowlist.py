@@ -59,7 +59,8 @@ FETCHES = "the provider would fetch or call out on the agent's behalf, past the 
 UNKNOWN_TOOL = "a tool type the harnesses never send (it may run on the provider's side)"
 
 RULES: dict[Shape, ShapeRules] = {
-    # Mini-SWE-agent (LiteLLM), OpenCode, Pi; plus Chat's usual sampling and output fields.
+    # Mini-SWE-agent (LiteLLM), OpenCode, Pi; plus Chat's usual sampling and output fields. Not ``n``
+    # (several replies for one call) nor a ``service_tier``: both would spend past the list price.
     "chat": ShapeRules(
         fields=_COMMON
         | {
@@ -67,7 +68,6 @@ RULES: dict[Shape, ShapeRules] = {
             "max_tokens",
             "max_completion_tokens",
             "stream_options",
-            "n",
             "seed",
             "presence_penalty",
             "frequency_penalty",
@@ -96,7 +96,6 @@ RULES: dict[Shape, ShapeRules] = {
             "prompt_cache_key",
             "client_metadata",
             "user",
-            "service_tier",
             "truncation",
             # stored state, not a fetch: forwarded as it is, refused by name where it cannot be translated
             "previous_response_id",
