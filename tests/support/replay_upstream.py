@@ -3,7 +3,8 @@
 For the proxy's tests with real provider replies (tests/data/provider-replies) and broken
 upstreams: each answer is sent as given, chunked or delimited by closing the connection; ``cut_at``
 stops after that many body bytes and drops the connection (no end chunk); ``hold_at`` sends that
-many bytes, then waits for :attr:`Replay.release` before the rest.
+many bytes, then waits for :attr:`Replay.release` before the rest. ``POST /tokenize`` (llama.cpp's
+tokenizer, beside ``/v1``) answers one token a word and is not an answer of the list.
 """
 
 from __future__ import annotations
@@ -64,6 +65,14 @@ def _handler(state: Replay) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+            if self.path == "/tokenize":  # llama.cpp's tokenizer endpoint: one token a word, not an answer
+                data = json.dumps({"tokens": list(range(len(str(json.loads(raw).get("content", "")).split())))})
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data.encode())
+                return
             state.seen.append((self.path, json.loads(raw or b"{}")))
             answer = state.answers[min(len(state.seen), len(state.answers)) - 1]
             self.send_response(answer.status)

@@ -5,6 +5,9 @@ reached its end, or a stream cut by the upstream (status 502, ``cut: "upstream"`
 (status 499, ``cut: "client"``) with the bytes received and the error, never as a complete 200. A
 translated call keeps both shapes: the harness's request and reply (``shape``, ``request``,
 ``reply``) and the upstream's (``upstream_shape``, ``upstream_request``, ``upstream_reply``).
+Usage the proxy counted itself (a cut stream; :mod:`twinforge.harness.stream_tokens`) is marked
+``usage_source: "counted"``; prompt-cache writes (``cache_write_tokens``) are priced at their own
+rate (:class:`~twinforge.core.price.ModelPrice`).
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ class CallEntry:
         self.sent: dict[str, Any] = {}
         self.pings = 0
         self.attempts = 1
+        self.cache_write_tokens = 0
+        self.counted_by: str | None = None
 
     @property
     def translated(self) -> bool:
@@ -112,6 +117,12 @@ def read_reply(content: bytes) -> tuple[Any, Usage, str | None]:
     return payload, Usage(**counts, cached_tokens=min(cached, counts["prompt_tokens"])), problem
 
 
+def cache_writes(payload: Any) -> int:
+    """Prompt tokens a whole Messages reply wrote to the cache (``usage.cache_creation_input_tokens``; else 0)."""
+    usage = payload.get("usage") if isinstance(payload, dict) else None
+    return _tokens(usage, "cache_creation_input_tokens") if isinstance(usage, dict) else 0
+
+
 def detail_of(entry: CallEntry, content: bytes) -> str:
     """What a failed upstream said: its error message, else the head of its body."""
     payload, _, _ = read_reply(content)
@@ -127,7 +138,8 @@ def record_call(grant: RunGrant, entry: CallEntry, records: CallLog | None, spen
     if entry.attempts > 1:  # what the upstream answered before is an error worth keeping
         entry.error = "; ".join(filter(None, [entry.error, f"answered on attempt {entry.attempts}"]))
     price = grant.upstream.price
-    cost = price.cost(usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens) if price else None
+    written = entry.cache_write_tokens
+    cost = price.cost(usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens, written) if price else None
     with grant.lock:
         grant.usage += usage.model_copy(update={"calls": 1, "seconds": max(entry.seconds, 0.0)})
         grant.cost_usd += cost or 0.0
@@ -153,6 +165,12 @@ def record_call(grant: RunGrant, entry: CallEntry, records: CallLog | None, spen
         "reply": reply.as_dict() if entry.reply is not None else None,
         "at": time.time(),
     }
+    if written:
+        line["usage"]["cache_write_tokens"] = written
+    if entry.counted_by is not None:  # the upstream's usage was missing: counted by the proxy (harness.stream_tokens)
+        line.update(usage_source="counted", counted_by=entry.counted_by)
+    if entry.notes:
+        line["notes"] = entry.notes
     if entry.cut is not None or entry.received:
         line.update(cut=entry.cut, received_bytes=entry.received, upstream_status=entry.upstream_status)
     if entry.translated:

@@ -8,7 +8,10 @@ It serves OpenAI Chat Completions (``/v1/chat/completions``), OpenAI Responses (
 and Anthropic Messages (``/v1/messages`` and ``/v1/messages/count_tokens``), whole or streamed
 (SSE), and forwards each call to the upstream in the same shape where the upstream serves it
 (``[models.*] api_shapes``), else translated (``twinforge.harness.translation``; Chat Completions
-first where served), recording both shapes. The model block's reasoning settings go with every call
+first where served), recording both shapes. Only what the harnesses send is forwarded
+(``twinforge.harness.allowlist``): a provider-side fetch is refused with a 400 in the request's
+shape and recorded, other extras are dropped; a streamed Chat call is asked for its usage
+(:func:`~twinforge.harness.shapes.with_stream_usage`). The model block's reasoning settings go with every call
 (``twinforge.harness.model_settings``). While a streamed call waits for a slow upstream, SSE comment
 lines (``: keep-alive``) keep the client's idle timers from firing; an upstream that fails after
 that is reported as an error event in the shape (``twinforge.harness.proxy_stream``).
@@ -48,7 +51,8 @@ from starlette.routing import Route
 
 from twinforge.core.settings import ModelSettings
 from twinforge.core.spend import SpendMeter
-from twinforge.harness.call_record import CallEntry, CallLog, detail_of, read_reply, record_call
+from twinforge.harness.allowlist import screen
+from twinforge.harness.call_record import CallEntry, CallLog, cache_writes, detail_of, read_reply, record_call
 from twinforge.harness.exceptions import HarnessError
 from twinforge.harness.grant import UPSTREAM_FAILURES, RunGrant
 from twinforge.harness.model_settings import apply_model_settings, sent_settings
@@ -63,6 +67,7 @@ from twinforge.harness.shapes import (
     read_whole,
     role_of,
     tool_names,
+    with_stream_usage,
 )
 from twinforge.harness.translation import (
     ReplyTranslator,
@@ -76,8 +81,8 @@ from twinforge.harness.upstream_retry import RETRY_WAITS_S, send_with_retries
 
 __all__ = ["CallLog", "ModelProxy", "RunGrant", "read_reply"]
 
-FORWARDED_HEADERS = ("anthropic-version", "anthropic-beta")
-"""Client headers passed upstream (Messages needs its version and betas); never a credential."""
+ALLOW_LIST = "allow-list"
+"""``refused`` of a call the allow-list refused (``twinforge.harness.allowlist``)."""
 ANTHROPIC_VERSION = "2023-06-01"
 """The Messages API version sent when a translated call goes to a Messages upstream."""
 
@@ -287,6 +292,14 @@ class ModelProxy:
             entry.status, entry.refused = grant.refusal_status, refused
             await asyncio.to_thread(self.record, grant, entry)
             return _error(shape, grant.refusal_status, message)
+        screened = screen(shape, body, request.headers)
+        if screened.refused is not None:  # docs/runtime.md, "Model channel", "What the proxy forwards"
+            entry.status, entry.refused = 400, ALLOW_LIST
+            entry.error = f"refused by the model proxy's allow-list: {screened.refused}"
+            await asyncio.to_thread(self.record, grant, entry)
+            return _error(shape, 400, entry.error)
+        body = screened.body
+        entry.notes = [f"dropped by the allow-list: {what}" for what in screened.dropped]
         settings = grant.upstream
         entry.upstream_shape = upstream_shape(shape, settings.served_shapes())
         if count_tokens and entry.upstream_shape != "messages":
@@ -297,13 +310,14 @@ class ModelProxy:
         upstream_body = client_body
         if entry.translated:
             try:
-                upstream_body, entry.notes = translate_request(
+                upstream_body, notes = translate_request(
                     shape,
                     entry.upstream_shape,
                     client_body,
                     budget=settings.max_tokens,
                     openai=settings.provider == "openai",
                 )
+                entry.notes += notes
             except TranslationRefused as exc:
                 entry.status = 400
                 entry.error = f"cannot translate this {shape} request for the {entry.upstream_shape} upstream: {exc}"
@@ -312,12 +326,13 @@ class ModelProxy:
         upstream_body = {**upstream_body, **grant.extra_body}
         if not count_tokens:
             upstream_body = apply_model_settings(entry.upstream_shape, upstream_body, settings)
+            upstream_body = with_stream_usage(entry.upstream_shape, upstream_body)
             entry.sent = sent_settings(entry.upstream_shape, upstream_body)
         entry.request = client_body if entry.translated else upstream_body
         entry.upstream_request = upstream_body if entry.translated else None
         suffix = "/messages/count_tokens" if count_tokens else PATHS[entry.upstream_shape]
         url = f"{api_base(settings)}{suffix}"
-        headers = self._headers(grant, entry, request)
+        headers = self._headers(grant, entry, screened.headers)
         timeout = max(min(grant.remaining_s, settings.timeout_s), 1.0)
         asked = str(body.get("model") or settings.model)
         custom = custom_tools(shape, body)
@@ -338,12 +353,10 @@ class ModelProxy:
         return JSONResponse({"input_tokens": tokens})
 
     @staticmethod
-    def _headers(grant: RunGrant, entry: CallEntry, request: Request) -> dict[str, str]:
+    def _headers(grant: RunGrant, entry: CallEntry, allowed: dict[str, str]) -> dict[str, str]:
         headers = {"content-type": "application/json"}
-        if not entry.translated:  # the harness's own API version and betas; never a credential
-            for name in FORWARDED_HEADERS:
-                if name in request.headers:
-                    headers[name] = request.headers[name]
+        if not entry.translated:  # the harness's own API version and allowed betas; never a credential
+            headers.update(allowed)
         key = os.environ.get(grant.upstream.api_key_env, "")
         if entry.upstream_shape == "messages":
             headers.setdefault("anthropic-version", ANTHROPIC_VERSION)
@@ -389,6 +402,7 @@ class ModelProxy:
             # Every forwarded call is recorded, whatever came back (docs/calibration.md, "Model proxy").
             entry.seconds = time.monotonic() - started
             payload, entry.usage, problem = read_reply(content)
+            entry.cache_write_tokens = cache_writes(payload)
             entry.response = payload
             entry.error = entry.error or problem
             upstream_reply = read_whole(entry.upstream_shape, payload) if isinstance(payload, dict) else Reply()

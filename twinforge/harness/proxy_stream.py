@@ -22,8 +22,17 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from twinforge.harness.call_record import CLIENT_CUT, UPSTREAM_CUT, CallEntry, detail_of, read_reply
 from twinforge.harness.grant import UPSTREAM_FAILURES, RunGrant
 from twinforge.harness.shapes import Reply, Shape, ToolCall, error_body, error_event, read_stream
+from twinforge.harness.stream_tokens import (
+    Counted,
+    count,
+    estimate,
+    prompt_estimate,
+    received_text,
+    tokenize_url,
+)
 from twinforge.harness.translation import ReplyTranslator, Turn
 from twinforge.harness.translation.readers import StreamReader
+from twinforge.harness.translation.turn import Failed, Tokens
 from twinforge.harness.upstream_retry import RETRIED, send_with_retries
 
 MAX_KEPT_STREAM = 8 * 2**20
@@ -138,13 +147,18 @@ async def _relay(
     deadline: float,
     translator: ReplyTranslator | None,
 ) -> AsyncIterator[bytes]:
-    """Relay the upstream's SSE bytes; keep-alive comments only at event boundaries while it is silent."""
+    """Relay the upstream's SSE bytes; keep-alive comments only at event boundaries while it is silent.
+
+    Where the relay ends the stream itself, the call is recorded before its last event goes out (a
+    client that stops reading at an error event finds the record written); where the harness closed
+    it first, the record is written by a task of its own (:class:`_Ending`).
+    """
     reader = translator.reader if translator is not None else StreamReader(entry.upstream_shape)
     kept = bytearray()
+    ending = _Ending(host, grant, entry, reader, kept, translator, started)
     boundary = True
     entry.status = 200
     pending = first
-    ended = False  # the relay itself ended the stream (else the harness closed it)
 
     def cut(why: str) -> bytes:
         entry.status, entry.cut = UPSTREAM_CUT, "upstream"
@@ -160,7 +174,7 @@ async def _relay(
                     entry.status, entry.error = 504, "upstream timed out"
                     entry.cut = "upstream" if entry.received else None
                     grant.fail_upstream(504, entry.error)
-                    ended = True
+                    await ending.now()
                     yield error_event(entry.shape, 504, entry.error)
                     return
                 try:
@@ -183,7 +197,7 @@ async def _relay(
                     entry.error = f"upstream answered HTTP {value.status_code} after keep-alive pings: {detail}"
                     if value.status_code in UPSTREAM_FAILURES:
                         grant.fail_upstream(value.status_code, detail)
-                    ended = True
+                    await ending.now()
                     yield error_event(entry.shape, value.status_code, entry.error)
                     return
                 continue
@@ -196,54 +210,135 @@ async def _relay(
                 else:
                     reader.feed(value)
                     out, boundary = value, value.endswith((b"\n\n", b"\r\n\r\n"))
+                if reader.failed is not None and not ending.done:  # an error event: recorded before it goes out
+                    _stream_error(grant, entry, reader.failed)
+                    await ending.now()
                 if out:
                     yield out
                 continue
-            ended = True
+            last: list[bytes] = []
             if kind == "fail":
-                yield cut(str(value)) if entry.received else _failed(grant, entry, str(value))
-                return
-            if translator is not None:
-                tail = translator.end()
-                if tail:
-                    yield tail
+                last.append(cut(str(value)) if entry.received else _failed(grant, entry, str(value)))
             else:
-                reader.end()
-            if reader.failed is not None:
-                failure = reader.failed
-                entry.status, entry.error = failure.status, f"upstream error in the stream: {failure.message}"
-                if failure.status in UPSTREAM_FAILURES:
-                    grant.fail_upstream(failure.status, failure.message)
-                if translator is not None:
-                    yield translator.fail(failure.message, failure.status)
-            elif not reader.complete:
-                yield cut(f"it closed the stream before its {END_MARKS[entry.upstream_shape]}")
+                last.append(translator.end() if translator is not None else b"")
+                if translator is None:
+                    reader.end()
+                if reader.failed is not None:
+                    _stream_error(grant, entry, reader.failed)
+                    if translator is not None:
+                        last.append(translator.fail(reader.failed.message, reader.failed.status))
+                elif not reader.complete:
+                    last.append(cut(f"it closed the stream before its {END_MARKS[entry.upstream_shape]}"))
+            await ending.now()
+            for part in filter(None, last):
+                yield part
             return
     finally:
         task.cancel()
-        if not ended and not reader.complete:
-            entry.status, entry.cut = CLIENT_CUT, "client"
-            entry.error = f"the harness closed the stream after {entry.received} bytes from the upstream"
-        entry.seconds = time.monotonic() - started
-        if translator is not None:
-            entry.reply, entry.upstream_reply = reply_of(translator.writer.turn), reply_of(reader.turn)
-        else:
-            entry.reply = read_stream(entry.shape, bytes(kept))
-        tokens = reader.turn.tokens
-        if tokens.seen:
-            entry.usage = entry.usage.model_copy(
-                update={
-                    "prompt_tokens": tokens.input,
-                    "cached_tokens": tokens.cached,
-                    "completion_tokens": tokens.output,
-                }
-            )
-        entry.error = entry.error or entry.reply.error or None
-        entry.response = {"streamed_bytes": entry.received, "keep_alive_pings": entry.pings}
-        host.record(grant, entry)
+        if not ending.done:  # the harness closed the stream (or the relay failed) before its end
+            if not reader.complete:
+                entry.status, entry.cut = CLIENT_CUT, "client"
+                entry.error = f"the harness closed the stream after {entry.received} bytes from the upstream"
+            ending.later()
+
+
+def _stream_error(grant: RunGrant, entry: CallEntry, failure: Failed) -> None:
+    """An error event inside the stream: the call's status, and the run ends on an upstream failure."""
+    entry.status, entry.error = failure.status, f"upstream error in the stream: {failure.message}"
+    if failure.status in UPSTREAM_FAILURES:
+        grant.fail_upstream(failure.status, failure.message)
 
 
 def _failed(grant: RunGrant, entry: CallEntry, message: str) -> bytes:
     entry.status, entry.error = 502, f"upstream failed: {message}"
     grant.fail_upstream(502, entry.error)
     return error_event(entry.shape, 502, entry.error)
+
+
+_SETTLING: set[asyncio.Task[None]] = set()
+"""Records of streams the harness closed, still being counted (kept so the tasks are not collected)."""
+
+
+class _Ending:
+    """Records a streamed call once: its reply, its usage (counted where the upstream gave none), its end."""
+
+    def __init__(
+        self,
+        host: StreamHost,
+        grant: RunGrant,
+        entry: CallEntry,
+        reader: StreamReader,
+        kept: bytearray,
+        translator: ReplyTranslator | None,
+        started: float,
+    ) -> None:
+        self.host, self.grant, self.entry, self.reader = host, grant, entry, reader
+        self.kept, self.translator, self.started = kept, translator, started
+        self.done = False
+
+    @property
+    def counts(self) -> bool:
+        """The upstream's usage cannot be taken as it is: the stream was cut or failed, or it sent none."""
+        return not self.reader.complete or not self.reader.turn.tokens.seen
+
+    async def now(self) -> None:
+        """Count what the upstream did not report, then record the call (at most once)."""
+        if self.done:
+            return
+        self.done = True
+        counted = None
+        if self.counts:
+            counted = await count(received_text(self.reader.turn), self.grant.upstream, self.host.http())
+        self._record(counted)
+
+    def later(self) -> None:
+        """Record once the relay can no longer await (the harness closed the stream; it was cancelled).
+
+        Recorded at once, unless the upstream's tokenizer is to count the text: then from a task of
+        its own.
+        """
+        if self.done:
+            return
+        text = received_text(self.reader.turn)
+        if self.counts and text and tokenize_url(self.grant.upstream) is not None:
+            try:
+                settling = asyncio.get_running_loop().create_task(self.now())
+            except RuntimeError:  # no loop left: the estimate below
+                pass
+            else:
+                _SETTLING.add(settling)
+                settling.add_done_callback(_SETTLING.discard)
+                return
+        self.done = True
+        self._record(Counted(tokens=estimate(text), by="estimate") if self.counts else None)
+
+    def _record(self, counted: Counted | None) -> None:
+        entry, reader, translator = self.entry, self.reader, self.translator
+        entry.seconds = time.monotonic() - self.started
+        if translator is not None:
+            entry.reply, entry.upstream_reply = reply_of(translator.writer.turn), reply_of(reader.turn)
+        else:
+            entry.reply = read_stream(entry.shape, bytes(self.kept))
+        settle_usage(entry, reader.turn.tokens, counted)
+        entry.error = entry.error or entry.reply.error or None
+        entry.response = {"streamed_bytes": entry.received, "keep_alive_pings": entry.pings}
+        self.host.record(self.grant, entry)
+
+
+def settle_usage(entry: CallEntry, tokens: Tokens, counted: Counted | None) -> None:
+    """The call's usage: as the upstream reported it, or counted where it reported none or less.
+
+    With ``counted`` (the stream did not reach its end, or its upstream sent no usage): the larger
+    of the reported and the counted completion, and the prompt estimated from the request where
+    none was reported; the record then says ``usage_source: "counted"`` (docs/runtime.md, "Model
+    channel"; :mod:`twinforge.harness.stream_tokens`).
+    """
+    prompt, completion = tokens.input, tokens.output
+    if counted is not None and (counted.tokens > completion or (not prompt and entry.received)):
+        entry.counted_by = counted.by
+        completion = max(completion, counted.tokens)
+        prompt = prompt or prompt_estimate(entry.upstream_request or entry.request)
+    if tokens.seen or entry.counted_by is not None:
+        update = {"prompt_tokens": prompt, "cached_tokens": min(tokens.cached, prompt), "completion_tokens": completion}
+        entry.usage = entry.usage.model_copy(update=update)
+        entry.cache_write_tokens = tokens.written

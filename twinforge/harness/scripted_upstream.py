@@ -7,7 +7,8 @@ the script: step ``i`` is a shell tool call running ``steps[i]``, past the end a
 that offers no tools gets the side text (or, with ``text_actions``, Mini-SWE-agent's own text action:
 a THOUGHT and one ``mswea_bash_command`` block, the submit command past the end). Every request is
 kept (headers and body) for tests to check what reached the upstream, and ``hold`` makes it wait
-before answering (a slow upstream).
+before answering (a slow upstream). It serves llama.cpp's ``POST /tokenize`` too (beside ``/v1``),
+counting one token a word, and does not keep those requests.
 
 A later user turn (docs/runtime.md, "User turns") is read like a model reads it: ``after`` maps a
 phrase to the commands the model runs once a user message holding that phrase is in the
@@ -337,6 +338,9 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = {}
             path = self.path.split("?")[0]
+            if path == "/tokenize":  # llama.cpp's tokenizer endpoint; this fake's tokens are words
+                self._send(200, {"tokens": list(range(len(str(body.get("content", "")).split())))})
+                return
             with upstream.lock:
                 upstream.seen.append(Seen(path, {k.lower(): v for k, v in self.headers.items()}, body))
             sent = self.headers.get("authorization", "").removeprefix("Bearer ") or self.headers.get("x-api-key", "")

@@ -116,6 +116,26 @@ def capped_reply(shape: Shape, body: dict[str, Any], limit: int) -> dict[str, An
     return out
 
 
+def with_stream_usage(shape: Shape, body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` asking for token usage at the end of its stream (a new dict; ``body`` is not changed).
+
+    A Chat Completions stream reports usage only when asked (``stream_options.include_usage``);
+    one without it would be recorded as 0 tokens and never reach the spend ceiling
+    (docs/runtime.md, "Model channel"). Responses and Messages streams always report usage.
+
+    Args:
+        shape: The API shape the upstream is sent.
+        body: The upstream request body.
+
+    Returns:
+        The body, with ``stream_options.include_usage = true`` for a streamed Chat call.
+    """
+    if shape != "chat" or body.get("stream") is not True:
+        return body
+    options = body.get("stream_options")
+    return {**body, "stream_options": {**(options if isinstance(options, dict) else {}), "include_usage": True}}
+
+
 def role_of(shape: Shape, body: dict[str, Any], *, count_tokens: bool = False) -> Role:
     """Classify a call: ``count_tokens``, a ``side`` call (no tools and a side prompt or title schema), or ``agent``.
 

@@ -88,6 +88,7 @@ def messages_tokens(usage: Any) -> Tokens:
         cached=cached,
         output=count(usage.get("output_tokens")),
         seen=bool(usage),
+        written=written,
     )
 
 

@@ -26,6 +26,8 @@ class Tokens:
         output: Generated tokens, reasoning included.
         reasoning: Of those, reasoning tokens (0 when unknown).
         seen: The upstream reported usage at all.
+        written: Of the prompt tokens, written to the provider's prompt cache (Anthropic's
+            ``cache_creation_input_tokens``, priced apart; 0 elsewhere).
     """
 
     input: int = 0
@@ -33,6 +35,7 @@ class Tokens:
     output: int = 0
     reasoning: int = 0
     seen: bool = False
+    written: int = 0
 
 
 @dataclass
@@ -144,6 +147,7 @@ def merge_tokens(old: Tokens, new: Tokens) -> Tokens:
         output=max(old.output, new.output),
         reasoning=max(old.reasoning, new.reasoning),
         seen=old.seen or new.seen,
+        written=max(old.written, new.written),
     )
 
 
