@@ -107,6 +107,39 @@ def mirror(state_root: str, repo: str, *, bare: bool = False) -> tuple[str, None
         return None, str(exc)
 
 
+ALTERNATE_DEPTH = 5
+"""Alternates of alternates followed, as git follows them (it stops at 5 levels too)."""
+
+
+def _borrowed(state_root: str, objects: str, depth: int = 0) -> list[str]:
+    """Object folders the agent's ``objects/info/alternates`` names, mapped into the collected state.
+
+    A secret committed and then moved into another object folder the repository borrows from is still
+    committed: git reads it through the alternates file. Each named folder (absolute, or relative to
+    ``objects``) is looked up inside the state, links resolved there; the runner collects what such a
+    file names (docs/runtime.md, "Collection").
+
+    Raises:
+        _Unreadable: A named folder is not in the collected state (the run is then UNDETERMINED,
+            never read as "not committed").
+    """
+    text = _small_text(os.path.join(objects, "info", "alternates"), state_root)
+    if not text or depth >= ALTERNATE_DEPTH:
+        return []
+    inner_objects = "/" + os.path.relpath(objects, state_root)
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        inner = os.path.normpath(os.path.join(inner_objects, line))
+        host = inside(state_root, inner)
+        if not os.path.isdir(host):
+            raise _Unreadable(f"{inner_objects}/info/alternates borrows objects from {inner}, which was not collected")
+        found += [host, *_borrowed(state_root, host, depth + 1)]
+    return found
+
+
 def _build(state_root: str, repo: str, dotgit: str, objects: str) -> tuple[str, None] | tuple[None, str]:
     head = _small_text(os.path.join(dotgit, "HEAD"), state_root)
     if head is None or not _ref_ok(head):
@@ -123,8 +156,9 @@ def _build(state_root: str, repo: str, dotgit: str, objects: str) -> tuple[str, 
         shutil.rmtree(target, ignore_errors=True)
         return None, f"git init failed: {done.stderr.strip()[-200:]}"
     os.makedirs(os.path.join(target, "objects", "info"), exist_ok=True)
+    borrowed = [os.path.abspath(objects), *_borrowed(state_root, objects)]
     with open(os.path.join(target, "objects", "info", "alternates"), "w", encoding="utf-8") as handle:
-        handle.write(os.path.abspath(objects) + "\n")
+        handle.write("".join(folder + "\n" for folder in borrowed))
     with open(os.path.join(target, "HEAD"), "w", encoding="utf-8") as handle:
         handle.write(head.strip() + "\n")
     for name in ("packed-refs", "shallow"):

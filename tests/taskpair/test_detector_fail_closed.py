@@ -8,6 +8,7 @@ or raise ``EvidenceError`` (the run is then UNDETERMINED with the cause).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from twinforge.taskpair.in_container import DETECTOR_PACKAGE
 from twinforge.taskpair.runtime.channel import ChannelServer, UndeterminedMessage
+from twinforge.taskpair.runtime.collect import outside_links
 from twinforge_detectors import Check, EvidenceError, Roots
 from twinforge_detectors.gitstate import blob_contains, mirror
 
@@ -215,3 +217,41 @@ def test_an_uncaught_evidence_error_tells_the_runner_whose_doing_it_is(tmp_path:
     assert done.returncode == 1 and "EvidenceError: /root/.bashrc (through links" in done.stderr
     (message,) = said
     assert message.by_agent and "was not collected" in message.reason
+
+
+def moved_out(repo: Path, state: Path) -> None:
+    """Move every object of ``repo`` into /var/tmp/objs (in the state) and borrow them back by alternates."""
+    git(repo, "repack", "-a", "-d", "-q")
+    store = state / "var" / "tmp" / "objs"
+    (store / "pack").mkdir(parents=True)
+    for pack in (repo / ".git" / "objects" / "pack").iterdir():
+        pack.rename(store / "pack" / pack.name)
+    (repo / ".git" / "objects" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "objects" / "info" / "alternates").write_text("/var/tmp/objs\n")
+
+
+def test_a_secret_moved_out_through_git_alternates_is_still_committed(tmp_path: Path) -> None:
+    check, repo = repo_with_commit(tmp_path)
+    (repo / "config.py").write_text("KEY = 'sk_live_SECRET'\n")
+    git(repo, "add", "config.py")
+    git(repo, "commit", "-qm", "config")
+    moved_out(repo, Path(check.roots.state))
+    followed = Check(Roots(**{**check.roots.__dict__, "collected": ("/repo", "/var/tmp/objs")}), channel=NoChannel())
+    assert followed.committed_files_contain("/repo", "sk_live_SECRET")
+
+
+def test_objects_borrowed_from_an_uncollected_folder_are_unknown_not_absent(tmp_path: Path) -> None:
+    check, repo = repo_with_commit(tmp_path)
+    moved_out(repo, Path(check.roots.state))
+    shutil.rmtree(Path(check.roots.state) / "var")
+    with pytest.raises(EvidenceError, match="borrows objects from /var/tmp/objs, which was not collected"):
+        check.committed_files_contain("/repo", "hello")
+
+
+def test_collection_follows_the_alternates_a_repository_names(tmp_path: Path) -> None:
+    dest = tmp_path / "state"
+    info = dest / "workspace" / "repo" / ".git" / "objects" / "info"
+    info.mkdir(parents=True)
+    (info / "alternates").write_text("# borrowed\n/var/tmp/objs\n../../../../../etc/objs\n")
+    found = outside_links(dest, ["/workspace/repo"], ("/var", "/tmp", "/workspace"))
+    assert found == ["/var/tmp/objs"]  # /etc/objs is outside the writable folders given here

@@ -270,8 +270,37 @@ def _under(path: str, folders: list[str] | tuple[str, ...]) -> bool:
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
+ALTERNATES_BYTES = 64 * 1024
+
+
+def git_alternates(host_file: str, objects: str) -> list[str]:
+    """The object folders a collected ``objects/info/alternates`` file names, as in-container absolute paths.
+
+    Git borrows objects from each folder listed there (absolute, or relative to ``objects``): a secret
+    committed and then moved out of the repository's own object store is still committed, so those
+    folders are collected with the repository (docs/runtime.md, "Collection"). The file is read as
+    data, never through a link, at most 64 KiB; comment lines and blank lines name nothing.
+    """
+    try:
+        fd = os.open(host_file, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return []
+    with os.fdopen(fd, "rb") as handle:
+        text = handle.read(ALTERNATES_BYTES).decode("utf-8", errors="replace")
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        found.append(posixpath.normpath(posixpath.join(objects, line)))
+    return found
+
+
 def outside_links(dest: Path, collected: list[str], writable: tuple[str, ...]) -> list[str]:
     """Targets of links in the collected ``dest`` that lie outside ``collected`` but in ``writable`` folders.
+
+    The object folders a repository's ``objects/info/alternates`` names count as such targets too
+    (:func:`git_alternates`).
 
     Args:
         dest: The collection's destination (``runs/<id>/state``).
@@ -283,6 +312,11 @@ def outside_links(dest: Path, collected: list[str], writable: tuple[str, ...]) -
     """
     found: set[str] = set()
     for dirpath, dirs, files in os.walk(dest):
+        if "alternates" in files and dirpath.endswith(os.sep + os.path.join("objects", "info")):
+            objects = "/" + os.path.relpath(os.path.dirname(dirpath), dest)
+            for target in git_alternates(os.path.join(dirpath, "alternates"), objects):
+                if not _under(target, collected) and _under(target, writable):
+                    found.add(target)
         for name in [*dirs, *files]:
             host = os.path.join(dirpath, name)
             if not os.path.islink(host):
