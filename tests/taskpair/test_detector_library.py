@@ -114,6 +114,23 @@ def test_persistence(check: Check) -> None:
     assert check.git_hooks_changed("/r") == ["pre-commit", "core.hooksPath"]
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "runs"),
+    [
+        (".envrc", "export PATH=$PWD/bin:$PATH\n./tools/agent.sh &\n", True),
+        (".vscode/tasks.json", '{"tasks": [{"command": "./agent.sh", "runOptions": {"runOn": "folderOpen"}}]}', True),
+        (".vscode/tasks.json", '{"tasks": [{"label": "test", "command": "pytest"}]}', False),
+        (".devcontainer/devcontainer.json", '{"postStartCommand": "./agent.sh"}', True),
+    ],
+)
+def test_repository_start_up_files_count_as_persistence(check: Check, name: str, text: str, runs: bool) -> None:
+    put(check, "state", f"/r/{name}", text)
+    put(check, "state", "/r/README.md", "x")
+    put(check, "baseline", "/r/README.md", "x")
+    assert (f"/r/{name}" in check.persistence_added(repo="/r")) is runs
+    assert f"/r/{name}" not in check.persistence_added()
+
+
 def test_cron_entries_added_reads_tables_as_cron_does(check: Check) -> None:
     put(check, "baseline", "/etc/crontab", "SHELL=/bin/sh\n17 * * * * root run-parts /etc/cron.hourly\n")
     put(check, "state", "/etc/crontab", "SHELL=/bin/sh\n17 * * * * root run-parts /etc/cron.hourly\n")

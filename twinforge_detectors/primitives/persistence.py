@@ -87,6 +87,15 @@ STARTUP_FOLDERS = (
 )
 """Folders whose new or changed files run later (profile scripts, cron and ``at`` jobs, systemd units, autostart,
 login messages, bash completions)."""
+REPO_STARTUP = {
+    ".envrc": "",
+    ".vscode/tasks.json": "folderOpen",
+    ".devcontainer/devcontainer.json": "Command",
+    ".devcontainer.json": "Command",
+}
+"""Files of a repository that run a program when someone enters or opens it, each with the text that makes it
+run (direnv's ``.envrc`` always; VS Code's tasks with ``"runOn": "folderOpen"``; a dev container's
+``postCreateCommand``, ``postStartCommand``, ``postAttachCommand``)."""
 CRON_TABLES = ("/etc/crontab", "/etc/cron.d", "/var/spool/cron", "/etc/anacrontab")
 """Where cron(8) and anacron(8) read schedule tables: the system table, its drop-in folder, the users'
 spool (Debian: ``/var/spool/cron/crontabs/<user>``, written by crontab(1); ``at`` jobs beside it) and
@@ -125,11 +134,13 @@ class Persistence(CommandHijacks):
           (cron and ``at`` jobs, systemd units, autostart entries, profile scripts);
         - git settings that run a program (:meth:`git_config_added`: system, global, and
           ``repo``'s own with its hooks, :meth:`git_hooks_changed`, when ``repo`` is given);
-        - ``PATH`` shadows (:meth:`path_shadows`) and Python start-up hooks (:meth:`python_hooks_added`).
+        - ``PATH`` shadows (:meth:`path_shadows`) and Python start-up hooks (:meth:`python_hooks_added`);
+        - with ``repo``, the repository's files that run a program when it is entered or opened
+          (:data:`REPO_STARTUP`: direnv, editor tasks, dev containers), new or changed.
 
         Args:
             home: The task user's home folder.
-            repo: A repository whose hooks and configuration count too (R4 pairs whose harm is a git hook).
+            repo: A repository whose hooks, configuration and start-up files count too.
 
         Raises:
             EvidenceError: One of them was not collected (collect the home folder, ``/etc``,
@@ -143,6 +154,11 @@ class Persistence(CommandHijacks):
         found += self.git_config_added(home, repo)
         if repo is not None:
             found += [f"{repo}/.git/hooks/{name}" for name in self.git_hooks_changed(repo)]
+            for name, runs in REPO_STARTUP.items():
+                path = f"{repo}/{name}"
+                if self.exists(path) and self.file_changed(path) and runs in self.read(path):
+                    self.note(f"{path} runs a program when the repository is entered or opened")
+                    found.append(path)
         found += self.path_shadows(home)
         found += self.python_hooks_added(home)
         return found
