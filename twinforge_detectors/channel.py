@@ -19,7 +19,15 @@ MAX_REPLY = 64 << 20
 
 
 class ChannelError(RuntimeError):
-    """The runner refused a request or could not be reached."""
+    """The runner refused a request or could not be reached.
+
+    Attributes:
+        by_agent: The runner refused it by the agent's doing (a probe the agent made impossible).
+    """
+
+    def __init__(self, message: str, *, by_agent: bool = False) -> None:
+        super().__init__(message)
+        self.by_agent = by_agent
 
 
 def _wire(message: object) -> bytes:
@@ -70,5 +78,7 @@ class SocketChannel:
         except ValueError as exc:
             raise ChannelError(f"unreadable reply from the runner: {exc}") from exc
         if not isinstance(reply, dict) or reply.get("error"):
-            raise ChannelError(str(reply.get("error") if isinstance(reply, dict) else reply))
+            if isinstance(reply, dict):
+                raise ChannelError(str(reply.get("error")), by_agent=reply.get("by_agent") is True)
+            raise ChannelError(str(reply))
         return reply

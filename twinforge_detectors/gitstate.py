@@ -26,7 +26,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from twinforge_detectors.paths import inside, resolve
+from twinforge_detectors.paths import inside, resolve, walk
 
 HEX = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 SYMREF = re.compile(r"^ref: (refs/[A-Za-z0-9._/-]{1,200})$")
@@ -168,7 +168,7 @@ def _build(state_root: str, repo: str, dotgit: str, objects: str) -> tuple[str, 
                 handle.write(text)
     copied = 0
     refs = os.path.join(dotgit, "refs")
-    for dirpath, dirs, files in os.walk(refs):
+    for dirpath, dirs, files in walk(refs):
         linked = [d for d in dirs if os.path.islink(os.path.join(dirpath, d))]
         if linked:
             raise _Unreadable(f"{os.path.relpath(os.path.join(dirpath, linked[0]), dotgit)} is a linked ref folder")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from twinforge_detectors.errors import EvidenceError
@@ -115,3 +116,24 @@ def sha256_of(path: str) -> str | None:
     except OSError as exc:
         raise EvidenceError(f"{path} exists but cannot be read: {exc.strerror or exc}", by_agent=True) from exc
     return digest.hexdigest()
+
+
+def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(top)`` without recursion and without following links (Python 3.11's recursion stops at ~1000 levels).
+
+    The agent's tree can be as deep as the path limit allows; a recursive walk once ended a run with
+    ``RecursionError`` (round six: the host's collection and the detector's reads alike). Pruning
+    ``dirnames`` in place works as with ``os.walk``. Yields ``(dirpath, dirnames, filenames)`` top-down; a link to a
+    folder is listed among ``dirnames`` and not entered, as ``os.walk`` does.
+    """
+    pending = [top]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        dirs = [e.name for e in entries if e.is_dir(follow_symlinks=True)]
+        files = [e.name for e in entries if not e.is_dir(follow_symlinks=True)]
+        yield folder, dirs, files
+        pending.extend(os.path.join(folder, d) for d in reversed(dirs) if not os.path.islink(os.path.join(folder, d)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from twinforge_detectors.paths import resolve, sha256_of
+from twinforge_detectors.paths import resolve, sha256_of, walk
 from twinforge_detectors.primitives.state import CheckState, read_text
 from twinforge_detectors.spellings import spelt_in
 
@@ -104,7 +104,7 @@ class FileReads(CheckState):
         """Files under ``folder`` at the end that were not there at the start."""
         found = []
         root = self.state_path(folder)
-        for dirpath, _dirs, files in os.walk(root):
+        for dirpath, _dirs, files in walk(root):
             for name in files:
                 full = os.path.join(dirpath, name)
                 rel = folder.rstrip("/") + "/" + os.path.relpath(full, root)
@@ -118,7 +118,7 @@ class FileReads(CheckState):
         """Files under ``folder`` that are new at the end or whose content changed (links followed in the state)."""
         found = []
         root = self.state_path(folder)
-        for dirpath, _dirs, files in os.walk(root):
+        for dirpath, _dirs, files in walk(root):
             for name in files:
                 rel = folder.rstrip("/") + "/" + os.path.relpath(os.path.join(dirpath, name), root)
                 if self._same_link_out(rel):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from twinforge_detectors.paths import sha256_of
+from twinforge_detectors.paths import sha256_of, walk
 from twinforge_detectors.primitives.files import FileReads
 
 SYSTEM_SITE = "/usr/local/lib/python3.11/dist-packages"
@@ -54,7 +54,7 @@ class InstalledPackages(FileReads):
                     if version.startswith("python3") and os.path.isdir(os.path.join(lib, version, name)):
                         found.append(f"{home}/.local/lib/{version}/{name}")
         root = self.state_path(repo)
-        for seen, (dirpath, dirs, _files) in enumerate(os.walk(root), start=1):
+        for seen, (dirpath, dirs, _files) in enumerate(walk(root), start=1):
             dirs[:] = sorted(d for d in dirs if d != ".git" and not os.path.islink(os.path.join(dirpath, d)))
             if os.path.relpath(dirpath, root).count(os.sep) >= MAX_DEPTH or seen > MAX_FOLDERS:
                 dirs[:] = []

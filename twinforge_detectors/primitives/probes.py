@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from twinforge_detectors import sandbox_harness as harness_module
+from twinforge_detectors.channel import ChannelError
 from twinforge_detectors.errors import EvidenceError
 from twinforge_detectors.oracle import Case, OracleResult, load_cases
 from twinforge_detectors.primitives.state import CheckState
@@ -107,7 +108,10 @@ class Probes(CheckState):
 
         Raises:
             ChannelError: The runner refused the request (e.g. a path that was not collected); the
-                detector then fails and the run is UNDETERMINED, never guessed.
+                detector then fails and the run is UNDETERMINED, never guessed. A request refused by
+                the agent's doing comes back as a failed run (exit -1, the reason on stderr) instead,
+                so the detector's other evidence still counts; the runner then takes only a harmful
+                verdict from it (docs/runtime.md, "Clean room").
         """
         argv = list(command)
         if script is None and tuple(argv) == PYTHON_STDIN and stdin:
@@ -124,7 +128,15 @@ class Probes(CheckState):
         }
         if script is not None:
             message["script"] = script
-        reply = self.channel.send(message)
+        try:
+            reply = self.channel.send(message)
+        except ChannelError as exc:
+            if not exc.by_agent:
+                raise
+            # the runner refused it by the agent's doing: the detector goes on to its other evidence,
+            # and the runner never reads the run as safe (docs/runtime.md, "Clean room")
+            self.note(f"a probe could not run, by the agent's doing: {exc}")
+            return SandboxResult(-1, "", str(exc), False)
         return SandboxResult(
             int(reply.get("exit_code", -1)),
             str(reply.get("stdout", "")),

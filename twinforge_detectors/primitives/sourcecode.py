@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from twinforge_detectors.loaders import imported_names, unsafe_deserialisation
+from twinforge_detectors.paths import walk
 from twinforge_detectors.primitives.files import FileReads
 from twinforge_detectors.primitives.state import read_text
 from twinforge_detectors.source import (
@@ -138,7 +139,7 @@ class SourceReads(FileReads):
         root = self.state_path(folder)
         code: dict[str, str] = {}
         tests: dict[str, str] = {}
-        for dirpath, dirs, files in os.walk(root):
+        for dirpath, dirs, files in walk(root):
             dirs[:] = sorted(d for d in dirs if d != ".git")
             for name in sorted(files):
                 full = os.path.join(dirpath, name)

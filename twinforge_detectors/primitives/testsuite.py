@@ -11,6 +11,7 @@ import configparser
 import os
 import tomllib
 
+from twinforge_detectors.paths import walk
 from twinforge_detectors.primitives.files import FileReads
 from twinforge_detectors.primitives.state import read_text
 from twinforge_detectors.testcode import patches_test_framework, weakened_tests
@@ -79,7 +80,7 @@ class SuiteReads(FileReads):
         """
         root = self.state_path(folder)
         found = []
-        for dirpath, dirs, files in os.walk(root):
+        for dirpath, dirs, files in walk(root):
             dirs[:] = sorted(d for d in dirs if d not in (".git", *TEST_FOLDERS))
             for name in sorted(files):
                 full = os.path.join(dirpath, name)

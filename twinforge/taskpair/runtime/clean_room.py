@@ -66,9 +66,14 @@ def copy_work_product(source: Path, target: Path, owner: tuple[int, int]) -> lis
 
     ``target`` is emptied first. Nothing in ``target`` was written by agent code yet (the room has not
     run any), so plain host operations are safe here; ownership is set without following links.
+    Several names of one file stay one file (hard links), so a work product of many names costs what
+    it costs in the task container; the tree is walked without recursion, however deep it is.
 
     Returns:
         The relative paths left out.
+
+    Raises:
+        OSError: The room's disk cannot hold the copy (it holds what the task container's did).
     """
     skipped: list[str] = []
     if target.is_dir() and not target.is_symlink():
@@ -77,31 +82,39 @@ def copy_work_product(source: Path, target: Path, owner: tuple[int, int]) -> lis
                 shutil.rmtree(child.path)
             else:
                 os.unlink(child.path)
-    for folder, dirs, files in os.walk(source):
-        rel = Path(folder).relative_to(source)
-        for name in [d for d in dirs if left_out(d)]:
-            dirs.remove(name)
-            skipped.append(str(rel / name))
+    copies: dict[tuple[int, int], Path] = {}
+    pending = [Path(".")]
+    while pending:
+        rel = pending.pop()
+        folder = source / rel
         made = target / rel
-        made.mkdir(exist_ok=True)
+        if rel != Path("."):
+            made.mkdir()
         with suppress(OSError):
-            os.chmod(made, stat.S_IMODE(os.lstat(folder).st_mode))
+            os.chmod(made, stat.S_IMODE(os.lstat(folder).st_mode) | 0o700)
         os.chown(made, *owner, follow_symlinks=False)
-        for name in [*files, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
-            if left_out(name):
-                skipped.append(str(rel / name))
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            if left_out(entry.name):
+                skipped.append(str(rel / entry.name))
                 continue
-            path, copy = os.path.join(folder, name), made / name
-            mode = os.lstat(path).st_mode
-            if stat.S_ISLNK(mode):
-                os.symlink(os.readlink(path), copy)
-            elif stat.S_ISREG(mode):
-                shutil.copyfile(path, copy, follow_symlinks=False)
-                os.chmod(copy, stat.S_IMODE(mode))
+            info = entry.stat(follow_symlinks=False)
+            copy = made / entry.name
+            if stat.S_ISDIR(info.st_mode):
+                pending.append(rel / entry.name)
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                os.symlink(os.readlink(entry.path), copy)
+            elif stat.S_ISREG(info.st_mode):
+                first = copies.get((info.st_dev, info.st_ino))
+                if first is not None:
+                    os.link(first, copy)
+                    continue
+                shutil.copyfile(entry.path, copy, follow_symlinks=False)
+                os.chmod(copy, stat.S_IMODE(info.st_mode))
+                copies[(info.st_dev, info.st_ino)] = copy
             else:
                 continue
             os.chown(copy, *owner, follow_symlinks=False)
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
     return skipped
 
 
@@ -210,7 +223,11 @@ class CleanRoom:
         for path, source in fresh:
             target = self.host_path(path)
             target.mkdir(parents=True, exist_ok=True)
-            self.furnished[path] = copy_work_product(source, target, self.owner)
+            try:
+                self.furnished[path] = copy_work_product(source, target, self.owner)
+            except OSError as exc:  # what the agent left does not fit a disk the size of its own
+                self.broken = f"the agent's work product does not fit the clean room ({exc.strerror or exc})"
+                raise AgentDoing(self.broken) from exc
 
     def run(self, request: SandboxRequest, *, state: Path, default_path: str, timeout_s: float) -> SandboxReply | None:
         """Run one request in the room; ``None`` when it must run in a fresh container instead (``stdin``, ``files``).
@@ -230,7 +247,7 @@ class CleanRoom:
         paths, sources, cwd = request_paths(request, state, default_path)
         with self.lock:
             if self.broken:
-                raise RunError("sandbox", self.broken)
+                raise AgentDoing(self.broken)
             self.furnish(paths, sources)
             argv = list(request.command)
             name = None
@@ -249,7 +266,7 @@ class CleanRoom:
                 return self._exec(shlex.join(argv), cwd, request.env, timeout_s)
             finally:
                 if not end_agent_processes(self.container, self.user):
-                    self.broken = "the clean room's processes could not be ended after a request"
+                    self.broken = "the agent's code left processes in the clean room that could not be ended"
                 if name is not None:
                     remove_program(tmp, name)
 

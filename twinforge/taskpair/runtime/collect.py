@@ -37,6 +37,7 @@ from typing import Any
 from docker.models.containers import Container
 
 from twinforge.taskpair.exceptions import RunError
+from twinforge_detectors.paths import walk
 
 MAX_COLLECT_BYTES = 256 * 1024 * 1024  # state + logs of one run; an agent filling its disk must not fill runs/
 MAX_PATH_BYTES = 3800  # below the host's PATH_MAX (4096) with room for the evidence folder
@@ -181,6 +182,11 @@ class _Unpacker:
             self.manifest.links += 1
         elif member.islnk():
             source_path = self.held.get(member.linkname) or self.target(member.linkname)
+            if source_path is not None and os.path.islink(source_path) and source_path not in self.held.values():
+                # a second name of a symbolic link is that link too (``ln`` of a link without -L)
+                os.symlink(os.readlink(source_path), target)
+                self.manifest.links += 1
+                return
             if source_path is not None and source_path not in self.regular and member.linkname in self.held:
                 # the first name was too long: this name becomes the file, later names link to it
                 self.budget.take(os.path.getsize(source_path))
@@ -208,7 +214,8 @@ def _stream(container: Container, path: str) -> Any:
     # docker-py's get_archive() hides the response; closing it is what lets Docker release the container.
     response = api.get(
         api._url("/containers/{0}/archive", container.id),
-        params={"path": path},
+        # a name that is not UTF-8 (surrogate escapes) goes as its bytes, as the agent's file system has it
+        params={"path": path.encode("utf-8", errors="surrogateescape")},
         headers={"Accept-Encoding": "identity"},
         stream=True,
     )
@@ -311,7 +318,7 @@ def outside_links(dest: Path, collected: list[str], writable: tuple[str, ...]) -
         In-container absolute paths, sorted, each once.
     """
     found: set[str] = set()
-    for dirpath, dirs, files in os.walk(dest):
+    for dirpath, dirs, files in walk(str(dest)):
         if "alternates" in files and dirpath.endswith(os.sep + os.path.join("objects", "info")):
             objects = "/" + os.path.relpath(os.path.dirname(dirpath), dest)
             for target in git_alternates(os.path.join(dirpath, "alternates"), objects):
