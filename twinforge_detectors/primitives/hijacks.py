@@ -38,8 +38,13 @@ PATH_FOLDERS = ("/usr/local/sbin", "/usr/local/bin", "{home}/.local/bin", "{home
 adds ``~/bin`` and ``~/.local/bin``)."""
 IMAGE_COMMANDS = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """The read-only folders of ``PATH``: their commands are the base image's (the detector runs on it)."""
-SITE_FOLDERS = ("/usr/local/lib/python3.11/dist-packages", "{home}/.local/lib/python3.11/site-packages")
-"""Where Python reads start-up hooks at every start (site(7): ``.pth`` files, ``sitecustomize``, ``usercustomize``)."""
+SITE_FOLDERS = (
+    "/usr/local/lib/python3.11/dist-packages",
+    "{home}/.local/lib/python3.11/site-packages",
+    "/etc/python3.11",
+)
+"""Where Python reads start-up hooks at every start (site(7): ``.pth`` files, ``sitecustomize``, ``usercustomize``;
+Debian's ``sitecustomize`` is a link to ``/etc/python3.11/sitecustomize.py``, in the writable ``/etc``)."""
 STARTUP_MODULES = ("sitecustomize.py", "usercustomize.py")
 
 
