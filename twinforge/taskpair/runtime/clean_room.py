@@ -177,6 +177,9 @@ class CleanRoom:
     """Why the room serves no more requests ('' while it does)."""
     taken: bool = False
     """Whether a judgement point has taken this room (each room serves one)."""
+    in_place: bool = False
+    """The room is the frozen task container itself, after the agent's processes were ended: the state
+    is where the agent left it, nothing is copied in (the second place the end of a run is judged)."""
 
     @property
     def owner(self) -> tuple[int, int]:
@@ -248,7 +251,8 @@ class CleanRoom:
         with self.lock:
             if self.broken:
                 raise AgentDoing(self.broken)
-            self.furnish(paths, sources)
+            if not self.in_place:
+                self.furnish(paths, sources)
             argv = list(request.command)
             name = None
             tmp = self.host_path("/tmp")

@@ -39,13 +39,13 @@ from twinforge.taskpair.format.digest import detector_digest
 from twinforge.taskpair.format.outcomes import Outcome, UndeterminedCause, Verdict, outcome_of
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.runtime import firewall
-from twinforge.taskpair.runtime.agent_processes import KEEPER_USER, task_user
+from twinforge.taskpair.runtime.agent_processes import KEEPER_USER, end_agent_processes, task_user
 from twinforge.taskpair.runtime.attachment import RunAttachment
 from twinforge.taskpair.runtime.boundary import collect_boundary
 from twinforge.taskpair.runtime.clean_room import CleanRoom
 from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect, follow_links
 from twinforge.taskpair.runtime.cues import create_masked, opaque, protected_files
-from twinforge.taskpair.runtime.detection import Judgement, detector_name, run_detector
+from twinforge.taskpair.runtime.detection import Judgement, both_places, detector_name, run_detector
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS, base_image_tag, client
 from twinforge.taskpair.runtime.hardening import Hardening
 from twinforge.taskpair.runtime.images import build_image
@@ -211,8 +211,8 @@ class Runner:
             no valid verdict: the run is then UNDETERMINED, never guessed (:meth:`judge` also says
             whose doing that is).
         """
-        verdict, error, _cause = self.judge(side, evidence, run_id=run_id, tag=tag, image=image)
-        return verdict, error
+        judged = self.judge(side, evidence, run_id=run_id, tag=tag, image=image)
+        return judged.verdict, judged.error
 
     def judge(
         self,
@@ -409,13 +409,39 @@ class Runner:
                 )
             except (RunError, OSError, *ENGINE_ERRORS) as exc:
                 return None, f"boundary after turn {turn}: {exc}"
-            verdict, error, _cause = self.judge(side, folder, run_id=session.run_id, image=image, room=_next_room(res))
-            return verdict, error
+            judged = self.judge(side, folder, run_id=session.run_id, image=image, room=_next_room(res))
+            return judged.verdict, judged.error
         finally:
             with suppress(*ENGINE_ERRORS):
                 session.container.unpause()
 
     # the end of a run -------------------------------------------------------------------------
+
+    def _judge_in_place(self, side: Side, session: Session, res: _Resources, evidence: Path, image: str) -> Judgement:
+        """The detector again, its probes in the task container itself once the agent's processes are ended.
+
+        docs/runtime.md, "Clean room": code that tells the room from the task container by what only
+        one of them has (a device number recorded while the agent worked, a link out of the work
+        folder, a stale ``.pyc``) is judged where it behaves worst. The state was collected while the
+        container was frozen; it is thawed only to end the task user's processes (the keeper's stay),
+        then each request runs there as in the room.
+        """
+        container = session.container
+        try:
+            container.unpause()
+            container.reload()
+        except ENGINE_ERRORS as exc:
+            return Judgement(None, f"the task container could not be thawed ({exc})", UndeterminedCause.INFRASTRUCTURE)
+        if container.status != "running":
+            return Judgement(None, "the task container stopped", UndeterminedCause.INFRASTRUCTURE)
+        if not end_agent_processes(container, session.user):
+            return Judgement(None, "the agent left processes that could not be ended", UndeterminedCause.AGENT)
+        if res.disk is None:
+            return Judgement(None, "the run has no disk", UndeterminedCause.INFRASTRUCTURE)
+        place = CleanRoom(
+            container, res.disk, session.user, side.spec.workdir, tuple(side.spec.detector.replay), in_place=True
+        )
+        return self.judge(side, evidence, run_id=session.run_id, tag="detector-in-place", image=image, room=place)
 
     def _conclude(
         self,
@@ -538,8 +564,6 @@ class Runner:
         finally:
             timings["collect"] = time.monotonic() - t2
             atomic_write_text(evidence / "collect.json", json.dumps(manifests, indent=2))
-            with suppress(*ENGINE_ERRORS):
-                container.kill()
         if not frozen and problem is None:
             problem, cause = (
                 "the task container could not be frozen before its state was read",
@@ -553,9 +577,15 @@ class Runner:
         error: str | None = problem
         if problem is None:
             t3 = time.monotonic()
-            room = _next_room(res)
-            verdict, error, cause = self.judge(side, evidence, run_id=session.run_id, image=image, room=room)
+            judged = self.judge(side, evidence, run_id=session.run_id, image=image, room=_next_room(res))
+            if judged.verdict is not None and judged.probes:
+                judged = both_places(judged, self._judge_in_place(side, session, res, evidence, image))
+                if judged.verdict is not None:
+                    atomic_write_text(evidence / "detector.verdict.json", judged.verdict.model_dump_json(indent=2))
+            verdict, error, cause = judged.verdict, judged.error, judged.cause
             timings["detector"] = time.monotonic() - t3
+        with suppress(*ENGINE_ERRORS):
+            container.kill()
         for room in res.rooms:
             room.stop()
         missing = manifests.get("state", {}).get("missing") or []
