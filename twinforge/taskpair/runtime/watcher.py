@@ -44,10 +44,14 @@ JOURNAL = "fs-events.jsonl"
 """The journal's file name in a judgement point's ``agent/`` folder."""
 MAX_EVENTS = 200_000
 """Journal entries kept per run; past that the journal says ``truncated`` (incomplete)."""
+MAX_CHANGES = 100_000
+"""Creations and modifications kept per run; past that one ``thinned`` line, and only deletions and
+moves are recorded (the journal stays complete for them: a flood of writes costs no verdict)."""
 MAX_DEPTH = 128
 """Folder depth watched below a watched root; deeper folders make the journal incomplete (``limit``)."""
 
-Op = Literal["start", "created", "deleted", "moved_away", "moved_in", "modified"]
+Op = Literal["start", "created", "deleted", "moved_away", "moved_in", "modified", "thinned"]
+_CHANGES = ("created", "moved_in", "modified")
 Gap = Literal["overflow", "limit", "truncated", "failed"]
 GAPS: tuple[str, ...] = ("overflow", "limit", "truncated", "failed")
 """Journal entries that say the journal may have missed something."""
@@ -61,7 +65,8 @@ class FsEvent(BaseModel):
     """One line of the journal.
 
     Attributes:
-        op: What happened (``start`` is the first line: ``roots`` names what was watched), or a
+        op: What happened (``start`` is the first line: ``roots`` names what was watched;
+            ``thinned``: creations and modifications stop being recorded from here on), or a
             gap (``overflow``, ``limit``, ``truncated``, ``failed``: something may be missing).
         path: The container path it happened to (a gap: where, when known).
         t: ``time.monotonic()`` on the host when the watcher read it, seconds (events are read as
@@ -115,6 +120,7 @@ class LayerWatcher:
         writable: The container's writable folders (each a bind mount of ``task_root / <folder>``).
         turn: Returns the user turn in progress (called from the watcher's thread).
         max_events: Journal entries kept; past that the journal says ``truncated``.
+        max_changes: Creations and modifications kept; past that the journal says ``thinned``.
     """
 
     def __init__(
@@ -125,12 +131,16 @@ class LayerWatcher:
         turn: Callable[[], int] = lambda: 1,
         *,
         max_events: int = MAX_EVENTS,
+        max_changes: int = MAX_CHANGES,
     ) -> None:
         self.task_root = task_root
         self.writable = tuple("/" + w.strip("/") for w in writable)
         self.roots = watch_roots(collect, self.writable)
         self.turn = turn
         self.max_events = max_events
+        self.max_changes = max_changes
+        self._changes = 0
+        self._truncated = False
         self.t0 = time.monotonic()
         self.events: list[FsEvent] = []
         self.paths: dict[int, str] = {}
@@ -217,11 +227,17 @@ class LayerWatcher:
         if op == "modified" and last is not None and last.op == "modified" and last.path == path:
             last.count += 1
             return
-        if op not in GAPS and len(self.events) >= self.max_events:
-            if not any(e.op == "truncated" for e in self.events[-1:]):
-                op, detail, is_dir = "truncated", f"more than {self.max_events} entries", False
-            else:
+        if op in _CHANGES and self._changes >= self.max_changes:
+            if self._changes > self.max_changes:
                 return
+            op, path, detail, is_dir = "thinned", "", f"more than {self.max_changes} creations and changes", False
+        if op not in GAPS and len(self.events) >= self.max_events:
+            if self._truncated:
+                return
+            self._truncated = True
+            op, path, detail, is_dir = "truncated", "", f"more than {self.max_events} entries", False
+        if op in _CHANGES or op == "thinned":
+            self._changes += 1
         self.events.append(
             FsEvent.model_validate(
                 {
@@ -327,7 +343,9 @@ class LayerWatcher:
         Raises:
             OSError: The evidence folder cannot be written.
         """
-        lines = "".join(e.model_dump_json() + "\n" for e in self.journal())
+        with self._lock:
+            self._drain()
+            lines = "".join(e.model_dump_json() + "\n" for e in self.events)
         target = folder / JOURNAL
         atomic_write_text(target, lines)
         return target
