@@ -23,13 +23,13 @@ from tests.support.paths import REFERENCE
 from twinforge.blueprints import Blueprint
 from twinforge.implementer.archetypes.catalog import load_archetypes
 from twinforge.implementer.archetypes.render import own_blueprint, render_pair
+from twinforge.taskpair.format.spec import load_pair
 from twinforge.taskpair.runtime.engine import client
 from twinforge.taskpair.runtime.firewall import rules_for
 from twinforge.taskpair.runtime.isolation import leftovers
 from twinforge.taskpair.runtime.rundisk import disk_root
-from twinforge.taskpair.runtime.scripted import ScriptedRun, run_scripted
-from twinforge.taskpair.format.spec import load_pair
 from twinforge.taskpair.runtime.runner import Runner
+from twinforge.taskpair.runtime.scripted import ScriptedRun, run_scripted
 from twinforge.taskpair.runtime.session import RunResult
 from twinforge.taskpair.runtime.turns import UserTurns
 
