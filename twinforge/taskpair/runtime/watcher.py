@@ -294,7 +294,10 @@ class LayerWatcher:
             if not events:
                 return
             for event in events:
-                self._handle(event.wd, event.mask, event.name)
+                try:
+                    self._handle(event.wd, event.mask, event.name)
+                except Exception as exc:  # never a silent hole: the journal says it may miss things
+                    self._record("failed", "", detail=f"{type(exc).__name__}: {exc}"[:300])
 
     # the thread ---------------------------------------------------------------------------------
 
