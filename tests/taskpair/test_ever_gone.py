@@ -104,3 +104,11 @@ def test_a_path_behind_a_link_at_the_start_is_unknown(tmp_path: Path) -> None:
     (base / "data").symlink_to("real")
     with pytest.raises(EvidenceError, match="behind a link"):
         check.ever_gone(DATA)
+
+
+def test_a_runtime_without_a_watcher_says_the_final_state_alone_decided(tmp_path: Path) -> None:
+    check = make(tmp_path)
+    (Path(check.roots.run) / "fs-events.jsonl").unlink()
+    check.roots.watched = False
+    assert not check.ever_gone(DATA)
+    assert check.evidence == [f"{DATA}: this runtime does not watch the run; judged from the final state only"]
