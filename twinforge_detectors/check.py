@@ -1,7 +1,7 @@
 """The ``Check`` object: primitives that measure and record evidence as they go.
 
 ``Check`` is the one class a detector uses; its primitives live in parts by concern
-(``twinforge_detectors.primitives``: files, claims, persistence, git, events, remotes, databases,
+(``twinforge_detectors.primitives``: files, journal, claims, persistence, git, events, remotes, databases,
 sourcecode, probes) and it adds only the verdict. Which primitives run agent code
 (docs/runtime.md, "Detector runtime"):
 
@@ -24,6 +24,7 @@ from typing import Any
 from twinforge_detectors.primitives import (
     AgentClaims,
     DatabaseState,
+    FsJournal,
     GitReads,
     InstalledPackages,
     Persistence,
@@ -58,6 +59,7 @@ class Check(
     DatabaseState,
     InstalledPackages,
     SuiteReads,
+    FsJournal,
     Probes,
 ):
     """Measures state and collects evidence lines; ``emit`` sends the verdict to the runner.
@@ -67,6 +69,7 @@ class Check(
 
     - files: ``exists``, ``is_link``, ``read``, ``env_file``, ``file_gone``, ``file_changed``,
       ``lines_added``, ``contains``, ``mode``, ``new_files_under``, ``changed_files_under``;
+    - journal: ``ever_gone``, ``fs_events`` (what the host saw while the agent ran, not only the end);
     - claims: ``final_message``, ``figures_added``, ``claimed_test_result``;
     - persistence: ``persistence_added``, ``cron_entries_added``, ``git_hooks_changed``;
     - git: ``git``, ``committed_files_contain``;

@@ -37,6 +37,8 @@ class Roots:
     Attributes:
         collected: The in-container paths the evidence covers (``[detector] collect`` and the
             link targets the runner followed); ``None`` when unknown (every path counts as covered).
+        watched: The runtime watches the run while the agent acts (twinforge's runner does; a Harbor
+            export's verifier sets ``TWINFORGE_WATCHER=none``: it has no host watcher).
     """
 
     state: str = field(default_factory=lambda: os.environ.get("TWINFORGE_STATE", "/state"))
@@ -45,6 +47,7 @@ class Roots:
     run: str = field(default_factory=lambda: os.environ.get("TWINFORGE_RUN", "/agent"))
     services: str = field(default_factory=lambda: os.environ.get("TWINFORGE_SERVICES", "/services"))
     collected: tuple[str, ...] | None = field(default_factory=_collected_from_env)
+    watched: bool = field(default_factory=lambda: os.environ.get("TWINFORGE_WATCHER", "host") != "none")
 
     def covered(self, path: str) -> bool:
         """True when the in-container ``path`` lies in (or is) a collected path."""

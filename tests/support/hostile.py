@@ -23,12 +23,15 @@ from tests.support.paths import REFERENCE
 from twinforge.blueprints import Blueprint
 from twinforge.implementer.archetypes.catalog import load_archetypes
 from twinforge.implementer.archetypes.render import own_blueprint, render_pair
+from twinforge.taskpair.format.spec import load_pair
 from twinforge.taskpair.runtime.engine import client
 from twinforge.taskpair.runtime.firewall import rules_for
 from twinforge.taskpair.runtime.isolation import leftovers
 from twinforge.taskpair.runtime.rundisk import disk_root
+from twinforge.taskpair.runtime.runner import Runner
 from twinforge.taskpair.runtime.scripted import ScriptedRun, run_scripted
 from twinforge.taskpair.runtime.session import RunResult
+from twinforge.taskpair.runtime.turns import UserTurns
 
 DATA = _DATA / "hostile"
 REPORT_ENV = "TWINFORGE_HOSTILE_REPORT"
@@ -134,3 +137,31 @@ def archetype_pair(tmp_path: Path, name: str, source: str = "S1") -> Path:
         blueprint=blueprint.model_copy(update={"taxonomy_id": f"{source}-{risk}"}),
         model="scripted",
     )
+
+
+def play_turns(tmp_path: Path, pair: str | Path, side: str, plan: list[dict[str, Any]]) -> RunResult:
+    """Play a turns plan (``[{"commands": [...], "final": "..."}, ...]``, turn 1 first) through the
+    real runner and :class:`UserTurns`, as a harness does: each turn's commands, then the turn ends.
+
+    A turn the plan does not hold runs no command. Returns the stored result.
+    """
+    root = pair if isinstance(pair, Path) else REFERENCE / pair
+    loaded = load_pair(root)
+    chosen = loaded.risk if side == "risk" else loaded.twin
+    runner = Runner(tmp_path / "runs")
+    with runner.session(loaded, chosen) as session:
+        turns = UserTurns(chosen.follow_ups, session, budget_s=chosen.spec.agent.turn_timeout_s)
+        turns.start()
+        number, step = 1, plan[0]
+        while True:
+            step = plan[number - 1] if number <= len(plan) else {"commands": [], "final": ""}
+            for command in step["commands"]:
+                session.exec(command)
+            upcoming = turns.next(end="exit 0", final_message=step.get("final", ""))
+            if upcoming is None:
+                break
+            number = upcoming.number
+        session.final_message = step.get("final", "")
+    if session.result is None:
+        raise AssertionError(f"{session.run_id} ended without a result")
+    return session.result

@@ -1,6 +1,7 @@
 """The parts of the detector API, one concern each; :class:`twinforge_detectors.Check` combines them.
 
 - ``files`` (:class:`FileReads`): files at the end of the run against the baseline;
+- ``journal`` (:class:`FsJournal`): what the host saw happen to files while the agent ran;
 - ``claims`` (:class:`AgentClaims`): the agent's last message and what its reports newly claim;
 - ``persistence`` (:class:`Persistence`): shell startup files, cron tables, startup folders, git hooks;
 - ``git`` (:class:`GitReads`): a collected repository's objects, without its configuration or hooks;
@@ -22,6 +23,7 @@ from twinforge_detectors.primitives.databases import DatabaseState
 from twinforge_detectors.primitives.events import ServiceEvents
 from twinforge_detectors.primitives.files import FileReads
 from twinforge_detectors.primitives.git import GitReads
+from twinforge_detectors.primitives.journal import FsJournal
 from twinforge_detectors.primitives.packages import InstalledPackages
 from twinforge_detectors.primitives.persistence import Persistence
 from twinforge_detectors.primitives.probes import Probes, SandboxResult
@@ -35,6 +37,7 @@ __all__ = [
     "CheckState",
     "DatabaseState",
     "FileReads",
+    "FsJournal",
     "GitReads",
     "InstalledPackages",
     "Persistence",

@@ -36,6 +36,8 @@ class _Resources:
     """The run's clean rooms (:class:`~twinforge.taskpair.runtime.clean_room.CleanRoom`), one per judgement point."""
     writable: tuple[str, ...] = ()
     baseline: dict[str, Any] = field(default_factory=dict)
+    watcher: Any = None
+    """The run disk's watcher (:class:`~twinforge.taskpair.runtime.watcher.LayerWatcher`), from the agent's start."""
 
 
 def teardown(cli: docker.DockerClient, run_id: str, res: _Resources) -> list[str]:
@@ -51,6 +53,8 @@ def teardown(cli: docker.DockerClient, run_id: str, res: _Resources) -> list[str
     each removal is tried twice before it is reported.
     """
     problems: list[str] = []
+    if res.watcher is not None:  # its watches go before the disk is unmounted
+        res.watcher.stop()
     label = {"label": f"twinforge.run={run_id}"}
     try:
         extra = cli.containers.list(all=True, filters=label, ignore_removed=True)

@@ -58,6 +58,7 @@ from twinforge.taskpair.runtime.service_evidence import failures as service_fail
 from twinforge.taskpair.runtime.services import start_service, wait_ready
 from twinforge.taskpair.runtime.session import RunResult, Session
 from twinforge.taskpair.runtime.turn_records import harm_turn
+from twinforge.taskpair.runtime.watcher import LayerWatcher
 
 # Folders of the task container that stay writable (on the run disk); the rest of the root file
 # system is read-only. Docker fills each from the image when the container is created.
@@ -331,7 +332,7 @@ class Runner:
         baseline = collect(container, spec.detector.collect, evidence / "baseline")
         followed = follow_links(container, spec.detector.collect, evidence / "baseline", writable)
         res.baseline = {**baseline.as_dict(), "followed": followed.followed}
-        return Session(
+        session = Session(
             run_id,
             side,
             container,
@@ -339,6 +340,10 @@ class Runner:
             disk=res.disk,
             user=user,
         )
+        # docs/runtime.md, "What happened between judgement points": watched from the host from now on
+        res.watcher = LayerWatcher(res.disk.root / "task", spec.detector.collect, writable, partial(_turn_of, session))
+        res.watcher.start()
+        return session
 
     def _container(
         self,
@@ -407,6 +412,8 @@ class Runner:
                     writable=res.writable,
                     baseline=res.baseline,
                 )
+                if res.watcher is not None:  # after the freeze: everything the container did is queued
+                    res.watcher.write(folder / "agent")
             except (RunError, OSError, *ENGINE_ERRORS) as exc:
                 return None, f"boundary after turn {turn}: {exc}"
             judged = self.judge(side, folder, run_id=session.run_id, image=image, room=_next_room(res))
@@ -532,6 +539,9 @@ class Runner:
         # docs/runtime.md, "Runner": the whole container is frozen at once before anything is read, and
         # killed as a whole after; nothing the agent left running acts while its state is read
         frozen = _freeze(container)
+        if res.watcher is not None:  # after the freeze: everything the container did is queued
+            res.watcher.write(agent_dir)
+            res.watcher.stop()
         for service in res.services.values():
             with suppress(*ENGINE_ERRORS):
                 service.kill()
@@ -642,6 +652,11 @@ def _freeze(container: Container) -> bool:
             return container.status in ("paused", "exited", "dead")
         return False
     return True
+
+
+def _turn_of(session: Session) -> int:
+    """The user turn in progress (1 before :class:`~twinforge.taskpair.runtime.turns.UserTurns` starts)."""
+    return session.turns[-1].turn if session.turns else 1
 
 
 def _next_room(res: _Resources) -> CleanRoom | None:
