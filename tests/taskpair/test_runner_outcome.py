@@ -28,7 +28,7 @@ PAIR = load_pair(REFERENCE / "ref-r3-ignored-database")
 
 
 class FakeContainer:
-    """The task container as the end of a run sees it: its state, then kill and remove."""
+    """The task container as the end of a run sees it: its state, the freeze, then kill and remove."""
 
     def __init__(self, *, oom: bool, stuck: bool = False) -> None:
         self.id = self.name = "tf-fake"
@@ -39,6 +39,14 @@ class FakeContainer:
 
     def reload(self) -> None:
         self.calls.append("reload")
+
+    def pause(self) -> None:
+        self.calls.append("pause")
+        self.status = "paused"
+
+    def unpause(self) -> None:
+        self.calls.append("unpause")
+        self.status = "running"
 
     def kill(self) -> None:
         self.calls.append("kill")
@@ -76,7 +84,7 @@ class FakeRunner(Runner):
         run_id: str,
         tag: str = "detector",
         image: str | None = None,
-        task: object = None,
+        room: object = None,
     ) -> Judgement:
         if self.verdict is not None:
             return Judgement(self.verdict, None, None)
@@ -115,7 +123,11 @@ def end_run(
         time.monotonic(),
         None,
     )
-    assert container.calls[:2] == ["reload", "kill"] and "remove" in container.calls
+    # the memory counter is read first, then the whole container is frozen before anything is read,
+    # and killed whole after (docs/runtime.md, "Runner")
+    calls = container.calls
+    assert calls[0] == "reload" and "pause" in calls and "kill" in calls and "remove" in calls
+    assert calls.index("pause") < calls.index("kill") < calls.index("remove")
     stored = RunResult.model_validate(json.loads((evidence / "result.json").read_text()))
     assert stored == result
     return result

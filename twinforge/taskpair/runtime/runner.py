@@ -29,8 +29,6 @@ from typing import Any
 
 import docker
 from docker.errors import APIError, DockerException
-from docker.models.containers import Container
-from docker.types import LogConfig
 
 from twinforge.core.atomic import atomic_write_text
 from twinforge.core.text import storable
@@ -39,15 +37,14 @@ from twinforge.taskpair.format.digest import detector_digest
 from twinforge.taskpair.format.outcomes import Outcome, UndeterminedCause, Verdict, outcome_of
 from twinforge.taskpair.format.spec import Side, TaskPair
 from twinforge.taskpair.runtime import firewall
-from twinforge.taskpair.runtime.agent_processes import KEEPER_USER, end_agent_processes, task_user
+from twinforge.taskpair.runtime.agent_processes import end_agent_processes, task_user
 from twinforge.taskpair.runtime.attachment import RunAttachment
 from twinforge.taskpair.runtime.boundary import collect_boundary
 from twinforge.taskpair.runtime.clean_room import CleanRoom
 from twinforge.taskpair.runtime.collect import Budget, CollectionError, Manifest, collect, follow_links
-from twinforge.taskpair.runtime.cues import create_masked, opaque, protected_files
+from twinforge.taskpair.runtime.cues import opaque
 from twinforge.taskpair.runtime.detection import Judgement, both_places, detector_name, run_detector
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS, base_image_tag, client
-from twinforge.taskpair.runtime.hardening import Hardening
 from twinforge.taskpair.runtime.images import build_image
 from twinforge.taskpair.runtime.isolation import drop_default_route, reap
 from twinforge.taskpair.runtime.memory import memory_killed
@@ -57,13 +54,10 @@ from twinforge.taskpair.runtime.service_evidence import collect_state, copy_logs
 from twinforge.taskpair.runtime.service_evidence import failures as service_failures
 from twinforge.taskpair.runtime.services import start_service, wait_ready
 from twinforge.taskpair.runtime.session import RunResult, Session
+from twinforge.taskpair.runtime.task_container import WRITABLE, create_task_container, freeze, next_room
 from twinforge.taskpair.runtime.turn_records import harm_turn
 from twinforge.taskpair.runtime.watcher import LayerWatcher
 
-# Folders of the task container that stay writable (on the run disk); the rest of the root file
-# system is read-only. Docker fills each from the image when the container is created.
-WRITABLE = ("/etc", "/root", "/home", "/tmp", "/var", "/opt", "/srv", "/mnt", "/media", "/run", "/usr/local")
-LOGS = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
 COLLECT_MIN_S = 30.0
 
 
@@ -307,7 +301,9 @@ class Runner:
                 collect_state(res.services[service.name], service, evidence / "services" / service.name / "start")
         user = task_user(str(self.cli.images.get(image).attrs.get("Config", {}).get("User") or ""))
         network = "none" if res.network is None else res.network.name
-        container = self._container(res.disk, run_id, "task", side, image, labels, writable, memory, network)
+        container = create_task_container(
+            self.cli, res.disk, run_id, "task", side, image, labels, writable, memory, network
+        )
         res.container = container
         # docs/runtime.md, "Clean room": one per judgement point, made now so it is as old as the task container
         for index in range(side.user_turns):
@@ -315,7 +311,9 @@ class Runner:
                 run_id, spec.resources.disk_mb, template=template, reserve=False, role=f"clean:{index}"
             )
             room = CleanRoom(
-                self._container(disk, run_id, f"clean:{index}", side, image, labels, writable, memory, "none"),
+                create_task_container(
+                    self.cli, disk, run_id, f"clean:{index}", side, image, labels, writable, memory, "none"
+                ),
                 disk,
                 user,
                 spec.workdir,
@@ -345,50 +343,6 @@ class Runner:
         res.watcher.start()
         return session
 
-    def _container(
-        self,
-        disk: RunDisk,
-        run_id: str,
-        role: str,
-        side: Side,
-        image: str,
-        labels: dict[str, str],
-        writable: tuple[str, ...],
-        memory: dict[str, str] | None,
-        network: str,
-    ) -> Container:
-        """Create (not start) a task container or a clean room: the same options, its own disk and name.
-
-        Its init and ``sleep`` run as the keeper, never as the task user (docs/runtime.md, "Runner").
-        """
-        spec = side.spec
-        volumes = {str(disk.folder("task" + path)): {"bind": path, "mode": "rw"} for path in writable}
-        # docs/runtime.md, "No evaluation cue inside": opaque names, masked block devices, the
-        # wrapper and the loader's files read-only
-        volumes.update(protected_files(disk.folder("ro"), disk.root / "task" / "etc"))
-        return create_masked(
-            self.cli,
-            image,
-            command=["sleep", "infinity"],
-            name=opaque(run_id, role),
-            hostname="dev",
-            labels=labels,
-            user=KEEPER_USER,
-            working_dir=spec.workdir,
-            environment={"HOME": "/root", "TERM": "dumb"},
-            volumes=[v["bind"] for v in volumes.values()],
-            host={
-                "binds": volumes,
-                "tmpfs": dict(memory or {}),
-                "network_mode": network,
-                **Hardening(
-                    pids=spec.resources.pids, memory_mb=spec.resources.memory_mb, cpus=spec.resources.cpus
-                ).options(),
-                "init": True,
-                "log_config": LOGS,
-            },
-        )
-
     def _judge_boundary(
         self, side: Side, session: Session, res: _Resources, evidence: Path, image: str, turn: int
     ) -> tuple[Verdict | None, str | None]:
@@ -398,7 +352,7 @@ class Runner:
         detector runs (its probes in the boundary's clean room), and thawed only after the boundary's
         evidence and verdict are stored; ``(None, reason)`` when collection or the detector failed.
         """
-        if not _freeze(session.container):
+        if not freeze(session.container):
             return None, f"boundary after turn {turn}: the task container could not be frozen"
         try:
             try:
@@ -416,7 +370,7 @@ class Runner:
                     res.watcher.write(folder / "agent")
             except (RunError, OSError, *ENGINE_ERRORS) as exc:
                 return None, f"boundary after turn {turn}: {exc}"
-            judged = self.judge(side, folder, run_id=session.run_id, image=image, room=_next_room(res))
+            judged = self.judge(side, folder, run_id=session.run_id, image=image, room=next_room(res))
             return judged.verdict, judged.error
         finally:
             with suppress(*ENGINE_ERRORS):
@@ -538,7 +492,7 @@ class Runner:
             oom = memory_killed(container.attrs)  # before the kill: the cgroup's counter goes with it
         # docs/runtime.md, "Runner": the whole container is frozen at once before anything is read, and
         # killed as a whole after; nothing the agent left running acts while its state is read
-        frozen = _freeze(container)
+        frozen = freeze(container)
         if res.watcher is not None:  # after the freeze: everything the container did is queued
             res.watcher.write(agent_dir)
             res.watcher.stop()
@@ -587,7 +541,7 @@ class Runner:
         error: str | None = problem
         if problem is None:
             t3 = time.monotonic()
-            judged = self.judge(side, evidence, run_id=session.run_id, image=image, room=_next_room(res))
+            judged = self.judge(side, evidence, run_id=session.run_id, image=image, room=next_room(res))
             if judged.verdict is not None and judged.probes:
                 judged = both_places(judged, self._judge_in_place(side, session, res, evidence, image))
                 if judged.verdict is not None:
@@ -634,36 +588,6 @@ class Runner:
         )
 
 
-def _freeze(container: Container) -> bool:
-    """Freeze every process of ``container`` at once (``docker pause``, the cgroup freezer).
-
-    Returns:
-        True when it is frozen or holds no process any more (a stopped container is read as it is);
-        False when the engine would not freeze a running container.
-    """
-    try:
-        container.reload()
-        if container.status != "running":
-            return True
-        container.pause()
-    except ENGINE_ERRORS:
-        with suppress(*ENGINE_ERRORS):
-            container.reload()
-            return container.status in ("paused", "exited", "dead")
-        return False
-    return True
-
-
 def _turn_of(session: Session) -> int:
     """The user turn in progress (1 before :class:`~twinforge.taskpair.runtime.turns.UserTurns` starts)."""
     return session.turns[-1].turn if session.turns else 1
-
-
-def _next_room(res: _Resources) -> CleanRoom | None:
-    """The first clean room no judgement point took yet (None when all are taken: fresh containers then)."""
-    room: CleanRoom
-    for room in res.rooms:
-        if not room.taken:
-            room.taken = True
-            return room
-    return None
