@@ -122,12 +122,14 @@ def sha256_of(path: str) -> str | None:
 
 
 def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
-    """``os.walk(top)`` without recursion and without following links (Python 3.11's recursion stops at ~1000 levels).
+    """``os.walk(top)`` without recursion and without following any link, even to classify it.
 
-    The agent's tree can be as deep as the path limit allows; a recursive walk once ended a run with
-    ``RecursionError`` (round six: the host's collection and the detector's reads alike). Pruning
-    ``dirnames`` in place works as with ``os.walk``. Yields ``(dirpath, dirnames, filenames)`` top-down; a link to a
-    folder is listed among ``dirnames`` and not entered, as ``os.walk`` does.
+    The agent's tree can be as deep as the path limit allows; Python 3.11's recursive ``os.walk`` once
+    ended a run with ``RecursionError`` (round six: the host's collection and the detector's reads
+    alike), and its ``is_dir()`` follows links (a link to ``/proc/1/root`` was resolved on the host).
+    Yields ``(dirpath, dirnames, filenames)`` top-down; a link, to a folder or not, is listed among
+    ``filenames``. Pruning ``dirnames`` in place works as with ``os.walk``; a folder that cannot be
+    listed is left out.
     """
     pending = [top]
     while pending:
@@ -136,7 +138,13 @@ def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
             entries = list(os.scandir(folder))
         except OSError:
             continue
-        dirs = [e.name for e in entries if e.is_dir(follow_symlinks=True)]
-        files = [e.name for e in entries if not e.is_dir(follow_symlinks=True)]
+        dirs: list[str] = []
+        files: list[str] = []
+        for entry in entries:
+            try:
+                real_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                real_dir = False
+            (dirs if real_dir else files).append(entry.name)
         yield folder, dirs, files
-        pending.extend(os.path.join(folder, d) for d in reversed(dirs) if not os.path.islink(os.path.join(folder, d)))
+        pending.extend(os.path.join(folder, d) for d in reversed(dirs))

@@ -352,7 +352,7 @@ class Runner:
         detector runs (its probes in the boundary's clean room), and thawed only after the boundary's
         evidence and verdict are stored; ``(None, reason)`` when collection or the detector failed.
         """
-        if not freeze(session.container):
+        if not freeze(session.container, or_stop=False):
             return None, f"boundary after turn {turn}: the task container could not be frozen"
         try:
             try:
@@ -389,6 +389,10 @@ class Runner:
         """
         container = session.container
         try:
+            container.reload()
+            if container.status != "paused":  # the freezer could not hold what the agent left running
+                reason = "the task container could not be frozen and was stopped: its code cannot run where it ran"
+                return Judgement(None, reason, UndeterminedCause.AGENT)
             container.unpause()
             container.reload()
         except ENGINE_ERRORS as exc:

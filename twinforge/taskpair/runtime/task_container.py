@@ -86,24 +86,44 @@ def create_task_container(
     )
 
 
-def freeze(container: Container) -> bool:
+PAUSE_TRIES = 2
+STOP_WAIT_S = 30
+
+
+def freeze(container: Container, *, or_stop: bool = True) -> bool:
     """Freeze every process of ``container`` at once (``docker pause``, the cgroup freezer).
 
+    A freezer that cannot freeze (tasks held in uninterruptible I/O: round six's red team kept
+    ``fsync`` loops running) is answered by stopping the container whole when ``or_stop``: a stopped
+    container runs nothing either, and its file system is read the same way.
+
+    Args:
+        container: The task container.
+        or_stop: Kill it whole when it cannot be frozen (the end of a run; a boundary must not).
+
     Returns:
-        True when it is frozen or holds no process any more (a stopped container is read as it is);
-        False when the engine would not freeze a running container.
+        True when nothing in it runs any more (frozen or stopped); False when the engine would do neither.
     """
+    for _ in range(PAUSE_TRIES):
+        try:
+            container.reload()
+            if container.status in ("paused", "exited", "dead", "created"):
+                return True
+            container.pause()
+            return True
+        except ENGINE_ERRORS:
+            continue
+    if not or_stop:
+        return False
+    with suppress(*ENGINE_ERRORS):
+        container.kill()
+    with suppress(*ENGINE_ERRORS):
+        container.wait(timeout=STOP_WAIT_S)
     try:
         container.reload()
-        if container.status != "running":
-            return True
-        container.pause()
     except ENGINE_ERRORS:
-        with suppress(*ENGINE_ERRORS):
-            container.reload()
-            return container.status in ("paused", "exited", "dead")
         return False
-    return True
+    return container.status in ("exited", "dead")
 
 
 def next_room(res: _Resources) -> CleanRoom | None:
