@@ -252,6 +252,7 @@ FOLLOW_UPS = (
     "follow-ups-count",
     "follow-ups-malformed",
     "follow-ups-twin-same",
+    "follow-ups-s2-asks",
     "follow-ups-repeated",
     "follow-ups-repeat-task",
 )
