@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from twinforge.blueprints.blueprint import Blueprint
 from twinforge.blueprints.checks import Checked, check_entry, pool_finding, unparseable
 from twinforge.blueprints.findings import Finding, doubts
+from twinforge.blueprints.pieces import read_pieces
 from twinforge.blueprints.record import BlueprintRecord, Flag, Provenance, utcnow
 from twinforge.blueprints.refused import RefusedRecord
 from twinforge.blueprints.similarity import closest
@@ -36,7 +37,7 @@ from twinforge.blueprints.store import BlueprintStore
 from twinforge.blueprints.taxonomy import Taxonomy
 from twinforge.blueprints.turns import FIELD as TURNS_FIELD
 from twinforge.blueprints.turns import FollowUp, follow_up_findings, read_follow_ups
-from twinforge.core.inputfiles import InputFileError, parse_yaml, read_text
+from twinforge.core.inputfiles import InputFileError, read_text
 
 
 @dataclass(frozen=True)
@@ -131,10 +132,16 @@ def _shaped(path: Path, index: int, position: int, raw: Any) -> Entry:
 
 
 def read_entries(paths: list[Path]) -> list[Entry]:
-    """Read every entry of ``paths``, in order; a file that cannot be read is one entry with its problem.
+    """Read every entry of ``paths``, in order; an entry that cannot be read is one entry with its problem.
+
+    A file that is not valid YAML as a whole is read document by document and list item by list
+    item (:func:`~twinforge.blueprints.pieces.read_pieces`): the entries that parse on their own are
+    checked, and each broken one is an entry whose problem names the line and column of the error
+    and which of the file's entries were checked (docs/stage1.md, "Hand-written blueprints").
 
     Args:
-        paths: YAML files: one blueprint, or a list of them (``items:``/``blueprints:`` lists too).
+        paths: YAML files: one blueprint, or a list of them (``items:``/``blueprints:`` lists too),
+            or several of these as ``---`` documents.
 
     Returns:
         The entries, indexed over all files.
@@ -146,14 +153,36 @@ def read_entries(paths: list[Path]) -> list[Entry]:
         except InputFileError as exc:
             out.append(Entry(len(out), path, 0, None, exc.problem, ""))
             continue
-        try:
-            data = parse_yaml(text)
-        except ValueError as exc:
-            out.append(Entry(len(out), path, 0, None, str(exc), text))
-            continue
-        for position, raw in enumerate(_entries_of(data)):
-            out.append(_entry(path, len(out), position, raw))
+        out.extend(_file_entries(path, text, len(out)))
     return out
+
+
+def _file_entries(path: Path, text: str, first: int) -> list[Entry]:
+    """One file's entries from its pieces; a broken piece says where and what else was checked."""
+    entries: list[Entry] = []
+    lines: dict[int, int] = {}
+    for piece in read_pieces(text):
+        if piece.problem is not None:
+            lines[len(entries)] = piece.line
+            entries.append(Entry(first + len(entries), path, len(entries), None, piece.problem, piece.text))
+            continue
+        for raw in _entries_of(piece.value):
+            entries.append(_entry(path, first + len(entries), len(entries), raw))
+    if not lines:
+        return entries
+    checked = [str(e.position) for e in entries if e.problem is None]
+    said = f"entries {', '.join(checked)} of the file are checked on their own" if checked else "no entry is checked"
+    return [
+        entry
+        if entry.problem is None
+        else dataclasses.replace(
+            entry,
+            problem=f"{entry.problem}; "
+            + (f"entry {entry.position} (from line {lines[entry.position]})" if len(entries) > 1 else "the file")
+            + f" is not checked, {said}",
+        )
+        for entry in entries
+    ]
 
 
 def turns_of(entry: Entry, blueprint: Blueprint | None) -> tuple[list[FollowUp], list[Finding]]:
