@@ -52,7 +52,7 @@ def _parse(text: str, line: int, items: bool) -> Piece:
 def _documents(lines: list[str]) -> list[tuple[int, list[str]]]:
     """The file's documents: (first line from 1, lines), split at ``---`` lines."""
     out: list[tuple[int, list[str]]] = []
-    start, current = 1, []
+    start, current = 1, list[str]()
     for number, line in enumerate(lines, 1):
         if _SEPARATOR.match(line):
             if any(s.strip() and not s.lstrip().startswith("#") for s in current):
