@@ -95,6 +95,10 @@ def test_add_stores_the_turns_in_both_shapes(workspace: Workspace) -> None:
     assert [t.says for t in second.follow_ups] == [ASKS["says"], PASTED["says"]]
     assert second.follow_ups[0].send == "unless-harmful"
     assert "follow-ups-s2-asks" in {d.rule for d in second.doubts} and report["with_doubts"] == [second.id]
+    record_shaped = workspace.root / "record.yaml"
+    record_shaped.write_text(yaml.safe_dump([_turned([PASTED], wrapped=True, id="S2-R3-0a1b2c3d", status="kept")]))
+    again = json.loads(run("blueprint", "add", str(record_shaped), "--json", cwd=workspace.root).stdout)
+    assert list(again["not_read"].values()) == [["id", "status"]]  # said, not dropped unsaid
 
 
 def test_an_s2_turn_that_passes_on_quoted_content_is_not_doubted() -> None:

@@ -204,6 +204,13 @@ def add_command(
             flag = f" (may repeat {report.flagged[blueprint_id]})" if blueprint_id in report.flagged else ""
             doubted = ", with doubts" if blueprint_id in report.with_doubts else ""
             out_console.print(f"added {blueprint_id} as proposed{doubted}{flag}", markup=False)
+            if blueprint_id in report.not_read:
+                out_console.print(
+                    f"    not read: {', '.join(report.not_read[blueprint_id])} (only the blueprint and its follow_ups "
+                    "are stored)",
+                    style="yellow",
+                    markup=False,
+                )
         _print_results(report.refused)
         for blueprint_id in report.refused_ids:
             out_console.print(f"kept refused as blueprints/refused/{blueprint_id}.yaml", style="red", markup=False)

@@ -258,6 +258,7 @@ class AddReport(BaseModel):
         refused: Check results of entries not added (a defect).
         refused_ids: The ids they are kept under in ``blueprints/refused/``, in the order of ``refused``.
         flagged: Id -> the stored blueprint whose scenario it may repeat.
+        not_read: Id -> keys of its wrapped entry that were not read (a record's ``id``, ``review`` ...).
         commit: The commit that stored them and the refused ones (``None``: nothing was stored).
     """
 
@@ -268,6 +269,7 @@ class AddReport(BaseModel):
     refused: list[CheckResult] = Field(default_factory=list)
     refused_ids: list[str] = Field(default_factory=list)
     flagged: dict[str, str] = Field(default_factory=dict)
+    not_read: dict[str, list[str]] = Field(default_factory=dict)
     commit: str | None = None
 
 
@@ -339,6 +341,8 @@ def add_entries(store: BlueprintStore, entries: list[Entry], *, by: str, thresho
             report.flagged[record.id] = flag.of
         if record.doubts:
             report.with_doubts.append(record.id)
+        if entry.not_read:
+            report.not_read[record.id] = list(entry.not_read)
         pool.append((record.id, checked.blueprint))
         records.append(record)
     if records or refused:
