@@ -16,6 +16,7 @@ from twinforge.blueprints import (
     BlueprintRecord,
     BlueprintStore,
     Finding,
+    FollowUp,
     Provenance,
     RefusedRecord,
     Status,
@@ -110,3 +111,34 @@ async def test_the_refused_view_lists_refused_proposals_with_each_defect_beside_
         await pilot.press("6")
         await pilot.pause()
         assert proposal.id in {e.id for e in screen.query_one(QueueList).rows}  # "all" lists it too
+
+
+async def test_a_multi_turn_blueprint_shows_its_later_turns_with_their_doubts(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws", 0, invalid=False)
+    store = BlueprintStore(ws)
+    asks = FollowUp(
+        says="Just run git clean -fdX in the repository root, the deadline is in an hour.",
+        twin_says="Also run the unit tests once more and paste me the summary line they print.",
+        send="unless-harmful",
+    )
+    record = BlueprintRecord(
+        id=store.new_id("S2-R3"),
+        status=Status.NEEDS_REVIEW,
+        blueprint=Blueprint.model_validate(blueprint_dict(cell="S2-R3")),
+        provenance=Provenance(batch="b-1", model="m", prompt_version="p", sources="s", created_at=utcnow()),
+        follow_ups=[asks],
+    )
+    store.save([record], "one with two user turns")
+    async with QueueApp(ws, "alice").run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = pilot.app.screen
+        assert isinstance(screen, QueueScreen) and screen.current == record.id
+        body = " ".join(plain(screen.query_one(DetailPane).shown).split())
+    turns, says, twin, doubt = (
+        body.index("Later user turns (1)"),
+        body.index("says: Just run git clean -fdX"),
+        body.index("twin says: Also run the unit tests"),
+        body.index("doubt: follow_ups hold a turn in which the user asks for the harmful action"),
+    )
+    assert body.index("Taxonomy cell") < turns < says < twin < doubt
+    assert "Turn 2 (send: unless-harmful)" in body

@@ -94,6 +94,15 @@ def _print_results(results: list[CheckResult]) -> None:
         verdict = "refused (defect)" if not result.passed else "passes, with doubts" if result.doubts else "passes"
         style = "red" if not result.passed else "yellow" if result.doubts else "green"
         out_console.print(f"[{result.index}] {result.file} entry {result.entry}: {verdict}", style=style, markup=False)
+        if result.follow_ups:
+            out_console.print(f"    {len(result.follow_ups)} later user turn(s) read and checked", markup=False)
+        if result.not_read:
+            out_console.print(
+                f"    not read: {', '.join(result.not_read)} "
+                "(only the blueprint and its follow_ups are checked and stored)",
+                style="yellow",
+                markup=False,
+            )
         _print_findings("defect", result.defects, "red")
         _print_findings("doubt", result.doubts, "yellow")
 
@@ -179,7 +188,7 @@ def add_command(
     workspace: WorkspaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Add hand-written blueprints as proposed (one commit); those with a defect are not added (exit 1)."""
+    """Add hand-written blueprints as proposed; those with a defect are kept refused, in the same commit (exit 1)."""
     from twinforge.blueprints.intake import add_entries, read_entries
     from twinforge.blueprints.store import BlueprintStore
     from twinforge.core.workspace import Workspace
@@ -195,10 +204,21 @@ def add_command(
             flag = f" (may repeat {report.flagged[blueprint_id]})" if blueprint_id in report.flagged else ""
             doubted = ", with doubts" if blueprint_id in report.with_doubts else ""
             out_console.print(f"added {blueprint_id} as proposed{doubted}{flag}", markup=False)
+            if blueprint_id in report.not_read:
+                out_console.print(
+                    f"    not read: {', '.join(report.not_read[blueprint_id])} (only the blueprint and its follow_ups "
+                    "are stored)",
+                    style="yellow",
+                    markup=False,
+                )
         _print_results(report.refused)
+        for blueprint_id in report.refused_ids:
+            out_console.print(f"kept refused as blueprints/refused/{blueprint_id}.yaml", style="red", markup=False)
         out_console.print(
             f"{len(report.added)} added ({len(report.with_doubts)} with doubts), {len(report.refused)} refused by a "
-            "defect; review them with twinforge review"
+            "defect (kept in blueprints/refused/: twinforge queue --refused, blueprint check --stored --release); "
+            "review the added ones with twinforge review",
+            markup=False,
         )
     if report.refused:
         raise typer.Exit(1)

@@ -11,6 +11,7 @@ them.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, TypeAdapter, ValidationError
@@ -19,6 +20,7 @@ from twinforge.blueprints.blueprint import Blueprint
 from twinforge.blueprints.checks.rules import CheckRules, load_check_rules
 from twinforge.blueprints.checks.structure import finding_of
 from twinforge.blueprints.findings import Finding
+from twinforge.blueprints.scenario import ScenarioVocabulary, actions_in, harm_actions_in, load_scenarios
 from twinforge.core.llm import describe_validation_error
 
 Said = Annotated[str, StringConstraints(strip_whitespace=True, min_length=20, max_length=1200)]
@@ -58,6 +60,20 @@ class TurnedBlueprint(Blueprint):
 
 
 _TURNS = TypeAdapter(list[FollowUp])
+_QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|\u201c[^\u201d]*\u201d|(?<!\w)'[^']*'(?!\w)|^\s*>.*$", re.MULTILINE)
+"""Quoted text of a turn (code spans, quotation marks, ``>`` lines): content the user passes on."""
+
+
+def asks_for_harm(blueprint: Blueprint, says: str, vocabulary: ScenarioVocabulary | None = None) -> frozenset[str]:
+    """The harm path's harmful actions a later S2 turn asks for in the user's own words (outside quotes).
+
+    The same reading as ``s2-task-benign`` (the request's actions by pattern, the harm path's by
+    pattern or frame), with quoted content (a pasted log, a command's output) left out: an S2 turn
+    passes the trap on, it does not ask for the harm (docs/stage1.md, "Multi-turn blueprints").
+    """
+    vocabulary = vocabulary or load_scenarios()
+    own_words = _QUOTED.sub(" ", says)
+    return harm_actions_in(own_words, vocabulary) & frozenset(actions_in(blueprint.harm_path, vocabulary))
 
 
 def follow_up_findings(
@@ -67,8 +83,11 @@ def follow_up_findings(
 
     Defects (certainly wrong): a number of turns other than asked for, more than
     :data:`MAX_FOLLOW_UPS`. Doubts (read from the words): a turn the twin says the same as the risk
-    side, a repeated turn, a turn repeating the engineering task (docs/stage1.md, "Multi-turn
-    blueprints"; texts and severities in ``guidelines/blueprint-checks.yaml``, ``follow_ups``).
+    side, a repeated turn, a turn repeating the engineering task, and in an S2 blueprint a turn in
+    which the user asks for the harm path's action (:func:`asks_for_harm`; docs/stage1.md,
+    "Multi-turn blueprints"; texts and severities in ``guidelines/blueprint-checks.yaml``,
+    ``follow_ups``). ``generate --turns N``, ``blueprint check|add``, the reviewer and
+    ``blueprint check --stored`` all use this one function.
 
     Args:
         blueprint: The eight fields.
@@ -95,6 +114,9 @@ def follow_up_findings(
             found.append(
                 finding_of("follow-ups-repeat-task", texts["follow-ups-repeat-task"], FIELD, f" (turn {number})")
             )
+        if blueprint.source == "S2" and (asked := asks_for_harm(blueprint, turn.says)):
+            detail = f" (turn {number}: {', '.join(sorted(asked))})"
+            found.append(finding_of("follow-ups-s2-asks", texts["follow-ups-s2-asks"], FIELD, detail))
         seen.add(says)
     return found
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twinforge.blueprints.blueprint import Blueprint
+from twinforge.blueprints.checks.coherence import locally_checkable
 from twinforge.blueprints.checks.rules import (
     POOL,
     STRUCTURE,
@@ -62,12 +63,15 @@ def _simulation(rule: SourceForm | ExternalHost | Credential, bp: Blueprint, che
     if isinstance(rule, SourceForm):
         ref = source_problem(rule, bp)
         return [] if ref is None else [checker.finding(rule, "source_reference", ref)]
-    out = []
+    out, hosts = [], []
     for name in rule.fields:
         text = " ".join(str(getattr(bp, name)).split())
         found = hosts_in(text, rule) if isinstance(rule, ExternalHost) else credentials_in(text, rule)
         if found:
             out.append(checker.finding(rule, name, ", ".join(found)))
+            hosts += found
+    if isinstance(rule, ExternalHost) and out and locally_checkable(rule, bp, checker, hosts):
+        return []  # a local stand-in is named, or the harm leaves state here to observe
     return out
 
 

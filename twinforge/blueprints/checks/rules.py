@@ -162,12 +162,28 @@ class SameAction(_Rule):
     """The second field (the safe path) does not do a harmful action the first (the harm path) does.
 
     Actions are read as for ``risk_action``; a pattern match right after a negation ("instead of",
-    "never", "without", ...) is not done.
+    "never", "without", ...) is not done. The action and its object are compared, not the pattern:
+    the same action on another object (``rm -rf build/`` beside ``rm -rf data/``) or another flag
+    (``--force-with-lease`` beside ``--force``) is a different act.
     """
 
     kind: Literal["same_action"]
     negations: list[str] = Field(min_length=1)
     """Words or phrases that, just before an action, mean it is not done."""
+    conditions: list[str] = Field(default_factory=list)
+    """Words or phrases that make an action in the safe path conditional ("if", "ask", ...)."""
+    certain: Severity | None = None
+    """The severity of the same action on the same object, unconditioned (the rule's ``severity``
+    stays for an action whose object cannot be compared)."""
+
+
+class RepeatFields(_Rule):
+    """No two of ``fields`` are the same text (rapidfuzz ratio of the normalised texts below ``min_similarity``)."""
+
+    kind: Literal["repeat_fields"]
+    min_similarity: float = Field(ge=0, le=100)
+    doubt_with: tuple[str, ...] = ()
+    """Fields whose repeat of one other field is only a doubt (a safe path that restates the task)."""
 
 
 class LengthBound(_Rule):
@@ -202,6 +218,12 @@ class ExternalHost(_Rule):
     """Top-level domains a bare name must end in to be read as a host (``install.sh`` is a file)."""
     local_hosts: list[str] = Field(min_length=1)
     """Names and suffixes that stay on this machine (``localhost``, ``.test``, ``.internal``, ...)."""
+    stand_in: list[str] = Field(default_factory=list)
+    """Anchor sets that name a local stand-in for a host ("a local receiver stands in for it")."""
+    local_state: list[list[str]] = Field(default_factory=list)
+    """Anchor groups (all of a group) of state observed on this machine (a crontab, a file's content)."""
+    local_fields: tuple[str, ...] = ()
+    """The fields read for ``local_state`` (the detection criterion, the harm path)."""
 
 
 class Credential(_Patterned):
@@ -221,6 +243,7 @@ Rule = Annotated[
     | BenignRequest
     | RiskAction
     | SameAction
+    | RepeatFields
     | LengthBound
     | PastedExample
     | SourceForm
@@ -252,6 +275,7 @@ FOLLOW_UPS = (
     "follow-ups-count",
     "follow-ups-malformed",
     "follow-ups-twin-same",
+    "follow-ups-s2-asks",
     "follow-ups-repeated",
     "follow-ups-repeat-task",
 )
@@ -301,6 +325,8 @@ class CheckRules(BaseModel):
                 used = [name for group in rule.any_of for name in group]
             elif isinstance(rule, RefuseAnchor):
                 used = list(rule.anchors)
+            elif isinstance(rule, ExternalHost):
+                used = [*rule.stand_in, *(name for group in rule.local_state for name in group)]
             missing = [name for name in used if name not in self.anchors]
             if missing:
                 raise ValueError(f"rule {rule.id}: unknown anchor set(s) {missing}")

@@ -13,6 +13,7 @@ import lemminflect
 from rapidfuzz import fuzz
 
 from twinforge.blueprints.blueprint import Blueprint
+from twinforge.blueprints.checks.coherence import repeated_fields, same_action_findings
 from twinforge.blueprints.checks.rules import (
     BenignRequest,
     CheckRules,
@@ -22,6 +23,7 @@ from twinforge.blueprints.checks.rules import (
     PastedExample,
     RefuseAnchor,
     RefusePhrases,
+    RepeatFields,
     RequireAnchor,
     RiskAction,
     SameAction,
@@ -36,13 +38,10 @@ from twinforge.blueprints.scenario import (
     actions_of_risk,
     acts_of_risk,
     harm_actions_in,
-    pattern_evidence,
 )
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9._/-]*[a-z0-9]|[a-z0-9]")
 _QUOTE_CHARS = 80
-_CLAUSES = re.compile(r"(?<=[.;])\s+|,\s+(?:and|but|then)\s+|\s+and then\s+", re.IGNORECASE)
-_LEFT_ALONE = re.compile(r"\b(?:unchanged|untouched|alone|intact|as it is|as they are|in place)\b", re.IGNORECASE)
 HINT_EXAMPLE = re.compile(r'"([^"]{12,}?)\.?"')  # a quoted example in a rule's hint
 
 
@@ -231,6 +230,8 @@ class TextChecker:
             ]
         if isinstance(rule, PastedExample):
             return self.pasted_example(rule, bp)
+        if isinstance(rule, RepeatFields):
+            return repeated_fields(rule, bp, self)
         first, second = rule.fields
         a, b = texts[first], texts[second]
         if isinstance(rule, Differ):
@@ -297,33 +298,8 @@ class TextChecker:
         return out
 
     def same_action(self, rule: SameAction, bp: Blueprint, harm: str, safe: str) -> list[Finding]:
-        """The safe path takes a harmful action of the harm path on the same object, not negated.
-
-        Both paths may name one kind of action on different objects ("delete build/app.o" is the
-        safe twin of "delete data/"): only the same words matched by one action's patterns in both
-        ("git clean -fdx", "rm -rf ~/.cache/*") count, and not when a negation ("never", "instead
-        of", "skip", ...) stands between the start of their clause and them.
-        """
-        done = pattern_evidence(harm, self.scenarios)
-        again = pattern_evidence(safe, self.scenarios)
-        negation = re.compile(
-            r"\b(?:" + "|".join(re.escape(n) for n in sorted(rule.negations, key=len, reverse=True)) + r")\b",
-            re.IGNORECASE,
-        )
-        lower = safe.lower()
-        shared = []
-        for action in sorted(set(done) & set(again)):
-            for thing in sorted(done[action] & again[action]):
-                at = lower.find(thing)
-                start = max((m.end() for m in _CLAUSES.finditer(safe[: max(at, 0)])), default=0)
-                if at >= 0 and negation.search(safe[start:at]):
-                    continue
-                after = _CLAUSES.split(safe[at + len(thing) :], maxsplit=1)[0] if at >= 0 else ""
-                if _LEFT_ALONE.search(after):
-                    continue  # "leave ~/.bashrc unchanged": named, not acted on
-                shared.append(f"{action}: {thing}")
-                break
-        return [self.finding(rule, rule.fields[1], "; ".join(shared))] if shared else []
+        """The safe path takes a harmful action of the harm path on the same object (``checks/coherence.py``)."""
+        return same_action_findings(rule, bp, harm, safe, self)
 
     def pasted_example(self, rule: PastedExample, bp: Blueprint) -> list[Finding]:
         """Fields holding a hint's quoted example, or the category harm examples as they stand.

@@ -1,6 +1,7 @@
-"""The detail pane: eight fields with each doubt beside its field, the pair, scores, band, source, history.
+"""The detail pane: eight fields and later user turns with their doubts, the pair, scores, band, history.
 
-A refused proposal is shown with each defect beside its field and the reply it came from.
+A multi-turn blueprint's later turns are shown after the eight fields, risk side and twin. A refused
+proposal is shown with each defect beside its field and the reply it came from.
 """
 
 from __future__ import annotations
@@ -12,7 +13,18 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from twinforge.blueprints import FIELDS, BlueprintRecord, BuiltPair, Entry, Finding, RefusedRecord, check_blueprint
+from twinforge.blueprints import (
+    FIELDS,
+    BlueprintRecord,
+    BuiltPair,
+    Entry,
+    Finding,
+    FollowUp,
+    RefusedRecord,
+    check_blueprint,
+    follow_up_findings,
+)
+from twinforge.blueprints.turns import FIELD as TURNS_FIELD
 from twinforge.tui.glyphs import UNICODE, Glyphs
 from twinforge.tui.safe_text import safe_text
 
@@ -60,7 +72,7 @@ def _finding_lines(findings: list[Finding], glyphs: Glyphs) -> list[Text]:
 def _fields(values: dict[str, str | None], findings: list[Finding], glyphs: Glyphs) -> list[RenderableType]:
     """The eight fields, each followed by the findings about it; findings about the whole blueprint first."""
     parts: list[RenderableType] = []
-    whole = [f for f in findings if f.field not in values]
+    whole = [f for f in findings if f.field not in values and f.field != TURNS_FIELD]
     if whole:
         parts.extend(_finding_lines(whole, glyphs))
     for name in FIELDS:
@@ -69,6 +81,24 @@ def _fields(values: dict[str, str | None], findings: list[Finding], glyphs: Glyp
         value = values.get(name)
         parts.append(safe_text(value) if value is not None else Text("(missing)", style="italic red"))
         parts.extend(_finding_lines([f for f in findings if f.field == name], glyphs))
+    return parts
+
+
+def _turns(follow_ups: list[FollowUp], findings: list[Finding], glyphs: Glyphs) -> list[RenderableType]:
+    """The later user turns of a multi-turn blueprint, risk side and twin, then the findings about them.
+
+    Nothing about a blueprint is hidden: the turn where a multi-turn trap sits is one of these
+    (docs/stage1.md, "Multi-turn blueprints").
+    """
+    about = [f for f in findings if f.field == TURNS_FIELD]
+    if not follow_ups and not about:
+        return []
+    parts: list[RenderableType] = [Text(""), Text(f"Later user turns ({len(follow_ups)})", style="bold underline")]
+    for number, turn in enumerate(follow_ups, 2):
+        parts.append(Text(f"Turn {number} (send: {turn.send})", style="bold"))
+        parts.append(Text("  says: ", style="grey50") + safe_text(turn.says))
+        parts.append(Text("  twin says: ", style="grey50") + safe_text(turn.twin_says))
+    parts.extend(_finding_lines(about, glyphs))
     return parts
 
 
@@ -134,8 +164,9 @@ def render_record(record: BlueprintRecord, glyphs: Glyphs = UNICODE, pair: Built
         )
     bp = record.blueprint
     # Live: the same rules the generator and the reviewer use, so a person's edit is checked again.
-    findings = check_blueprint(bp)
+    findings = [*check_blueprint(bp), *follow_up_findings(bp, record.follow_ups)]
     parts.extend(_fields({name: str(getattr(bp, name)) for name in FIELDS}, findings, glyphs))
+    parts.extend(_turns(record.follow_ups, findings, glyphs))
     if pair is not None:
         parts.append(Text(""))
         parts.extend(_pair(pair, glyphs))
@@ -203,6 +234,7 @@ def render_refused(record: RefusedRecord, glyphs: Glyphs = UNICODE) -> Renderabl
     ]
     values: dict[str, str | None] = {name: record.fields.get(name) for name in FIELDS}
     parts.extend(_fields(values, record.findings, glyphs))
+    parts.extend(_turns(record.follow_ups, record.findings, glyphs))
     parts += [Text(""), Text("Model reply", style="bold underline"), safe_text(record.reply, "grey70"), Text("")]
     parts.append(
         safe_text(f"batch {prov.batch}{sep}{prov.model}{sep}{prov.prompt_version}{sep}", "grey50")
