@@ -150,7 +150,7 @@ def run_detector(
         if remaining <= 1:
             return {"error": "no time left in the detector budget for a sandbox run"}
         limit = min(message.timeout, remaining - 1)
-        where = "clean room"
+        where = "task container" if room is not None and room.in_place else "clean room"
         reply = None
         if room is not None:
             try:
