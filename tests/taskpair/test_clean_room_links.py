@@ -115,7 +115,7 @@ def test_making_the_link_follows_no_link_in_the_rooms_folders(tmp_path: Path) ->
     host = tmp_path / "host"
     host.mkdir()
     (root / "workspace").symlink_to(host)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="Too many levels of symbolic links|Not a directory"):
         make_link(root, "/workspace/repo", "/workspace/repo.real", OWNER)
     assert list(host.iterdir()) == []
 
