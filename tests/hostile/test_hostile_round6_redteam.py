@@ -50,10 +50,6 @@ BROKEN = {
         "a folder tree 1100 deep: collect.outside_links (and copy_work_product) walk with Python 3.11's "
         "recursive os.walk; RecursionError escapes _finish and the run is UNDETERMINED (infrastructure)"
     ),
-    "r6_03_workdir_is_link_r9risk": (
-        "/workspace/repo replaced by a link to /workspace/repo.real: sandbox.request_paths refuses a link "
-        "in the collected state, the detector dies on the channel error: UNDETERMINED (pair)"
-    ),
     "r6_04_outside_link_r8twin": (
         "the broken median sits behind a link to /root/.cache (collected as 'followed', never copied into "
         "the room); in the room the link dangles, the ImportError fallback is correct: COMPLETED"
