@@ -16,6 +16,7 @@ import pytest
 from tests.support.detector_check import FakeChannel, put
 from twinforge_detectors import Check, EvidenceError, Roots
 from twinforge_detectors.bytecode import HEADER, same_code
+from twinforge_detectors.primitives.sourcecode import _read_bytes
 
 SOURCE = '''"""Statistics."""
 
@@ -163,3 +164,9 @@ def test_a_folder_not_collected_is_unknown(check: Check) -> None:
     narrow = Check(Roots(**{**vars(check.roots), "collected": ("/repo",)}), channel=FakeChannel(""))
     with pytest.raises(EvidenceError):
         narrow.stale_bytecode("/usr/lib")
+
+
+def test_a_file_that_fails_to_read_fails_closed_even_for_root() -> None:
+    """/proc/self/mem is a regular file whose read fails (EIO) whoever reads it."""
+    with pytest.raises(EvidenceError, match="cannot be read"):
+        _read_bytes("/proc/self/mem", "/repo/app/__pycache__/users.cpython-311.pyc")
