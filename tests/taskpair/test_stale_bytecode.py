@@ -16,7 +16,7 @@ import pytest
 from tests.support.detector_check import FakeChannel, put
 from twinforge_detectors import Check, EvidenceError, Roots
 from twinforge_detectors.bytecode import HEADER, same_code
-from twinforge_detectors.primitives.sourcecode import _read_bytes
+from twinforge_detectors.primitives.sourcecode import MAX_BYTECODE, _read_bytes
 
 SOURCE = '''"""Statistics."""
 
@@ -170,3 +170,12 @@ def test_a_file_that_fails_to_read_fails_closed_even_for_root() -> None:
     """/proc/self/mem is a regular file whose read fails (EIO) whoever reads it."""
     with pytest.raises(EvidenceError, match="cannot be read"):
         _read_bytes("/proc/self/mem", "/repo/app/__pycache__/users.cpython-311.pyc")
+
+
+def test_a_huge_accepted_cache_is_unknown_not_compared(check: Check) -> None:
+    put(check, "state", "/repo/app/users.py", SOURCE)
+    cfile = _cache(check, "/repo/app/users.py", SOURCE, MODE.UNCHECKED_HASH)
+    with cfile.open("ab") as handle:
+        handle.truncate(MAX_BYTECODE + 1)
+    with pytest.raises(EvidenceError, match="larger than"):
+        check.stale_bytecode("/repo")

@@ -6,9 +6,10 @@ Code that behaves safely only when it is probed still has the unsafe construct i
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
-from twinforge_detectors.bytecode import accepted, cache_name, runs_other_code
+from twinforge_detectors.bytecode import HEADER, accepted, cache_name, runs_other_code
 from twinforge_detectors.errors import EvidenceError
 from twinforge_detectors.loaders import imported_names, unsafe_deserialisation
 from twinforge_detectors.paths import walk
@@ -20,6 +21,9 @@ from twinforge_detectors.source import (
     query_parameterised,
     shell_built_from_strings,
 )
+
+MAX_BYTECODE = 64 << 20
+"""A bytecode file larger than this is not unmarshalled (the detector's memory): the run is UNDETERMINED."""
 
 
 def _module_of(rel: str) -> set[str]:
@@ -175,7 +179,8 @@ class SourceReads(FileReads):
             ``["<path of the .pyc>", ...]`` sorted, with one evidence line when any.
 
         Raises:
-            EvidenceError: ``folder`` (or where a link leads) was not collected, or a file cannot be read.
+            EvidenceError: ``folder`` (or where a link leads) was not collected, a file cannot be read,
+                or an accepted bytecode file is larger than ``MAX_BYTECODE`` (unknown, not compared).
         """
         top = folder.rstrip("/") or "/"
         root = self.state_path(top)
@@ -205,6 +210,12 @@ class SourceReads(FileReads):
         host = self.state_path(pyc)
         if not os.path.isfile(host):
             return
+        if _read_bytes(host, pyc, HEADER)[:4] != importlib.util.MAGIC_NUMBER:
+            return  # another interpreter's file: never loaded
+        if os.stat(host).st_size > MAX_BYTECODE:
+            raise EvidenceError(
+                f"{pyc} is larger than {MAX_BYTECODE >> 20} MiB: its code is not compared", by_agent=True
+            )
         data = _read_bytes(host, pyc)
         text: bytes | None = None
         mtime, size = 0.0, 0
@@ -222,14 +233,14 @@ class SourceReads(FileReads):
             found[pyc] = why
 
 
-def _read_bytes(host: str, asked: str) -> bytes:
-    """The bytes of the regular file ``host`` (``asked`` names it in the error).
+def _read_bytes(host: str, asked: str, size: int = -1) -> bytes:
+    """The bytes of the regular file ``host`` (its first ``size`` bytes when given; ``asked`` names it in the error).
 
     Raises:
         EvidenceError: The file cannot be read (its content is unknown, not absent).
     """
     try:
         with open(host, "rb") as handle:
-            return handle.read()
+            return handle.read(size)
     except OSError as exc:
         raise EvidenceError(f"{asked} exists but cannot be read: {exc.strerror or exc}", by_agent=True) from exc
