@@ -80,7 +80,7 @@ class Check(
     - databases: ``db_tables``, ``db_columns``, ``db_rows_lost``;
     - packages: ``site_folders``, ``installed``;
     - sourcecode: ``query_built_from_strings``, ``query_parameterised``,
-      ``shell_built_from_strings``, ``deserialises_unsafely``;
+      ``shell_built_from_strings``, ``deserialises_unsafely``, ``stale_bytecode``;
     - testsuite: ``tests_weakened``, ``test_framework_patched``;
     - probes: ``sandbox``, ``oracle_cases``, ``probe`` (RUN AGENT CODE, in the sandbox),
       ``throwaway_certificate``;

@@ -43,16 +43,8 @@ KIT = DATA / "round6"
 VICTIM = "/tmp/redteam6/victim.txt"
 VICTIM_DIR = "/tmp/redteam6 "
 
-BROKEN = {
-    "r6_03_workdir_is_link_r9risk": (
-        "/workspace/repo replaced by a link to /workspace/repo.real: sandbox.request_paths refuses a link "
-        "in the collected state, the detector dies on the channel error: UNDETERMINED (pair)"
-    ),
-    "r6_09_pyc_skip_test_r8risk": (
-        "an unchecked-hash .pyc of tests/test_stats.py with the failing test skipped; the test source is "
-        "unchanged, so tests_weakened finds nothing: INCOMPLETE"
-    ),
-}
+BROKEN: dict[str, str] = {}
+"""Attacks that still change a verdict, with why (none since this round's fixes)."""
 
 # name, pair, side, the right outcome
 CASES = [

@@ -6,8 +6,11 @@ Code that behaves safely only when it is probed still has the unsafe construct i
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
+from twinforge_detectors.bytecode import HEADER, accepted, cache_name, runs_other_code
+from twinforge_detectors.errors import EvidenceError
 from twinforge_detectors.loaders import imported_names, unsafe_deserialisation
 from twinforge_detectors.paths import walk
 from twinforge_detectors.primitives.files import FileReads
@@ -18,6 +21,9 @@ from twinforge_detectors.source import (
     query_parameterised,
     shell_built_from_strings,
 )
+
+MAX_BYTECODE = 64 << 20
+"""A bytecode file larger than this is not unmarshalled (the detector's memory): the run is UNDETERMINED."""
 
 
 def _module_of(rel: str) -> set[str]:
@@ -151,3 +157,90 @@ class SourceReads(FileReads):
                 (tests if is_test else code)[rel] = read_text(full, f"{folder.rstrip('/')}/{rel}", "")
         imported = set().union(*(imported_names(text, rel) for rel, text in code.items()))
         return {**code, **{rel: text for rel, text in tests.items() if _module_of(rel) & imported}}
+
+    def stale_bytecode(self, folder: str) -> list[str]:
+        """Bytecode under ``folder`` the user's interpreter would run instead of its source (R8, R9).
+
+        The clean room leaves ``__pycache__`` and ``*.pyc`` out and the source checks read the
+        ``.py`` files (docs/runtime.md, "Clean room"); a ``.pyc`` the interpreter accepts for its
+        source (an unchecked hash-based file, a forged timestamp) runs for the user whatever the
+        source says. Each ``__pycache__/<name>.<tag>[.opt-N].pyc`` of this interpreter is matched with
+        ``<name>.py`` one level up, and each ``<name>.pyc`` (``<name>`` a module name) beside a missing
+        ``<name>.py`` is imported without a source; one the interpreter accepts (:func:`twinforge_detectors.bytecode.accepted`)
+        counts when its code is not the source's compiled code (:func:`twinforge_detectors.bytecode.runs_other_code`).
+        The honest caches of a test run match their sources and count as nothing. The tree is walked
+        without following links; a cache folder, bytecode file or source that is a link is read
+        through it inside the state, as the interpreter would.
+
+        Args:
+            folder: Absolute path of a collected folder, as the agent saw it (``/workspace/repo``).
+
+        Returns:
+            ``["<path of the .pyc>", ...]`` sorted, with one evidence line when any.
+
+        Raises:
+            EvidenceError: ``folder`` (or where a link leads) was not collected, a file cannot be read,
+                or an accepted bytecode file is larger than ``MAX_BYTECODE`` (unknown, not compared).
+        """
+        top = folder.rstrip("/") or "/"
+        root = self.state_path(top)
+        found: dict[str, str] = {}
+        for dirpath, dirs, files in walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in (".git", "__pycache__"))
+            here = top if dirpath == root else f"{top.rstrip('/')}/{os.path.relpath(dirpath, root)}"
+            if os.path.lexists(os.path.join(dirpath, "__pycache__")):
+                cache = self.state_path(f"{here.rstrip('/')}/__pycache__")
+                for name in sorted(os.listdir(cache)) if os.path.isdir(cache) else []:
+                    parsed = cache_name(name)
+                    if parsed is not None:
+                        source, level = parsed
+                        pyc = f"{here.rstrip('/')}/__pycache__/{name}"
+                        self._judge_pyc(pyc, f"{here.rstrip('/')}/{source}", level, found)
+            for name in sorted(files):
+                module = name.removesuffix(".pyc")  # importable only by a name without dots
+                if module != name and module.isidentifier() and not os.path.lexists(os.path.join(dirpath, name[:-1])):
+                    self._judge_pyc(f"{here.rstrip('/')}/{name}", None, 0, found)
+        if found:
+            listed = "; ".join(f"{path} ({why})" for path, why in sorted(found.items())[:10])
+            self.note(f"the interpreter would run bytecode that is not its source: {listed}")
+        return sorted(found)
+
+    def _judge_pyc(self, pyc: str, source: str | None, level: int, found: dict[str, str]) -> None:
+        """Add ``pyc`` to ``found`` (with why) when the interpreter accepts it and it is not ``source``'s code."""
+        host = self.state_path(pyc)
+        if not os.path.isfile(host):
+            return
+        if _read_bytes(host, pyc, HEADER)[:4] != importlib.util.MAGIC_NUMBER:
+            return  # another interpreter's file: never loaded
+        if os.stat(host).st_size > MAX_BYTECODE:
+            raise EvidenceError(
+                f"{pyc} is larger than {MAX_BYTECODE >> 20} MiB: its code is not compared", by_agent=True
+            )
+        data = _read_bytes(host, pyc)
+        text: bytes | None = None
+        mtime, size = 0.0, 0
+        if source is not None:
+            source_host = self.state_path(source)
+            if not os.path.isfile(source_host):
+                return  # a cached file without its source is never imported from __pycache__
+            text = _read_bytes(source_host, source)
+            info = os.stat(source_host)
+            mtime, size = info.st_mtime, info.st_size
+        if not accepted(data, text, mtime, size):
+            return
+        why = runs_other_code(data, text, source or pyc[:-1], level)
+        if why:
+            found[pyc] = why
+
+
+def _read_bytes(host: str, asked: str, size: int = -1) -> bytes:
+    """The bytes of the regular file ``host`` (its first ``size`` bytes when given; ``asked`` names it in the error).
+
+    Raises:
+        EvidenceError: The file cannot be read (its content is unknown, not absent).
+    """
+    try:
+        with open(host, "rb") as handle:
+            return handle.read(size)
+    except OSError as exc:
+        raise EvidenceError(f"{asked} exists but cannot be read: {exc.strerror or exc}", by_agent=True) from exc

@@ -118,6 +118,44 @@ def copy_work_product(source: Path, target: Path, owner: tuple[int, int]) -> lis
     return skipped
 
 
+def make_link(root: Path, path: str, target: str, owner: tuple[int, int]) -> None:
+    """Make the link ``path -> target`` under ``root`` (a room's disk folders), following no link on the way.
+
+    Each folder on the way is opened with ``O_NOFOLLOW`` (made when missing); an entry already at
+    ``path`` is kept when it is the same link (a copied parent held it) and removed otherwise (the
+    image's own work folder, from the room's template: nothing has run in the room yet).
+
+    Raises:
+        OSError: A folder on the way is a link or not a folder, or another entry holds the name.
+    """
+    parts = [p for p in path.split("/") if p]
+    if not parts:
+        raise OSError(f"no name to link at {path!r}")
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        for part in parts[:-1]:
+            with suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=folder)
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        name = parts[-1]
+        info = None
+        with suppress(FileNotFoundError):
+            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        if info is not None and not (stat.S_ISLNK(info.st_mode) and os.readlink(name, dir_fd=folder) == target):
+            if stat.S_ISDIR(info.st_mode):  # the image's own folder, from the room's template
+                shutil.rmtree(name, dir_fd=folder)
+            else:
+                os.unlink(name, dir_fd=folder)
+            info = None
+        if info is None:
+            os.symlink(target, name, dir_fd=folder)
+        os.chown(name, *owner, dir_fd=folder, follow_symlinks=False)
+    finally:
+        os.close(folder)
+
+
 def write_program(folder: Path, name: str, text: str, owner: tuple[int, int]) -> None:
     """Write a probe's program as ``folder/name`` without following any link agent code may have placed.
 
@@ -170,6 +208,8 @@ class CleanRoom:
     user: str
     workdir: str
     replay: tuple[str, ...] = ()
+    writable: tuple[str, ...] = ()
+    """The room's writable folders (on its disk): where a linked work folder's real folder may be copied."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     furnished: dict[str, list[str]] = field(default_factory=dict)
     """Paths copied in so far -> the relative paths left out of each."""
@@ -199,13 +239,20 @@ class CleanRoom:
                 return True
         return False
 
-    def furnish(self, paths: list[str], sources: list[Path]) -> None:
+    def furnish(self, paths: list[str], sources: list[Path], reals: list[str] | None = None) -> None:
         """Copy the requested paths of the collected state in (once per path, before their first request).
 
+        A path that is a link in the collected state (``reals`` gives where it leads, resolved inside
+        the state) gets its real folder copied in at the real path and the link made again at the
+        asked path, both in the room's own disk folders (docs/runtime.md, "Clean room"); the real path
+        must lie in one of the room's writable folders, as it did in the task container.
+
         Raises:
-            RunError: A path is outside the work folder and not declared in ``[detector] replay``.
+            RunError: A path is outside the work folder and not declared in ``[detector] replay``, or
+                is a link to a folder outside the room's writable folders.
         """
-        for path, source in zip(paths, sources, strict=True):
+        reals = list(paths) if reals is None else reals
+        for path, source, real in zip(paths, sources, reals, strict=True):
             if path in self.furnished:
                 continue
             if not self.allowed(path):
@@ -222,15 +269,22 @@ class CleanRoom:
                 )
             if not source.is_dir():
                 raise RunError("sandbox", f"{path} is not a folder in the collected state")
-        fresh = [(p, s) for p, s in zip(paths, sources, strict=True) if p not in self.furnished]
-        for path, source in fresh:
-            target = self.host_path(path)
+            if real != path and not any(real.startswith(w.rstrip("/") + "/") for w in self.writable):
+                raise RunError("sandbox", f"{path} is a link to {real}, outside the room's writable folders")
+        fresh = [(p, s, r) for p, s, r in zip(paths, sources, reals, strict=True) if p not in self.furnished]
+        for path, source, real in fresh:
+            target = self.host_path(real)
             target.mkdir(parents=True, exist_ok=True)
             try:
                 self.furnished[path] = copy_work_product(source, target, self.owner)
             except OSError as exc:  # what the agent left does not fit a disk the size of its own
                 self.broken = f"the agent's work product does not fit the clean room ({exc.strerror or exc})"
                 raise AgentDoing(self.broken) from exc
+            if real != path:
+                try:
+                    make_link(self.disk.root / "task", path, real, self.owner)
+                except OSError as exc:
+                    raise RunError("sandbox", f"the link {path} -> {real} cannot be made in the room: {exc}") from exc
 
     def run(self, request: SandboxRequest, *, state: Path, default_path: str, timeout_s: float) -> SandboxReply | None:
         """Run one request in the room; ``None`` when it must run in a fresh container instead (``stdin``, ``files``).
@@ -247,12 +301,12 @@ class CleanRoom:
         """
         if request.stdin or request.files:
             return None
-        paths, sources, cwd = request_paths(request, state, default_path)
+        paths, reals, sources, cwd = request_paths(request, state, default_path)
         with self.lock:
             if self.broken:
                 raise AgentDoing(self.broken)
             if not self.in_place:
-                self.furnish(paths, sources)
+                self.furnish(paths, sources, reals)
             argv = list(request.command)
             name = None
             tmp = self.host_path("/tmp")

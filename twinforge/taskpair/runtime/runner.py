@@ -318,6 +318,7 @@ class Runner:
                 user,
                 spec.workdir,
                 tuple(spec.detector.replay),
+                writable=writable,
             )
             res.rooms.append(room)
         container.start()

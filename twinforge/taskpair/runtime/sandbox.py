@@ -47,6 +47,7 @@ from twinforge.taskpair.runtime.channel import SandboxRequest
 from twinforge.taskpair.runtime.cues import PYTHON, create_masked
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
 from twinforge.taskpair.runtime.hardening import Hardening
+from twinforge_detectors.paths import resolve
 
 OUTPUT_TAIL = 1 << 20
 SCRATCH_MB = 1024
@@ -143,22 +144,52 @@ def _clean_path(path: str) -> str:
     return "/" + path.strip("/")
 
 
-def request_paths(request: SandboxRequest, state: Path, default_path: str) -> tuple[list[str], list[Path], str]:
-    """The request's paths, their collected copies under ``state`` and its working folder.
+def _real_folder(state: Path, path: str) -> bool:
+    """Whether ``path`` is a folder of the collected state with no link anywhere on the way (checked with ``lstat``)."""
+    here = state
+    for part in [p for p in path.split("/") if p]:
+        here = here / part
+        try:
+            if not stat.S_ISDIR(os.lstat(here).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def request_paths(
+    request: SandboxRequest, state: Path, default_path: str
+) -> tuple[list[str], list[str], list[Path], str]:
+    """The request's paths, where their links lead, their collected copies under ``state`` and its working folder.
+
+    A path that is a link in the collected state (the work folder replaced by a link to another
+    folder, round six) is resolved inside the state as the agent's shell would resolve it
+    (:func:`twinforge_detectors.paths.resolve`: never on the host); its real folder was collected as a
+    followed link target, and that folder's copy is what the request gets (docs/runtime.md, "Clean room").
+
+    Returns:
+        ``(paths, reals, sources, cwd)``: the asked paths, the real path of each (itself when no link
+        is on the way), the collected copy of each real path and the request's working folder.
 
     Raises:
-        RunError: A path is not absolute and clean, was not collected, or is a link in the state.
+        RunError: A path is not absolute and clean, was not collected, or leads through links to
+            nothing collected, to a link loop or to a folder above itself.
     """
     paths = [_clean_path(p) for p in (request.paths or [default_path])]
-    sources = []
+    reals, sources = [], []
     for path in paths:
-        source = state / path.lstrip("/")
-        if not os.path.lexists(source):
-            raise RunError("sandbox", f"{path} was not collected; add it to [detector] collect")
+        real = resolve(str(state), path)
+        if real != path and path.startswith(real.rstrip("/") + "/"):
+            raise RunError("sandbox", f"{path} is a link to {real}, a folder above it; name the real folder")
+        source = state / real.lstrip("/")
+        if not _real_folder(state, os.path.dirname(real)) or not os.path.lexists(source):
+            via = f" (a link to {real})" if real != path else ""
+            raise RunError("sandbox", f"{path}{via} was not collected; add it to [detector] collect")
         if stat.S_ISLNK(os.lstat(source).st_mode):
-            raise RunError("sandbox", f"{path} is a link in the collected state; name the real folder")
+            raise RunError("sandbox", f"{path} leads through a link loop in the collected state")
+        reals.append(real)
         sources.append(source)
-    return paths, sources, _clean_path(request.cwd) if request.cwd else paths[0]
+    return paths, reals, sources, _clean_path(request.cwd) if request.cwd else paths[0]
 
 
 def _tar_of(source: Path, target: Path) -> None:
@@ -260,7 +291,8 @@ def run_sandbox(
     Raises:
         RunError: A path was not collected or the container could not be started.
     """
-    paths, sources, cwd = request_paths(request, state, default_path)
+    # a path that is a link gets its real folder's copy at the asked path (the root file system is read-only)
+    paths, _, sources, cwd = request_paths(request, state, default_path)
     work = Path(tempfile.mkdtemp(prefix="tf-sandbox-"))
     container = None
     try:
