@@ -8,11 +8,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FILE = "tests/harness/test_multiturn_docker.py"
+COLLECT = (sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider", "--docker")
+"""One process, no cache; --docker: the file needs the engine, which plain pytest leaves out (tests/conftest.py)."""
 
 
 def collected(*options: str) -> list[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *options, FILE],
+        [*COLLECT, *options, FILE],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -15,7 +15,8 @@ FILES = {
     "tests/viewer/test_viewer_browser.py": "browser",
     "tests/test_matrix_option.py": "-",
 }
-PROBE = ("-p", "tests.support.group_probe")
+PROBE = ("-p", "tests.support.group_probe", "--all")
+"""The plugin that prints the groups; --all: these files need a resource, which plain pytest leaves out."""
 
 
 def groups() -> dict[str, set[str]]:
