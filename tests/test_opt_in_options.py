@@ -71,7 +71,7 @@ QUIET = tuple(
     for name in ("cacheprovider", "textual-snapshot", "syrupy", "asyncio", "anyio", "hypothesispytest")
     for arg in ("-p", f"no:{name}")
 )
-"""Inner sessions write no cache and load no plugin that collecting or trivial tests need: the snapshot
+"""Inner sessions write no cache and load no plugin the trivial tests do not need: the snapshot
 plugin's one temporary folder belongs to the outer session, and a plugin's modules imported again in an
 inner session are rewritten again (pytest rewrites every plugin's asserts), seconds each without a
 bytecode cache."""
@@ -129,3 +129,19 @@ def test_make_test_and_ci_run_everything_and_make_unit_is_plain_pytest() -> None
             recipes.setdefault(target, []).append(line.split("-m pytest", 1)[1].strip())
     assert recipes == {"test": ["--all"], "unit": [""]}
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_tests_taken_back_keep_their_resource_groups(suite: pytest.Pytester) -> None:
+    """With --all the grouping of tests/test_resource_groups.py holds: Docker wins over the model server."""
+    out = suite.runpytest_inprocess(*QUIET, "-p", "tests.support.group_probe", "--collect-only", "-q", "--all")
+    printed = [line.removeprefix("GROUP ") for line in out.stdout.lines if line.startswith("GROUP ")]
+    groups = dict(line.split("::")[1].split(" ") for line in printed)
+    assert groups == {
+        "test_plain": "-",
+        "test_slow": "-",
+        "test_docker": "docker",
+        "test_docker_slow": "docker",
+        "test_model_slow": "model",
+        "test_browser": "browser",
+        "test_model_and_docker": "docker",
+    }

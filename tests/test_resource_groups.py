@@ -6,8 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.paths import ROOT
 
+# the real files, collected in a fresh process (seconds); tests/test_opt_in_options.py checks the groups in the fast run
+pytestmark = pytest.mark.slow
 FILES = {
     "tests/taskpair/test_runner_docker.py": "docker",
     "tests/implementer/test_implementer_docker.py": "docker",  # docker and model: docker wins
