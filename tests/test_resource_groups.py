@@ -10,8 +10,6 @@ import pytest
 
 from tests.support.paths import ROOT
 
-# the real files, collected in a fresh process (seconds); tests/test_opt_in_options.py checks the groups in the fast run
-pytestmark = pytest.mark.slow
 FILES = {
     "tests/taskpair/test_runner_docker.py": "docker",
     "tests/implementer/test_implementer_docker.py": "docker",  # docker and model: docker wins
@@ -41,6 +39,8 @@ def groups() -> dict[str, set[str]]:
     return found
 
 
+# the real files, collected in a fresh process (seconds); tests/test_opt_in_options.py checks the groups in the fast run
+@pytest.mark.slow
 def test_each_test_is_in_the_group_of_the_resource_it_shares() -> None:
     assert groups() == {path: {group} for path, group in FILES.items()}
 
