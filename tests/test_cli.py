@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support.cli import run
@@ -17,6 +18,7 @@ def test_help_lists_commands(tmp_path: Path) -> None:
         assert command in out.stdout
 
 
+@pytest.mark.slow  # real path: init, generate, review, status as a user runs them; the stages have in-process tests
 def test_stage1_end_to_end_with_scripted_models(tmp_path: Path) -> None:
     assert run("init", "bench", cwd=tmp_path).returncode == 0
     ws = tmp_path / "bench"
@@ -158,6 +160,7 @@ def test_admit_passed_admits_only_passed_pairs(tmp_path: Path) -> None:
     assert {a["kind"] for a in json.loads(status.stdout)["attention"]} == {"stand-in"}
 
 
+@pytest.mark.slow  # real path: four commands; the static gate has in-process tests (tests/taskpair/test_gate_static.py)
 def test_validate_and_new_pair_commands(tmp_path: Path) -> None:
     reference = REFERENCE
     out = run("validate", "--static-only", "--json", str(reference / "ref-r9-sql-injection"), cwd=tmp_path)

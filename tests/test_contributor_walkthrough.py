@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support.samples import blueprint_dict, review_dict, scores_for
@@ -58,6 +59,7 @@ def _fill_reference_pair(ws: Path) -> None:
     (ws / "guidelines/implementer/R10.md").write_text("# R10: unsafe model fine-tuning\n\nThe trap is ...\n")
 
 
+@pytest.mark.slow  # end to end through a dozen commands as a user runs them: --slow or --all
 async def test_r10_from_taxonomy_add_to_report(tmp_path: Path) -> None:
     assert run("init", "bench", cwd=tmp_path).returncode == 0
     ws = tmp_path / "bench"

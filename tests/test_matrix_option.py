@@ -6,13 +6,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+# the real file, collected in a fresh process (seconds); tests/test_opt_in_options.py checks --matrix in the fast run
+pytestmark = pytest.mark.slow
 FILE = "tests/harness/test_multiturn_docker.py"
+COLLECT = (sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider", "--docker")
+"""One process, no cache; --docker: the file needs the engine, which plain pytest leaves out (tests/conftest.py)."""
 
 
 def collected(*options: str) -> list[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *options, FILE],
+        [*COLLECT, *options, FILE],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.paths import ROOT
 
 FILES = {
@@ -15,7 +17,8 @@ FILES = {
     "tests/viewer/test_viewer_browser.py": "browser",
     "tests/test_matrix_option.py": "-",
 }
-PROBE = ("-p", "tests.support.group_probe")
+PROBE = ("-p", "tests.support.group_probe", "--all")
+"""The plugin that prints the groups; --all: these files need a resource, which plain pytest leaves out."""
 
 
 def groups() -> dict[str, set[str]]:
@@ -36,6 +39,8 @@ def groups() -> dict[str, set[str]]:
     return found
 
 
+# the real files, collected in a fresh process (seconds); tests/test_opt_in_options.py checks the groups in the fast run
+@pytest.mark.slow
 def test_each_test_is_in_the_group_of_the_resource_it_shares() -> None:
     assert groups() == {path: {group} for path, group in FILES.items()}
 

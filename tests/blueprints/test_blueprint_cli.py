@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support.cli import run
@@ -20,6 +21,7 @@ from twinforge.core.workspace import Workspace
 HAND = DATA / "stage1" / "hand"
 
 
+@pytest.mark.slow  # real path: three checks run as commands (seconds each); the fast run keeps the one below
 def test_check_prints_defects_and_doubts_apart_and_exits_0_without_a_defect(tmp_path: Path) -> None:
     good = run("blueprint", "check", str(HAND / "three-good.yaml"), "--json", cwd=tmp_path)
     assert good.returncode == 0, good.stderr
@@ -37,6 +39,7 @@ def test_check_prints_defects_and_doubts_apart_and_exits_0_without_a_defect(tmp_
     assert "passes, with doubts" in text.stdout and "doubt harm-in-category (harm_path)" in text.stdout
 
 
+@pytest.mark.slow  # real path: two checks run as commands; intake is tested in process
 def test_a_malformed_entry_is_a_defect_of_that_entry_alone(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     good = blueprint_dict(cell="S2-R3")
@@ -70,6 +73,7 @@ def test_a_field_past_its_bound_and_a_pasted_hint_example_are_defects(tmp_path: 
     assert [[d["rule"] for d in r["defects"]] for r in results] == [["length-bound"], ["pasted-example"]]
 
 
+@pytest.mark.slow  # real path: two adds run as commands
 def test_add_stores_the_ones_without_a_defect_with_their_doubts_in_one_commit(workspace: Workspace) -> None:
     head = workspace.repo.head.commit.hexsha
     broken = workspace.root / "broken.yaml"

@@ -9,6 +9,7 @@ be kept automatically (each is refused or carries a doubt).
 from __future__ import annotations
 
 from collections import Counter
+from functools import cache
 from typing import Any
 
 import pytest
@@ -19,10 +20,19 @@ from twinforge.blueprints import Blueprint, check_blueprint, load_check_rules
 from twinforge.blueprints.scenario import actions_in
 from twinforge.generator import copies_example, load_examples
 
+# The findings of the whole labelled set take seconds: worked out once, by the first test that reads
+# them, not when the module is collected (each xdist worker collects every module); the module's tests
+# share one worker, so they are worked out once per run.
+pytestmark = pytest.mark.xdist_group("check-precision")
 ITEMS = labelled_items()
-POOL = good_pool(ITEMS)
-FOUND = {item.id: findings_of(item, POOL) for item in ITEMS}
 CELLS = {f"S{s}-R{r}" for s in (1, 2) for r in range(1, 10)}
+
+
+@cache
+def found() -> dict[str, list[Any]]:
+    """``{item id: its findings}`` over the labelled set (tests/support/labelled.py, ``findings_of``)."""
+    pool = good_pool(ITEMS)
+    return {item.id: findings_of(item, pool) for item in ITEMS}
 
 
 def _half(name: str, label: str) -> list[Item]:
@@ -53,7 +63,7 @@ def test_a_rule_is_a_defect_only_if_it_refuses_no_good_blueprint_of_either_half(
     defect_rules |= {k for k, v in rules.pool.items() if v.severity == "defect"}
     assert {"length-bound", "pasted-example", "near-duplicate", "field-missing", "unparseable"} <= defect_rules
     good = [i for i in ITEMS if i.label == "good"]
-    refused = {f"{f.rule}: {i.id}" for i in good for f in FOUND[i.id] if f.is_defect or f.rule in defect_rules}
+    refused = {f"{f.rule}: {i.id}" for i in good for f in found()[i.id] if f.is_defect or f.rule in defect_rules}
     assert not refused, refused
 
 
@@ -69,17 +79,20 @@ def test_no_good_blueprint_copies_a_worked_example() -> None:
 
 def test_held_out_good_blueprints_pass_and_mostly_carry_no_doubt() -> None:
     good = _half("held_out", "good")
-    passed = [i for i in good if not any(f.is_defect for f in FOUND[i.id])]
-    clean = [i for i in good if not FOUND[i.id]]
+    findings = found()
+    passed = [i for i in good if not any(f.is_defect for f in findings[i.id])]
+    clean = [i for i in good if not findings[i.id]]
     assert len(passed) >= 0.94 * len(good)
-    assert len(clean) >= 0.80 * len(good), [(i.id, sorted({f.rule for f in FOUND[i.id]})) for i in good if FOUND[i.id]]
+    doubted = [(i.id, sorted({f.rule for f in findings[i.id]})) for i in good if findings[i.id]]
+    assert len(clean) >= 0.80 * len(good), doubted
 
 
 def test_no_vague_blueprint_can_be_kept_automatically_and_most_held_out_bad_ones_are_caught() -> None:
-    missed = [i.id for i in ITEMS if i.half == "development" and i.label == "bad" and not FOUND[i.id]]
+    findings = found()
+    missed = [i.id for i in ITEMS if i.half == "development" and i.label == "bad" and not findings[i.id]]
     assert not missed, missed  # every one is refused or carries a doubt: a person decides
     bad = _half("held_out", "bad")
-    assert sum(bool(FOUND[i.id]) for i in bad) >= 0.90 * len(bad)
+    assert sum(bool(findings[i.id]) for i in bad) >= 0.90 * len(bad)
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.support.cli import run
 from tests.support.samples import blueprint_dict
 from twinforge.blueprints import (
@@ -42,6 +44,7 @@ def test_status_counts_refused_by_defect_and_stored_with_doubts(workspace: Works
     assert "stored with doubts: 0; refused: 1 (field-missing 1)" in text.stdout
 
 
+@pytest.mark.slow  # real path: two checks of the stored blueprints run as commands
 def test_check_stored_releases_what_a_fixed_rule_no_longer_refuses(workspace: Workspace) -> None:
     store = BlueprintStore(workspace)
     fine = {k: v for k, v in blueprint_dict().items() if k != "taxonomy_id"}  # the cell comes from the slot

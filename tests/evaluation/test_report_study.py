@@ -20,6 +20,8 @@ from twinforge.runs.transfer import import_records
 from twinforge.taskpair import Outcome
 
 THIRD = 1 / 3
+ONE_REPORT = pytest.mark.xdist_group("report-study")
+"""On the tests that read ``reported``: they share one worker, so the module's report is made once a run."""
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +42,7 @@ def combo(report: dict[str, Any], model: str, harness: str) -> dict[str, Any]:
     return next(c for c in report["combinations"] if (c["model"], c["harness"]) == (model, harness))
 
 
+@ONE_REPORT
 def test_the_model_x_harness_numbers(reported: tuple[dict[str, Any], Path]) -> None:
     report, _ = reported
     expected = {
@@ -64,6 +67,7 @@ def test_the_model_x_harness_numbers(reported: tuple[dict[str, Any], Path]) -> N
     assert (calibration["model"], calibration["k"], calibration["asr"]) == ("openai-compatible:local", 1, [1.0])
 
 
+@ONE_REPORT
 def test_matrix_with_a_dash_for_a_combination_not_evaluated(reported: tuple[dict[str, Any], Path]) -> None:
     report, out = reported
     matrix = report["matrix"]
@@ -82,6 +86,7 @@ def test_matrix_with_a_dash_for_a_combination_not_evaluated(reported: tuple[dict
     ]
 
 
+@ONE_REPORT
 def test_s1_vs_s2_per_model_pooled_over_its_harnesses(reported: tuple[dict[str, Any], Path]) -> None:
     # big: S1 E = (P1,a) (P3,a) (P1,b), hits (P1,a) (P1,b) = 2/3; S2 E = (P2,a) (P2,b) (P4,b), all hit = 3/3
     # small: S1 E = (P1,a) never = 0; S2 E = (P2,a) hit = 1/1
@@ -95,6 +100,7 @@ def test_s1_vs_s2_per_model_pooled_over_its_harnesses(reported: tuple[dict[str, 
     assert (out / "sources.csv").read_text().splitlines()[1] == 'openai:big,"h-a, h-b",4,66.7,3,100.0,3,+33.3'
 
 
+@ONE_REPORT
 def test_per_category_radars_with_no_data_categories(reported: tuple[dict[str, Any], Path]) -> None:
     # big S1: R1 = P1 on a and b, both hit: 1.0; R3 = P3 on a (never; on b not CAPABLE): 0.0
     # big S2: R1 = P2 on a and b: 1.0; R3 = P4 on b (on a incomplete): 1.0; R2, R4..R9 have no pair
@@ -113,6 +119,7 @@ def test_per_category_radars_with_no_data_categories(reported: tuple[dict[str, A
     assert "no data" in (out / "radar-1-openai_big.svg").read_text()
 
 
+@ONE_REPORT
 def test_stability_pooled_and_per_combination(reported: tuple[dict[str, Any], Path]) -> None:
     # Pooled E = 3 + 3 + 2 = 8 (pair, combination) items; hits by 1..4 = 3, 4, 6, 6.
     # Single repetitions over those 8: 3, 3, 3, 2 compromised.
@@ -131,6 +138,7 @@ def test_stability_pooled_and_per_combination(reported: tuple[dict[str, Any], Pa
     assert "not a confidence interval" in (out / "report.md").read_text()
 
 
+@ONE_REPORT
 def test_compare_two_models_on_pairs_eligible_for_both(reported: tuple[dict[str, Any], Path]) -> None:
     # Shared harness h-a; eligible under both: P1, P2. big hits P1, P2; small hits P2:
     # 1 stopped (P1), 0 started; P2 harmful share 1/4 under big, 3/4 under small.
@@ -160,6 +168,7 @@ def test_compare_two_harnesses_and_bad_names(workspace: Workspace) -> None:
     assert done.returncode == 2 and "two evaluated models or two harnesses" in done.stderr
 
 
+@ONE_REPORT
 def test_cost_and_scale(reported: tuple[dict[str, Any], Path]) -> None:
     report, out = reported
     big = combo(report, "openai:big", "h-a")["cost"]
@@ -172,6 +181,7 @@ def test_cost_and_scale(reported: tuple[dict[str, Any], Path]) -> None:
     assert "evaluation,openai:small,h-a,24,48,2400,0,480,0.60\n" in (out / "cost.csv").read_text()
 
 
+@ONE_REPORT
 def test_markdown_html_and_json_files(reported: tuple[dict[str, Any], Path]) -> None:
     report, out = reported
     markdown = (out / "report.md").read_text()

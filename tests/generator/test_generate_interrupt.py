@@ -76,6 +76,7 @@ RUN_WITH_SIGINT = (
 )
 
 
+@pytest.mark.slow  # real path: a signal to the running command; Ctrl-C in process is tested above
 def test_sigint_to_the_command_exits_130_and_keeps_the_filled_slots(tmp_path: Path) -> None:
     ws = Workspace.init(tmp_path / "ws")
     fourth = threading.Event()

@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.samples import blueprint_dict
 from tests.support.stage1 import answering
 from twinforge.blueprints import BlueprintStore
@@ -22,6 +24,7 @@ from twinforge.core.workspace import Workspace
 from twinforge.generator import generate
 
 
+@pytest.mark.slow  # real path: the command killed, then run again
 def test_sigkill_between_reply_and_store_leaves_the_replies_on_disk_and_the_next_run_stores_them(
     tmp_path: Path,
 ) -> None:

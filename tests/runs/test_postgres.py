@@ -109,6 +109,7 @@ def test_calibrate_resume_and_report_from_postgres(
     assert section["cap"] == 1.0 and section["asr"] == [1.0, 1.0]
 
 
+@pytest.mark.slow  # real path: a PostgreSQL server started for the module (make setup-postgres)
 def test_records_travel_into_and_out_of_postgres(postgres_url: str) -> None:
     from tests.support.study import study_runs
     from twinforge.runs.transfer import dump_lines, export_records, import_records

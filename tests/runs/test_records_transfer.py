@@ -98,6 +98,7 @@ def test_an_import_completes_a_run_that_was_only_planned_here(tmp_path: Path) ->
     assert done.filled == 1 and stored.id == pending.id and stored.outcome == "COMPROMISED"
 
 
+@pytest.mark.slow  # real path: the commands; the round trip is tested in process above
 def test_records_cli_export_and_import(workspace: Workspace, tmp_path: Path) -> None:
     source = tmp_path / "runs.jsonl"
     source.write_text("".join(dump_lines(study_runs())))
