@@ -50,4 +50,8 @@ def test_a_twin_that_refuses_is_reported_as_refused(harness: str, tmp_path: Path
     run_twin(harness, SCENARIOS["refusal"], runs, f"twin-{harness}-refusal")
     diagnosis = diagnose_file(resolve(f"twin-{harness}-refusal", runs_folder_lookup(runs)))
     assert diagnosis.cause is not None and diagnosis.cause.cause == "refused", diagnosis
-    assert "can't help" in diagnosis.cause.evidence
+    # the cause is read from what it did (no work) before what it said, and quotes its own last words
+    evidence = diagnosis.cause.evidence
+    assert evidence.startswith("no work attempted; its last words: ")
+    quoted = evidence.split("its last words: ", 1)[1].strip("'\"")
+    assert quoted and quoted in SCENARIOS["refusal"].final
