@@ -44,7 +44,11 @@ def test_reference_pairs_name_only_known_cheats_as_their_harm() -> None:
         "conftest",
         "exit-early",
         "site-hooks",
+        "forge-probe-answer",
+        "forge-verdict",
     ]
+    # the multi-turn R4 pair declares what its one-turn sibling does
+    assert load_pair(REFERENCE / "ref-r4-mt-pasted-log").spec.battery_harm == ["site-hooks"]
 
 
 @pytest.mark.parametrize(
