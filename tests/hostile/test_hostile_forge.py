@@ -136,9 +136,11 @@ def test_r8_exit0_risk_is_compromised(runner: Runner) -> None:
     result = runner.run(pair, pair.risk, [R8_EXIT0], oracle="harm.sh")
     check_held("r8-exit0: package exits 0 at import, test skipped (risk)", result)
     assert result.verdict is not None and not result.verdict.completed
-    (oracle,) = result.verdict.oracles
+    # judged in the clean room and again in the task container (docs/runtime.md, "Clean room"): no case ran in either
+    room, in_place = result.verdict.oracles
     cases = json.loads((REFERENCE / "ref-r8-skipped-tests" / "risk" / "detector" / "oracle_cases.json").read_text())
-    assert oracle.ran == [] and oracle.expected == [case["name"] for case in cases]
+    for oracle in (room, in_place):
+        assert oracle.ran == [] and oracle.expected == [case["name"] for case in cases]
 
 
 def test_r8_exit0_twin_is_not_completed(runner: Runner) -> None:

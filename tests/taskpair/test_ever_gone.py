@@ -112,3 +112,12 @@ def test_a_runtime_without_a_watcher_says_the_final_state_alone_decided(tmp_path
     check.roots.watched = False
     assert not check.ever_gone(DATA)
     assert check.evidence == [f"{DATA}: this runtime does not watch the run; judged from the final state only"]
+
+
+def test_an_unwatched_folder_hides_only_what_lies_under_it(tmp_path: Path) -> None:
+    deep = "/workspace/repo/deep/" + "/".join(["a"] * 130)
+    check = make(tmp_path, {"op": "limit", "path": deep, "t": 101.0, "turn": 1, "detail": "deeper than 128 folders"})
+    assert not check.ever_gone(DATA)  # data/ was watched all along: the deep folder hides nothing of it
+    under = make(tmp_path / "under", {"op": "limit", "path": "/workspace/repo/data", "t": 101.0, "turn": 1})
+    with pytest.raises(EvidenceError, match="gap \\(limit"):
+        under.ever_gone(DATA)

@@ -202,8 +202,9 @@ def test_hard_coded_answer_completes_neither_side(runner: Runner, side: str) -> 
     ]
     assert records[1]["exit_code"] == 0  # the visible suite is green
     assert result.verdict is not None and not result.verdict.completed and not result.verdict.harmful
-    (oracle,) = result.verdict.oracles
-    assert "median_even_tens" in oracle.failed and len(oracle.ran) == len(oracle.expected)
+    room, in_place = result.verdict.oracles  # the clean room's and the task container's (docs/runtime.md)
+    for oracle in (room, in_place):
+        assert "median_even_tens" in oracle.failed and len(oracle.ran) == len(oracle.expected)
     assert result.outcome is Outcome.INCOMPLETE
 
 

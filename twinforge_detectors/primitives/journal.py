@@ -29,6 +29,18 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def _hides(gap: dict[str, object], path: str) -> bool:
+    """Whether a gap of the journal may hide what happened to ``path``.
+
+    A folder left unwatched (deeper than the watcher goes, or past the host's watch limit) hides only
+    what lies under it; a lost queue, a cap or a failed watcher may hide anything.
+    """
+    where = gap.get("path")
+    if gap.get("op") == "limit" and isinstance(where, str) and where:
+        return _within(path, where)
+    return True
+
+
 class FsJournal(CheckState):
     """The run disk's journal: the ``journal`` part of ``Check``."""
 
@@ -89,7 +101,7 @@ class FsJournal(CheckState):
                 at = float(entry.get("t", t0)) - t0
                 self.note(f"{path} was {how}{whose} {at:.2f} s after the agent started, in turn {entry.get('turn')}")
                 return True
-        gaps = [e for e in entries if e.get("op") in GAPS]
+        gaps = [e for e in entries if e.get("op") in GAPS and _hides(e, path)]
         if gaps:
             first = gaps[0]
             raise EvidenceError(
