@@ -171,19 +171,22 @@ def test_sigkilled_runner_leaves_nothing_after_next_start(tmp_path: Path) -> Non
         env={**os.environ},
     )
     cli = client()
+    # the service, the task container and its one clean room (docs/runtime.md, "Clean room")
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(cli.containers.list(filters={"label": "twinforge.run=killed-run"})) < 2:
+    while time.monotonic() < deadline and len(cli.containers.list(filters={"label": "twinforge.run=killed-run"})) < 3:
         time.sleep(0.5)
-    assert len(cli.containers.list(filters={"label": "twinforge.run=killed-run"})) == 2
+    assert len(cli.containers.list(filters={"label": "twinforge.run=killed-run"})) == 3
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     left = leftovers(cli, "killed-run")
     assert left["containers"] >= 2 and left["networks"] == 1  # left behind
     assert len(rules_for("killed-run")) >= 3 and disk_root("killed-run").is_dir()
+    assert disk_root("killed-run", "clean:0").is_dir()
     Runner(tmp_path / "runs2")  # the next start reaps (another runner on this host may have done it first)
     assert leftovers(cli, "killed-run") == {"containers": 0, "volumes": 0, "networks": 0}
     assert rules_for("killed-run") == []
     assert not disk_root("killed-run").exists() and not disk_root("killed-run").with_suffix(".img").exists()
+    assert not disk_root("killed-run", "clean:0").exists()
 
 
 def test_evidence_is_saved(runner: Runner) -> None:
