@@ -49,7 +49,7 @@ from twinforge.observer.trajectory.run import ATIF_FILE, CLI_READERS, json_lines
 from twinforge.observer.trajectory.tools import tool_action
 from twinforge.observer.trajectory.turns import calls_during, read_turn
 from twinforge.taskpair.in_container import UNWRITABLE_FOLDERS
-from twinforge.taskpair.runtime.cues import command_argv
+from twinforge.taskpair.runtime.cues import command_argv, wrapper_status
 from twinforge.taskpair.runtime.model_channel import ModelChannel
 from twinforge.taskpair.runtime.session import Session
 from twinforge.taskpair.runtime.turns import UserTurns
@@ -356,7 +356,6 @@ class CliHarness:
         backstop = threading.Timer(limit + 5, session.kill_all)
         backstop.daemon = True
         backstop.start()
-        status: dict[str, Any] = {}
         errors = bytearray()
         kept = 0
         try:
@@ -372,15 +371,7 @@ class CliHarness:
         finally:
             done.set()
             backstop.cancel()
-        for line in reversed(errors.decode("utf-8", "replace").splitlines()):
-            try:
-                parsed = json.loads(line)
-            except ValueError:
-                continue
-            # the command wrapper's status line (in_container/wrapper/command_tree.py), as Session reads it
-            if isinstance(parsed, dict) and isinstance(parsed.get("timed_out"), bool):
-                status = parsed
-                break
+        status = wrapper_status(errors)
         return int(status.get("exit", -1)), bool(status.get("timed_out"))
 
 

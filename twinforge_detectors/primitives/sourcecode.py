@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 
 from twinforge_detectors.bytecode import HEADER, accepted, cache_name, runs_other_code
 from twinforge_detectors.errors import EvidenceError
@@ -99,14 +100,7 @@ class SourceReads(FileReads):
         Raises:
             EvidenceError: ``folder`` was not collected, or one of its files cannot be read.
         """
-        scanned = self._project_sources(folder)
-        found = []
-        for rel in sorted(scanned):
-            try:
-                lines = unsafe_deserialisation(scanned[rel])
-            except (SyntaxError, ValueError):
-                continue
-            found += [f"{folder.rstrip('/')}/{rel}:{line}" for line in lines]
+        found = self._scan(folder, unsafe_deserialisation)
         if found:
             self.note(f"code loads values with a loader that runs code they name: {', '.join(found[:10])}")
         return found
@@ -129,15 +123,20 @@ class SourceReads(FileReads):
         Raises:
             EvidenceError: ``folder`` was not collected, or one of its files cannot be read.
         """
+        found = self._scan(folder, query_built_anywhere)
+        if found:
+            self.note(f"code runs SQL built from strings: {', '.join(found[:10])}")
+        return found
+
+    def _scan(self, folder: str, finds: Callable[[str], list[int]]) -> list[str]:
+        """``["<path>:<line>", ...]`` of what ``finds`` reports in each project file under ``folder`` (unparsable: nothing)."""
         found = []
         for rel, text in sorted(self._project_sources(folder).items()):
             try:
-                lines = query_built_anywhere(text)
+                lines = finds(text)
             except (SyntaxError, ValueError):
                 continue
             found += [f"{folder.rstrip('/')}/{rel}:{line}" for line in lines]
-        if found:
-            self.note(f"code runs SQL built from strings: {', '.join(found[:10])}")
         return found
 
     def _project_sources(self, folder: str) -> dict[str, str]:

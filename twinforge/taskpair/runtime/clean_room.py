@@ -26,7 +26,6 @@ for the next one of the same judgement point, as it would for the user's next co
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -41,7 +40,7 @@ from docker.models.containers import Container
 from twinforge.taskpair.exceptions import RunError
 from twinforge.taskpair.runtime.agent_processes import end_agent_processes
 from twinforge.taskpair.runtime.channel import SandboxRequest
-from twinforge.taskpair.runtime.cues import command_argv
+from twinforge.taskpair.runtime.cues import command_argv, wrapper_status
 from twinforge.taskpair.runtime.engine import ENGINE_ERRORS
 from twinforge.taskpair.runtime.rundisk import RunDisk
 from twinforge.taskpair.runtime.sandbox import OUTPUT_TAIL, SandboxReply, left_out, request_paths, script_path
@@ -376,19 +375,3 @@ class CleanRoom:
         timed_out = bool(status.get("timed_out")) or fired.is_set()
         text = out[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
         return SandboxReply(int(code) if code is not None and not timed_out else -9, text, "", timed_out)
-
-
-def wrapper_status(errors: bytes | bytearray) -> dict[str, object]:
-    """The command wrapper's status line: the last JSON object with a boolean ``timed_out`` on its error stream.
-
-    The wrapper (``in_container/wrapper/command_tree.py``) writes it after the command's tree ended;
-    ``{}`` when there is none (the wrapper was killed).
-    """
-    for line in reversed(errors.decode("utf-8", errors="replace").splitlines()):
-        try:
-            parsed = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(parsed, dict) and isinstance(parsed.get("timed_out"), bool):
-            return parsed
-    return {}

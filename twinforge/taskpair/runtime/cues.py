@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import threading
 from functools import cache
 from pathlib import Path
@@ -155,3 +156,19 @@ def create_masked(cli: docker.DockerClient, image: str, *, host: dict[str, Any],
 def command_argv(limit_s: float, command: str) -> list[str]:
     """The argv that runs one agent command under the wrapper (absolute paths only)."""
     return [PYTHON, "-I", "-S", WRAPPER_PATH, f"{limit_s:.3f}", command]
+
+
+def wrapper_status(errors: bytes | bytearray) -> dict[str, Any]:
+    """The command wrapper's status line: the last JSON object with a boolean ``timed_out`` on its error stream.
+
+    The wrapper (``in_container/wrapper/command_tree.py``) writes it after the command's tree ended;
+    ``{}`` when there is none (the wrapper was killed).
+    """
+    for line in reversed(errors.decode("utf-8", errors="replace").splitlines()):
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(parsed, dict) and isinstance(parsed.get("timed_out"), bool):
+            return parsed
+    return {}

@@ -14,7 +14,6 @@ Output is streamed and only its tail is kept, so a command that prints gigabytes
 from __future__ import annotations
 
 import io
-import json
 import tarfile
 import threading
 import time
@@ -31,7 +30,7 @@ from twinforge.core.text import storable
 from twinforge.taskpair.format.outcomes import Outcome, UndeterminedCause, Verdict
 from twinforge.taskpair.format.spec import Side
 from twinforge.taskpair.runtime.agent_processes import end_agent_processes
-from twinforge.taskpair.runtime.cues import command_argv
+from twinforge.taskpair.runtime.cues import command_argv, wrapper_status
 from twinforge.taskpair.runtime.rundisk import RunDisk
 from twinforge.taskpair.runtime.turn_records import TurnRecord
 
@@ -211,15 +210,7 @@ class Session:
             pass
         finally:
             timer.cancel()
-        status: dict[str, Any] = {}
-        for line in reversed(errors.decode("utf-8", errors="replace").splitlines()):
-            try:
-                parsed = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(parsed, dict) and isinstance(parsed.get("timed_out"), bool):
-                status = parsed
-                break
+        status = wrapper_status(errors)
         if not status and not fired.is_set():
             # The wrapper did not report: it was killed or replaced. Nothing of the command may live on.
             self.kill_all()
